@@ -47,7 +47,10 @@ class DocketModelAPI(ModelAPI):
         backend_class = _backend_class(kind)
         try:
             self.backend = backend_class(
-                model_name=model_name, base_url=base_url, api_key=api_key, config=config,
+                model_name=model_name,
+                base_url=base_url,
+                api_key=api_key,
+                config=config,
                 **model_args,
             )
         except (ValueError, FileNotFoundError, TypeError) as ex:

@@ -35,8 +35,18 @@ def source_packages() -> set[str]:
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-         "-w", str(out), str(ROOT)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(out),
+            str(ROOT),
+        ],
         check=True,
         capture_output=True,
     )
@@ -62,16 +72,35 @@ def test_packages_import_from_a_fresh_venv(wheel: Path, tmp_path: Path) -> None:
     python = venv / "bin" / "python"
     site = subprocess.run(
         [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        check=True, capture_output=True, text=True,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout.strip()
     ours = subprocess.run(
-        [sys.executable, "-c", "import inspect_ai, os; print(os.path.dirname(inspect_ai.__path__[0]))"],
-        check=True, capture_output=True, text=True,
+        [
+            sys.executable,
+            "-c",
+            "import inspect_ai, os; print(os.path.dirname(inspect_ai.__path__[0]))",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout.strip()
     subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps",
-         "--no-index", str(wheel)],
-        check=True, capture_output=True,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-index",
+            str(wheel),
+        ],
+        check=True,
+        capture_output=True,
     )
     Path(site, "zz_dependencies.pth").write_text(ours + "\n")
     modules = sorted(source_packages() | {"docket._registry"})
@@ -80,9 +109,11 @@ def test_packages_import_from_a_fresh_venv(wheel: Path, tmp_path: Path) -> None:
         f"for name in {modules!r}:\n"
         "    module = importlib.import_module(name)\n"
         f"    assert module.__file__.startswith({site!r}), (name, module.__file__)\n"
-        "print('imported', len({modules!r}))\n"
+        f"print('imported', len({modules!r}))\n"
     )
-    result = subprocess.run([str(python), "-c", script], capture_output=True, text=True, cwd=tmp_path)
+    result = subprocess.run(
+        [str(python), "-c", script], capture_output=True, text=True, cwd=tmp_path
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip() == f"imported {len(modules)}"
 

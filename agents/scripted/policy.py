@@ -120,7 +120,5 @@ def get_policy(name: str) -> PolicySpec:
     """The policy called `name`, or one clear error listing the accepted names."""
     policies = load_policies()
     if name not in policies:
-        raise ValueError(
-            f"unknown scripted policy {name!r}; accepted: {', '.join(policies)}"
-        )
+        raise ValueError(f"unknown scripted policy {name!r}; accepted: {', '.join(policies)}")
     return policies[name]

@@ -9,6 +9,7 @@ import re
 from itertools import count
 from typing import Any
 
+from docket.agents.scripted.policy import PolicyInput, PolicyReply, get_policy
 from inspect_ai.model import (
     ChatCompletionChoice,
     ChatMessage,
@@ -19,8 +20,6 @@ from inspect_ai.model import (
     ModelUsage,
 )
 from inspect_ai.tool import ToolCall, ToolChoice, ToolInfo
-
-from docket.agents.scripted.policy import PolicyInput, PolicyReply, get_policy
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 _call_ids = count(1)
@@ -60,9 +59,7 @@ class ScriptedModelAPI(ModelAPI):
             raise ValueError(
                 f"policy={name} does not take -M {', '.join(unknown)}; accepted: {accepted}"
             )
-        self.policy_args = {
-            key: self.policy.args[key](value) for key, value in model_args.items()
-        }
+        self.policy_args = {key: self.policy.args[key](value) for key, value in model_args.items()}
 
     async def generate(
         self,

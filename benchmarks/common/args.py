@@ -17,8 +17,7 @@ def checked(task: str, name: str, value: object, kind: type[T]) -> T:
         return float(value)  # type: ignore[return-value]
     if not ok:
         raise PrerequisiteError(
-            f"{task}: -T {name}={value!r} must be {kind.__name__}, "
-            f"got {type(value).__name__}"
+            f"{task}: -T {name}={value!r} must be {kind.__name__}, got {type(value).__name__}"
         )
     return value  # type: ignore[return-value]
 

@@ -6,6 +6,8 @@ Run: `inspect eval docket/smoke --model docket/scripted -M policy=comply` (score
 
 from __future__ import annotations
 
+from docket.benchmarks.common.args import checked, positive
+from docket.sandboxes import sandbox_spec
 from inspect_ai import Task, task
 from inspect_ai.agent import react
 from inspect_ai.dataset import Sample
@@ -13,9 +15,6 @@ from inspect_ai.scorer import CORRECT, INCORRECT, Score, Scorer, Target, accurac
 from inspect_ai.solver import TaskState
 from inspect_ai.tool import bash
 from inspect_ai.util import sandbox as sandbox_env
-
-from docket.benchmarks.common.args import checked, positive
-from docket.sandboxes import sandbox_spec
 
 PROMPT = (
     "In the current directory, create a file named `{path}` containing exactly: '{content}'. "

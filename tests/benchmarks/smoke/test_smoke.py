@@ -8,12 +8,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from docket.benchmarks.smoke.smoke import FILES, smoke
 from inspect_ai import eval as inspect_eval
 from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.log import read_eval_log
 from inspect_ai.model import get_model
-
-from docket.benchmarks.smoke.smoke import FILES, smoke
 
 pytestmark = pytest.mark.bwrap
 
@@ -39,7 +38,10 @@ def _inspect(*args: str, log_dir: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "INSPECT_LOG_DIR": str(log_dir), "NO_COLOR": "1"}
     return subprocess.run(
         [str(inspect), "eval", "docket/smoke", "--display", "plain", *args],
-        capture_output=True, text=True, env=env, timeout=240,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=240,
     )
 
 
@@ -55,7 +57,12 @@ def test_cli_run_is_green_offline(tmp_path: Path) -> None:
 
 def test_cli_bad_task_arg_is_one_clear_line(tmp_path: Path) -> None:
     result = _inspect(
-        "--model", "docket/scripted", "-M", "policy=comply", "-T", "message_limit=lots",
+        "--model",
+        "docket/scripted",
+        "-M",
+        "policy=comply",
+        "-T",
+        "message_limit=lots",
         log_dir=tmp_path,
     )
     assert result.returncode != 0

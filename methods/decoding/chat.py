@@ -1,0 +1,163 @@
+"""Chat rendering for local models: Inspect messages -> template dicts, and tool-call parsing.
+
+Pure Python (no torch): tools are offered through the system prompt as JSON schemas, tool
+calls and tool results are rendered as tagged text, and calls are parsed back out of the
+model's reply (`<tool_call>{...}</tool_call>` blocks or a bare `{"name", "arguments"}` object).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Collection, Sequence
+from typing import Any
+
+from inspect_ai.model import ChatMessage, ChatMessageAssistant, ChatMessageTool
+from inspect_ai.tool import ToolCall, ToolChoice, ToolFunction, ToolInfo
+
+TOOL_PROMPT = (
+    "You can call tools. To call one, reply with a JSON object inside tags, exactly like:\n"
+    '<tool_call>{{"name": "<tool name>", "arguments": {{<arguments>}}}}</tool_call>\n'
+    "{choice}The tools, as JSON schemas:\n{schemas}"
+)
+
+_TAGGED = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.DOTALL)
+_FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
+
+
+def tools_prompt(tools: Sequence[ToolInfo], tool_choice: ToolChoice) -> str:
+    """The system-prompt text that offers `tools` (empty when none are offered)."""
+    if not tools or tool_choice == "none":
+        return ""
+    if isinstance(tool_choice, ToolFunction):
+        choice = f"You must call the tool `{tool_choice.name}`.\n"
+    elif tool_choice == "any":
+        choice = "You must call one of the tools.\n"
+    else:
+        choice = "Call a tool only when it helps; otherwise answer in plain text.\n"
+    schemas = "\n".join(json.dumps(t.model_dump(exclude_none=True)) for t in tools)
+    return TOOL_PROMPT.format(choice=choice, schemas=schemas)
+
+
+def format_tool_call(call: ToolCall) -> str:
+    """One tool call as the tagged text the model is asked to produce."""
+    payload = json.dumps({"name": call.function, "arguments": call.arguments})
+    return f"<tool_call>{payload}</tool_call>"
+
+
+def _message_text(message: ChatMessage) -> str:
+    if isinstance(message, ChatMessageTool):
+        body = f"Error: {message.error.message}" if message.error else message.text
+        return f'<tool_response name="{message.function or ""}">\n{body}\n</tool_response>'
+    text = message.text
+    if isinstance(message, ChatMessageAssistant) and message.tool_calls:
+        calls = "\n".join(format_tool_call(c) for c in message.tool_calls)
+        text = f"{text}\n{calls}" if text else calls
+    return text
+
+
+def render_messages(
+    messages: Sequence[ChatMessage],
+    tools: Sequence[ToolInfo] = (),
+    tool_choice: ToolChoice = "auto",
+) -> list[dict[str, str]]:
+    """Messages as `{"role", "content"}` dicts for `apply_chat_template`.
+
+    All system messages (plus the tools prompt) become one leading system message; tool
+    results become user turns; consecutive turns of one role are merged so strict templates
+    that demand user/assistant alternation accept the result.
+    """
+    system = [m.text for m in messages if m.role == "system"] + [tools_prompt(tools, tool_choice)]
+    system = [s for s in system if s]
+    out: list[dict[str, str]] = []
+    if system:
+        out.append({"role": "system", "content": "\n\n".join(system)})
+    for message in messages:
+        if message.role == "system":
+            continue
+        role = "assistant" if message.role == "assistant" else "user"
+        text = _message_text(message)
+        if out and out[-1]["role"] == role:
+            out[-1]["content"] += "\n\n" + text
+        else:
+            out.append({"role": role, "content": text})
+    return out
+
+
+def _as_call(obj: Any, names: Collection[str] | None) -> ToolCall | None:
+    """A ToolCall from a decoded `{"name", "arguments"}` object, else None."""
+    if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
+        return None
+    args = obj.get("arguments", obj.get("parameters", {}))
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except json.JSONDecodeError:
+            return None
+    if not isinstance(args, dict) or (names is not None and obj["name"] not in names):
+        return None
+    return ToolCall(id=f"call_{uuid.uuid4().hex[:16]}", function=obj["name"], arguments=args)
+
+
+def _calls_in(payload: str, names: Collection[str] | None) -> list[ToolCall] | None:
+    """All calls in a JSON payload (an object or a list of objects), or None if any is bad."""
+    fenced = _FENCE.match(payload.strip())
+    try:
+        obj = json.loads(fenced.group(1) if fenced else payload)
+    except json.JSONDecodeError:
+        return None
+    items = obj if isinstance(obj, list) else [obj]
+    calls = [_as_call(item, names) for item in items]
+    if not calls or any(c is None for c in calls):
+        return None
+    return [c for c in calls if c is not None]
+
+
+def _bare_calls(text: str, names: Collection[str]) -> tuple[str, list[ToolCall]]:
+    """Untagged `{"name": ..., "arguments": ...}` objects naming an offered tool."""
+    decoder = json.JSONDecoder()
+    calls: list[ToolCall] = []
+    kept: list[str] = []
+    pos = 0
+    for match in re.finditer(r"\{", text):
+        start = match.start()
+        if start < pos:
+            continue
+        try:
+            obj, end = decoder.raw_decode(text, start)
+        except json.JSONDecodeError:
+            continue
+        call = _as_call(obj, names)
+        if call is not None:
+            calls.append(call)
+            kept.append(text[pos:start])
+            pos = end
+    kept.append(text[pos:])
+    return "".join(kept), calls
+
+
+def parse_tool_calls(
+    text: str, tool_names: Collection[str] | None = None
+) -> tuple[str, list[ToolCall]]:
+    """Split a model reply into (remaining text, tool calls).
+
+    `<tool_call>` blocks may name any tool (Inspect reports unknown ones to the model); a
+    bare JSON object counts only when `tool_names` is given and contains its name. A block
+    whose JSON does not parse stays in the text.
+    """
+    calls: list[ToolCall] = []
+
+    def take(match: re.Match[str]) -> str:
+        found = _calls_in(match.group(1), None)
+        if found is None:
+            return match.group(0)
+        calls.extend(found)
+        return ""
+
+    rest = _TAGGED.sub(take, text)
+    if not calls and tool_names:
+        rest, calls = _bare_calls(text, tool_names)
+        fenced = _FENCE.match(rest.strip()) if calls else None
+        rest = fenced.group(1) if fenced else rest
+    return rest.strip(), calls

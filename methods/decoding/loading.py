@@ -1,0 +1,97 @@
+"""Load local transformers checkpoints (directories or GGUF files) once per process."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+DTYPES = ("auto", "float32", "float16", "bfloat16")
+_DTYPE_ALIASES = {"fp32": "float32", "fp16": "float16", "half": "float16", "bf16": "bfloat16"}
+
+
+@dataclass(frozen=True)
+class CheckpointSpec:
+    """Where a model lives and how to place it; also the cache key."""
+
+    path: str
+    gguf_file: str | None = None
+    tokenizer: str | None = None
+    device: str = "cpu"
+    dtype: str = "float32"
+
+    def describe(self) -> str:
+        return str(Path(self.path) / self.gguf_file) if self.gguf_file else self.path
+
+
+@dataclass
+class LoadedModel:
+    """A model and tokenizer plus the lock that serialises generation on them."""
+
+    model: Any
+    tokenizer: Any
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+_CACHE: dict[CheckpointSpec, LoadedModel] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def resolve_device(device: str | None) -> str:
+    """`auto` (or None) -> cuda:0, mps or cpu, whichever is available."""
+    if device not in (None, "auto"):
+        assert device is not None
+        if device.split(":")[0] not in ("cpu", "cuda", "mps"):
+            raise ValueError(f"unknown device {device!r} (accepted: cpu, cuda[:N], mps, auto)")
+        return device
+    import torch
+
+    if torch.cuda.is_available():
+        return "cuda:0"
+    if torch.backends.mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+def resolve_dtype(dtype: str | None, device: str) -> str:
+    """A dtype name; by default float32 on CPU and bfloat16 on accelerators."""
+    if dtype is None:
+        return "float32" if device == "cpu" else "bfloat16"
+    name = _DTYPE_ALIASES.get(dtype, dtype)
+    if name not in DTYPES:
+        accepted = ", ".join(DTYPES + tuple(_DTYPE_ALIASES))
+        raise ValueError(f"unknown dtype {dtype!r} (accepted: {accepted})")
+    return name
+
+
+def load(spec: CheckpointSpec) -> LoadedModel:
+    """The model for `spec`, loaded on first use and cached for the process."""
+    with _CACHE_LOCK:
+        if spec not in _CACHE:
+            _CACHE[spec] = _load(spec)
+        return _CACHE[spec]
+
+
+def clear_cache() -> None:
+    """Forget every loaded model (frees memory once no API holds one)."""
+    with _CACHE_LOCK:
+        _CACHE.clear()
+
+
+def _load(spec: CheckpointSpec) -> LoadedModel:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    gguf = {"gguf_file": spec.gguf_file} if spec.gguf_file else {}
+    dtype: Any = spec.dtype if spec.dtype == "auto" else getattr(torch, spec.dtype)
+    model: Any = AutoModelForCausalLM.from_pretrained(
+        spec.path, dtype=dtype, local_files_only=True, **gguf
+    )
+    model.to(spec.device)
+    model.eval()
+    if spec.tokenizer:
+        tokenizer = AutoTokenizer.from_pretrained(spec.tokenizer, local_files_only=True)
+    else:
+        tokenizer = AutoTokenizer.from_pretrained(spec.path, local_files_only=True, **gguf)
+    return LoadedModel(model=model, tokenizer=tokenizer)

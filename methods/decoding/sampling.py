@@ -1,0 +1,192 @@
+"""Decoding methods for local causal LMs: a token loop with a KV cache, and a registry.
+
+A decoding method is a `DecodeFn(model, tokenizer, prompt_ids, params, n) -> list[Generation]`
+registered in `DECODING_METHODS` under the name users pass as `-M method=<name>`; later
+methods (speculative decoding, diffusion LMs) plug in the same way. torch is imported lazily.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+StopReason = Literal["stop", "max_tokens"]
+
+
+@dataclass(frozen=True)
+class DecodeParams:
+    """What to generate; built from Inspect's GenerateConfig."""
+
+    max_new_tokens: int = 256
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None
+    seed: int | None = None
+    stop_seqs: tuple[str, ...] = ()
+    logprobs: bool = False
+    top_logprobs: int = 0
+
+
+@dataclass
+class TokenStep:
+    """One generated token with its log probability and the top alternatives (best first)."""
+
+    token_id: int
+    logprob: float
+    top: list[tuple[int, float]] = field(default_factory=list)
+
+
+@dataclass
+class Generation:
+    """One completion: generated ids (incl. a final EOS), text (cut at a stop sequence)."""
+
+    token_ids: list[int]
+    text: str
+    stop_reason: StopReason
+    steps: list[TokenStep] = field(default_factory=list)
+
+
+DecodeFn = Callable[[Any, Any, list[int], DecodeParams, int], list[Generation]]
+Chooser = Callable[[Any], int]
+
+
+def eos_token_ids(model: Any, tokenizer: Any) -> set[int]:
+    """End-of-sequence ids from the tokenizer and the model's generation config."""
+    ids: set[int] = set()
+    candidates: list[Any] = [getattr(tokenizer, "eos_token_id", None)]
+    gen_config = getattr(model, "generation_config", None)
+    candidates.append(getattr(gen_config, "eos_token_id", None))
+    for value in candidates:
+        if isinstance(value, int):
+            ids.add(value)
+        elif isinstance(value, list | tuple):
+            ids.update(v for v in value if isinstance(v, int))
+    return ids
+
+
+def _first_stop(text: str, stop_seqs: tuple[str, ...]) -> int | None:
+    found = [i for i in (text.find(s) for s in stop_seqs if s) if i >= 0]
+    return min(found) if found else None
+
+
+def _forward_style(model: Any) -> tuple[str, dict[str, Any]]:
+    """The KV-cache argument name (`cache` in newer transformers) and extra forward kwargs."""
+    forward = getattr(model, "forward", model)
+    try:
+        names = set(inspect.signature(forward).parameters)
+    except (TypeError, ValueError):
+        names = set()
+    cache_name = "cache" if "cache" in names else "past_key_values"
+    # ask only for the last position's logits when the model supports it
+    return cache_name, ({"logits_to_keep": 1} if "logits_to_keep" in names else {})
+
+
+def decode_loop(
+    model: Any, tokenizer: Any, prompt_ids: list[int], params: DecodeParams, choose: Chooser
+) -> Generation:
+    """Generate one completion token by token; `choose(logits) -> token id` picks each token."""
+    import torch
+
+    device = getattr(model, "device", "cpu")
+    eos = eos_token_ids(model, tokenizer)
+    cache_name, extra = _forward_style(model)
+    ids = torch.tensor([prompt_ids], device=device)
+    past: Any = None
+    out: list[int] = []
+    steps: list[TokenStep] = []
+    text = ""
+    with torch.inference_mode():
+        for _ in range(params.max_new_tokens):
+            result = model(input_ids=ids, use_cache=True, **{cache_name: past}, **extra)
+            past = getattr(result, cache_name)
+            logits = result.logits[0, -1].float()
+            token = choose(logits)
+            out.append(token)
+            if token in eos:
+                return Generation(out, text, "stop", steps)
+            if params.logprobs:
+                steps.append(_step(logits, token, params.top_logprobs))
+            text = tokenizer.decode(out, skip_special_tokens=True)
+            cut = _first_stop(text, params.stop_seqs)
+            if cut is not None:
+                return Generation(out, text[:cut], "stop", steps)
+            ids = torch.tensor([[token]], device=device)
+    return Generation(out, text, "max_tokens", steps)
+
+
+def _step(logits: Any, token: int, top: int) -> TokenStep:
+    import torch
+
+    logprobs = torch.log_softmax(logits, dim=-1)
+    step = TokenStep(token, float(logprobs[token]))
+    if top > 0:
+        values, indices = torch.topk(logprobs, min(top, logprobs.shape[-1]))
+        step.top = [
+            (int(i), float(v)) for i, v in zip(indices.tolist(), values.tolist(), strict=True)
+        ]
+    return step
+
+
+def greedy(
+    model: Any, tokenizer: Any, prompt_ids: list[int], params: DecodeParams, n: int = 1
+) -> list[Generation]:
+    """Argmax decoding; all `n` choices are the same completion."""
+    import torch
+
+    generation = decode_loop(model, tokenizer, prompt_ids, params, lambda x: int(torch.argmax(x)))
+    return [generation] * n
+
+
+def filter_logits(logits: Any, temperature: float, top_p: float | None, top_k: int | None) -> Any:
+    """Scale by temperature, then mask everything outside top-k and the top-p nucleus."""
+    import torch
+
+    scaled = logits / temperature
+    if top_k is not None and 0 < top_k < scaled.shape[-1]:
+        kth = torch.topk(scaled, top_k).values[-1]
+        scaled = scaled.masked_fill(scaled < kth, float("-inf"))
+    if top_p is not None and 0 < top_p < 1:
+        ordered, order = torch.sort(scaled, descending=True)
+        cumulative = torch.softmax(ordered, dim=-1).cumsum(dim=-1)
+        drop = cumulative - torch.softmax(ordered, dim=-1) >= top_p
+        scaled = scaled.masked_fill(torch.zeros_like(drop).scatter(0, order, drop), float("-inf"))
+    return scaled
+
+
+def sample(
+    model: Any, tokenizer: Any, prompt_ids: list[int], params: DecodeParams, n: int = 1
+) -> list[Generation]:
+    """Temperature / top-p / top-k sampling; a set `seed` makes the `n` choices reproducible."""
+    import torch
+
+    temperature = 1.0 if params.temperature is None else params.temperature
+    if temperature <= 0:
+        return greedy(model, tokenizer, prompt_ids, params, n)
+    device = getattr(model, "device", "cpu")
+    generator = torch.Generator(device=device)
+    if params.seed is None:
+        generator.seed()
+    else:
+        generator.manual_seed(params.seed)
+
+    def choose(logits: Any) -> int:
+        probs = torch.softmax(filter_logits(logits, temperature, params.top_p, params.top_k), -1)
+        return int(torch.multinomial(probs, 1, generator=generator))
+
+    return [decode_loop(model, tokenizer, prompt_ids, params, choose) for _ in range(n)]
+
+
+DECODING_METHODS: dict[str, DecodeFn] = {"greedy": greedy, "sample": sample}
+"""Decoding methods by `-M method=` name."""
+
+
+def pick_method(name: str | None, temperature: float | None) -> DecodeFn:
+    """The method called `name`; by default greedy at temperature 0/None, else sampling."""
+    if name is None:
+        name = "sample" if temperature else "greedy"
+    if name not in DECODING_METHODS:
+        accepted = ", ".join(sorted(DECODING_METHODS))
+        raise ValueError(f"unknown decoding method {name!r} (accepted: {accepted})")
+    return DECODING_METHODS[name]
