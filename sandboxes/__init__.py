@@ -1,4 +1,4 @@
-"""docket.sandboxes: the `bwrap` sandbox provider and the container images shared with docker/k8s."""
+"""docket.sandboxes: the `bwrap` sandbox provider and the images shared with docker/k8s."""
 
 from __future__ import annotations
 

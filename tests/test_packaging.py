@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -20,6 +21,8 @@ MAPPED_ROOTS = {
     "docket.sandboxes": "sandboxes",
 }
 
+COPY_IGNORE = (".git", ".venv", "build", "dist", "logs", "*.egg-info", "__pycache__", ".*_cache")
+
 
 def source_packages() -> set[str]:
     """Every folder with an `__init__.py` under the mapped roots, as an import name."""
@@ -33,6 +36,9 @@ def source_packages() -> set[str]:
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Build the wheel from a copy of the tree (an in-tree build leaves egg-info behind)."""
+    source = tmp_path_factory.mktemp("source") / "docket"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(*COPY_IGNORE))
     out = tmp_path_factory.mktemp("wheel")
     subprocess.run(
         [
@@ -45,7 +51,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "-q",
             "-w",
             str(out),
-            str(ROOT),
+            str(source),
         ],
         check=True,
         capture_output=True,

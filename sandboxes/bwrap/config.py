@@ -1,0 +1,142 @@
+"""`BwrapConfig`: the per-task options of the `bwrap` sandbox, and how they are loaded."""
+
+from __future__ import annotations
+
+import posixpath
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from inspect_ai._util.error import PrerequisiteError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+#: Sandbox paths a read-only bind may not cover or sit under.
+_RESERVED_DESTS = ("/proc", "/dev")
+
+
+class BwrapConfigError(PrerequisiteError, ValueError):
+    """A bad `bwrap` sandbox config; one line, shown by Inspect without a traceback."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.args = (message,)
+
+    def __str__(self) -> str:
+        return str(self.message)
+
+
+class BwrapConfig(BaseModel):
+    """Options of the `bwrap` sandbox (pass as a YAML file path, a dict or this object).
+
+    Limits apply to every process of one `exec` call; `None` means unlimited.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    memory_mb: int | None = Field(default=2048, gt=0)
+    """Address-space limit (RLIMIT_AS) per process, in MiB."""
+
+    max_processes: int | None = Field(default=256, gt=0)
+    """Process/thread limit (RLIMIT_NPROC) for the sandbox user."""
+
+    max_file_size_mb: int | None = Field(default=1024, gt=0)
+    """Largest file a sandbox process may write (RLIMIT_FSIZE), in MiB."""
+
+    ro_binds: list[str] | dict[str, str] = Field(default_factory=list)
+    """Host paths bound read-only: `["/host/path", "/host:/in/sandbox"]` or `{host: sandbox}`."""
+
+    env: dict[str, str] = Field(default_factory=dict)
+    """Extra environment variables for every command."""
+
+    network: Literal["none"] = "none"
+    """Only `none` (loopback only) is supported; use docker/k8s for networked tasks."""
+
+    host_uid: int = Field(default=65534, gt=0)
+    """Host uid (and gid) the sandbox runs as when Inspect runs as root; ignored otherwise."""
+
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, value: dict[str, str]) -> dict[str, str]:
+        for key in value:
+            if not key or "=" in key or "\0" in key:
+                raise ValueError(f"invalid environment variable name {key!r}")
+        return value
+
+    def bind_pairs(self) -> list[tuple[str, str]]:
+        """`ro_binds` as validated `(host, sandbox)` absolute path pairs."""
+        if isinstance(self.ro_binds, dict):
+            items = list(self.ro_binds.items())
+        else:
+            items = [
+                (spec.split(":", 1)[0], spec.split(":", 1)[1]) if ":" in spec else (spec, spec)
+                for spec in self.ro_binds
+            ]
+        pairs: list[tuple[str, str]] = []
+        for host, dest in items:
+            dest_norm = posixpath.normpath(dest)
+            if not posixpath.isabs(host) or not posixpath.isabs(dest):
+                raise BwrapConfigError(
+                    "bwrap sandbox config: ro_binds paths must be absolute, "
+                    f"got {host!r} -> {dest!r}"
+                )
+            if dest_norm == "/" or any(
+                dest_norm == r or dest_norm.startswith(r + "/") for r in _RESERVED_DESTS
+            ):
+                raise BwrapConfigError(
+                    f"bwrap sandbox config: ro_binds may not target {dest!r} "
+                    "(/, /proc and /dev are reserved)"
+                )
+            pairs.append((posixpath.normpath(host), dest_norm))
+        return pairs
+
+
+def accepted_keys() -> list[str]:
+    """Names of the options `BwrapConfig` accepts."""
+    return list(BwrapConfig.model_fields)
+
+
+def parse_config(data: dict[str, Any]) -> BwrapConfig:
+    """Validate a config dict, raising a one-line `BwrapConfigError` on any problem."""
+    unknown = [str(key) for key in data if key not in BwrapConfig.model_fields]
+    if unknown:
+        raise BwrapConfigError(
+            f"bwrap sandbox config: unknown option {unknown[0]!r}; "
+            f"accepted options: {', '.join(accepted_keys())}"
+        )
+    try:
+        return BwrapConfig.model_validate(data)
+    except ValidationError as ex:
+        err = ex.errors()[0]
+        where = ".".join(str(part) for part in err["loc"]) or "config"
+        raise BwrapConfigError(
+            f"bwrap sandbox config: invalid value for {where!r}: {err['msg']}"
+        ) from None
+
+
+def load_config(config: BaseModel | str | dict[str, Any] | None) -> BwrapConfig:
+    """Resolve a sandbox config (None, YAML path, dict or model) to a `BwrapConfig`."""
+    if config is None:
+        return BwrapConfig()
+    if isinstance(config, BwrapConfig):
+        return config
+    if isinstance(config, dict):
+        return parse_config(config)
+    if isinstance(config, BaseModel):
+        raise BwrapConfigError(
+            "bwrap sandbox config: expected BwrapConfig or a YAML path, "
+            f"got {type(config).__name__}"
+        )
+    path = Path(config)
+    if not path.is_file():
+        raise BwrapConfigError(f"bwrap sandbox config: file not found: {config}")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as ex:
+        raise BwrapConfigError(
+            f"bwrap sandbox config: {config} is not valid YAML ({str(ex).splitlines()[0]})"
+        ) from None
+    if data is None:
+        return BwrapConfig()
+    if not isinstance(data, dict):
+        raise BwrapConfigError(f"bwrap sandbox config: {config} must hold a mapping of options")
+    return parse_config(data)
