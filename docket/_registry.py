@@ -4,7 +4,7 @@ Inspect only logs a warning when an entry-point import fails, so `tests/test_reg
 asserts that every name listed in `REGISTERED` resolves. Keep one block per benchmark.
 """
 
-# ruff: noqa: F401
+# ruff: noqa: F401, I001
 from docket._models import docket_model_api
 from docket.benchmarks.smoke.smoke import smoke
 from docket.sandboxes.bwrap.sandbox import BwrapSandboxEnvironment
@@ -13,6 +13,7 @@ from docket.sandboxes.bwrap.sandbox import BwrapSandboxEnvironment
 # --- correct ---
 # --- scsuff ---
 # --- docval ---
+from docket.benchmarks.docval.docval import docval_grounding, docval_teacher
 
 #: Everything docket registers, by Inspect registry type (names are package-qualified).
 REGISTERED: dict[str, list[str]] = {
@@ -24,5 +25,7 @@ REGISTERED: dict[str, list[str]] = {
         # correct
         # scsuff
         # docval
+        "docket/docval_grounding",
+        "docket/docval_teacher",
     ],
 }

@@ -24,9 +24,36 @@ _DOC = re.compile(r"^Document (\S+)\.", re.MULTILINE)
 _QUESTION = re.compile(r"^Question: (.*)$", re.MULTILINE)
 _REGION = re.compile(r'^(?:Region|Word) #(\d+): \[([\d., -]+)\] -> "(.*)"$', re.MULTILINE)
 _WORD = re.compile(r"[a-z0-9]+")
-_STOP = {"what", "is", "the", "of", "a", "an", "for", "on", "was", "who", "which", "how", "to",
-         "in", "when", "by", "this", "that", "were", "does", "did", "many", "much", "value",
-         "name", "number", "date", "amount"}
+_STOP = {
+    "what",
+    "is",
+    "the",
+    "of",
+    "a",
+    "an",
+    "for",
+    "on",
+    "was",
+    "who",
+    "which",
+    "how",
+    "to",
+    "in",
+    "when",
+    "by",
+    "this",
+    "that",
+    "were",
+    "does",
+    "did",
+    "many",
+    "much",
+    "value",
+    "name",
+    "number",
+    "date",
+    "amount",
+}
 
 
 @lru_cache(maxsize=4)
@@ -67,6 +94,35 @@ def docval_oracle(state: PolicyInput) -> PolicyReply:
     answer, box = gold
     shift = int(state.args.get("shift", 0))
     return _reply(answer, [box[0] + shift, box[1], box[2] + shift, box[3]], form)
+
+
+@policy("docval_teacher", args={"data": str, "shift": int})
+def docval_teacher(state: PolicyInput) -> PolicyReply:
+    """A 7-step DocVAL teacher trace with the gold answer and box (box shifted by `shift`)."""
+    text = state.last_user_text
+    doc, question = _DOC.search(text), _QUESTION.search(text)
+    gold = None
+    if doc and question:
+        gold = _gold(str(state.args.get("data") or SHIPPED)).get((doc.group(1), question.group(1)))
+    if gold is None:
+        return PolicyReply(
+            text="REASONING: I cannot find the document.\nANSWER: unknown\nBBOX: none"
+        )
+    answer, box = gold
+    shift = int(state.args.get("shift", 0))
+    coords = [round(box[0]) + shift, round(box[1]), round(box[2]) + shift, round(box[3])]
+    steps = [
+        "Step 1: This is a business document with labelled fields.",
+        f"Step 2: The question asks: {question.group(1) if question else ''}",
+        "Step 3: Locate the text region that holds the requested field.",
+        "Step 4: The field label sits next to its value in that region.",
+        f'Step 5: Extract the answer value "{answer}".',
+        "Step 6: Verify its position against the label (spatial check).",
+        f"Step 7: The bounding box coordinates are {coords}.",
+    ]
+    return PolicyReply(
+        text="REASONING: " + "\n".join(steps) + f"\nANSWER: {answer}\nBBOX: {coords}"
+    )
 
 
 def _tokens(text: str) -> set[str]:

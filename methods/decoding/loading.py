@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,7 +83,63 @@ def clear_cache() -> None:
         _CACHE.clear()
 
 
+def gguf_cache_dir(spec: CheckpointSpec) -> Path | None:
+    """Where the dequantised copy of a GGUF checkpoint is kept (None when caching is off).
+
+    Dequantising a GGUF file takes tens of seconds on a CPU; the copy (safetensors plus
+    tokenizer) loads in about a second. `DOCKET_CACHE` moves it, `DOCKET_GGUF_CACHE=0` turns it
+    off. The key includes the file's size and mtime, so a replaced file is converted again.
+    """
+    if not spec.gguf_file or os.environ.get("DOCKET_GGUF_CACHE", "1") == "0" or spec.tokenizer:
+        return None
+    source = Path(spec.path) / spec.gguf_file
+    stat = source.stat()
+    root = Path(os.environ.get("DOCKET_CACHE", Path.home() / ".cache" / "docket"))
+    key = f"{source.stem}-{stat.st_size}-{stat.st_mtime_ns}-{spec.dtype}"
+    return root / "gguf" / key
+
+
 def _load(spec: CheckpointSpec) -> LoadedModel:
+    cache = gguf_cache_dir(spec)
+    if cache is not None and (cache / "config.json").is_file():
+        return _load_pretrained(CheckpointSpec(str(cache), device=spec.device, dtype=spec.dtype))
+    loaded = _load_pretrained(spec)
+    if cache is not None:
+        _save_copy(loaded, cache)
+    return loaded
+
+
+def _save_copy(loaded: LoadedModel, target: Path) -> None:
+    """Write the model and tokenizer to `target` atomically; any failure only skips caching."""
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".tmp-", dir=target.parent))
+    except OSError:
+        return
+    try:
+        _write_plain_checkpoint(loaded, staging)
+        os.replace(staging, target)
+    except (OSError, ValueError, RuntimeError):
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _write_plain_checkpoint(loaded: LoadedModel, folder: Path) -> None:
+    """Save a dequantised GGUF model as config.json + model.safetensors + tokenizer files.
+
+    transformers refuses `save_pretrained` on GGUF-loaded models, although their weights are
+    plain tensors after loading; so the weights and a config without the GGUF marker are
+    written directly.
+    """
+    from safetensors.torch import save_model
+
+    config = loaded.model.config.to_dict()
+    config.pop("quantization_config", None)
+    (folder / "config.json").write_text(json.dumps(config, indent=2))
+    save_model(loaded.model, str(folder / "model.safetensors"))
+    loaded.tokenizer.save_pretrained(folder)
+
+
+def _load_pretrained(spec: CheckpointSpec) -> LoadedModel:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 

@@ -1,0 +1,231 @@
+"""DocVAL data: the shipped procedural split, DocVQA-format files and answer-box datasets.
+
+Every source is converted to one document record (`doc_id`, `doc_type`, `image`, `width`,
+`height`, `words`, `segments`, `questions[{qid, question, answers, bbox}]`) and then to Inspect
+samples. Malformed input raises one `DocvalDataError` naming the file, row and field.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from docket.benchmarks.docval.prompts import question_prompt
+from inspect_ai.dataset import Sample
+from inspect_ai.model import ChatMessageUser, Content, ContentImage, ContentText
+
+DATA_DIR = Path(__file__).parent / "data"
+SHIPPED = DATA_DIR / "test.jsonl.gz"
+
+
+class DocvalDataError(ValueError):
+    """A data file row that cannot be used, with the file, row and field named."""
+
+
+def _need(row: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    if key not in row:
+        raise DocvalDataError(f"{where}: missing field '{key}'")
+    if not isinstance(row[key], kind):
+        raise DocvalDataError(f"{where}: field '{key}' has type {type(row[key]).__name__}")
+    return row[key]
+
+
+def _check_box(value: object, where: str) -> list[float] | None:
+    if value is None:
+        return None
+    if (
+        not isinstance(value, (list, tuple))
+        or len(value) != 4
+        or not all(isinstance(v, (int, float)) for v in value)
+    ):
+        raise DocvalDataError(f"{where}: field 'bbox' must be [x1, y1, x2, y2], got {value!r}")
+    return [float(v) for v in value]
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as handle:  # type: ignore[operator]
+        for number, line in enumerate(handle, start=1):
+            if line.strip():
+                yield number, line
+
+
+def load_documents(path: Path = SHIPPED) -> list[dict[str, Any]]:
+    """Read a DocVAL split (`.jsonl` or `.jsonl.gz`, one document per line) and validate it."""
+    docs: list[dict[str, Any]] = []
+    for number, line in _lines(path):
+        where = f"{path}:{number}"
+        try:
+            doc = json.loads(line)
+        except json.JSONDecodeError as ex:
+            raise DocvalDataError(f"{where}: not JSON ({ex.msg})") from None
+        for key, kind in (
+            ("doc_id", str),
+            ("image", str),
+            ("width", int),
+            ("height", int),
+            ("questions", list),
+        ):
+            _need(doc, key, kind, where)
+        doc.setdefault("doc_type", "unknown")
+        doc.setdefault("difficulty", "unknown")
+        doc.setdefault("words", [])
+        doc.setdefault("segments", [])
+        doc["image_path"] = str((path.parent / doc["image"]).resolve())
+        for i, q in enumerate(doc["questions"]):
+            qwhere = f"{where} question {i}"
+            _need(q, "question", str, qwhere)
+            answers = _need(q, "answers", list, qwhere)
+            if not answers or not all(isinstance(a, str) for a in answers):
+                raise DocvalDataError(f"{qwhere}: field 'answers' must be a non-empty list of str")
+            q["bbox"] = _check_box(q.get("bbox"), qwhere)
+            q.setdefault("qid", f"{doc['doc_id']}-q{i}")
+        docs.append(doc)
+    if not docs:
+        raise DocvalDataError(f"{path}: no documents")
+    return docs
+
+
+def _image_size(path: Path, where: str) -> tuple[int, int]:
+    from PIL import Image
+
+    try:
+        with Image.open(path) as image:
+            return image.size
+    except OSError as ex:
+        raise DocvalDataError(f"{where}: field 'image' {path} cannot be opened ({ex})") from None
+
+
+def load_docvqa(path: Path, image_root: Path | None = None) -> list[dict[str, Any]]:
+    """Read a DocVQA-format JSON (`{"data": [{questionId, question, image, answers}]}`).
+
+    Box metrics need a per-question `bbox` ([x1, y1, x2, y2] pixels, as in DocVAL's
+    `annotations.json`); rows without one are kept and scored on ANLS only.
+    """
+    try:
+        rows = json.loads(path.read_text(encoding="utf-8"))["data"]
+    except (json.JSONDecodeError, KeyError, TypeError) as ex:
+        raise DocvalDataError(f"{path}: expected a JSON object with a 'data' list ({ex})") from None
+    root = image_root or path.parent
+    docs: dict[str, dict[str, Any]] = {}
+    for i, row in enumerate(rows):
+        where = f"{path} data[{i}]"
+        image = _need(row, "image", str, where)
+        question = _need(row, "question", str, where)
+        answers = _need(row, "answers", list, where)
+        if image not in docs:
+            width, height = _image_size(root / image, where)
+            docs[image] = {
+                "doc_id": str(row.get("docId", image)),
+                "doc_type": str(row.get("doc_type", "docvqa")),
+                "difficulty": "real",
+                "image": image,
+                "image_path": str((root / image).resolve()),
+                "width": width,
+                "height": height,
+                "words": row.get("words", []),
+                "segments": [],
+                "questions": [],
+            }
+        docs[image]["questions"].append(
+            {
+                "qid": str(row.get("questionId", f"q{i}")),
+                "question": question,
+                "answers": [str(a) for a in answers],
+                "bbox": _check_box(row.get("bbox"), where),
+            }
+        )
+    return list(docs.values())
+
+
+def load_hf(name: str, split: str = "test") -> list[dict[str, Any]]:  # pragma: no cover - online
+    """Load an answer-box dataset from the Hugging Face Hub (needs network and `datasets`).
+
+    Expects columns `image` (PIL), `question`, `answers` (or `answer`) and `bbox` (pixels).
+    Images are written to a temporary folder so samples can reference them by path.
+    """
+    import tempfile
+
+    from datasets import load_dataset  # type: ignore[import-not-found]
+
+    folder = Path(tempfile.mkdtemp(prefix="docval-hf-"))
+    docs: list[dict[str, Any]] = []
+    for i, row in enumerate(load_dataset(name, split=split)):
+        image_path = folder / f"{i}.png"
+        row["image"].save(image_path)
+        answers = row.get("answers") or [row["answer"]]
+        docs.append(
+            {
+                "doc_id": f"{name}-{i}",
+                "doc_type": str(row.get("doc_type", name)),
+                "difficulty": "real",
+                "image": image_path.name,
+                "image_path": str(image_path),
+                "width": row["image"].size[0],
+                "height": row["image"].size[1],
+                "words": [],
+                "segments": [],
+                "questions": [
+                    {
+                        "qid": f"{name}-{i}",
+                        "question": row["question"],
+                        "answers": list(answers),
+                        "bbox": _check_box(row.get("bbox"), f"{name}[{i}]"),
+                    }
+                ],
+            }
+        )
+    return docs
+
+
+def load_source(data: str) -> list[dict[str, Any]]:
+    """Documents from `data`: '' (shipped split), a `.jsonl[.gz]` split, a DocVQA `.json`, or
+    `hf:NAME[:SPLIT]`."""
+    if not data:
+        return load_documents(SHIPPED)
+    if data.startswith("hf:"):
+        name, _, split = data[3:].partition(":")
+        return load_hf(name, split or "test")
+    path = Path(data)
+    if not path.exists():
+        raise DocvalDataError(f"{path}: no such data file")
+    return load_docvqa(path) if path.suffix == ".json" else load_documents(path)
+
+
+def to_samples(docs: list[dict[str, Any]], mode: str, granularity: str = "segment") -> list[Sample]:
+    """One sample per question; metadata carries the page size, answers, GT box and regions."""
+    samples: list[Sample] = []
+    for doc in docs:
+        if mode == "layout_text" and not doc["segments"] and not doc["words"]:
+            raise DocvalDataError(
+                f"document {doc['doc_id']}: mode=layout_text needs OCR 'words' or 'segments'"
+            )
+        for q in doc["questions"]:
+            text = question_prompt(doc, q["question"], mode, granularity)
+            content: list[Content] = [ContentText(text=text)]
+            if mode == "vision":
+                content.append(ContentImage(image=doc["image_path"]))
+            samples.append(
+                Sample(
+                    id=q["qid"],
+                    input=[ChatMessageUser(content=content)],
+                    target=q["answers"],
+                    metadata={
+                        "doc_id": doc["doc_id"],
+                        "doc_type": doc["doc_type"],
+                        "difficulty": doc["difficulty"],
+                        "question": q["question"],
+                        "answers": q["answers"],
+                        "bbox": q["bbox"],
+                        "width": doc["width"],
+                        "height": doc["height"],
+                        "kind": q.get("kind", ""),
+                        "segments": doc["segments"],
+                        "image_path": doc["image_path"],
+                    },
+                )
+            )
+    return samples

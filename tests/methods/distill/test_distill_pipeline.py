@@ -1,0 +1,138 @@
+"""Teacher traces through Inspect, VAL filtering, export, and the two-stage SFT on a tiny VLM."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from docket.benchmarks.docval.docval import docval_teacher
+from docket.methods.distill import export, sft
+from docket.methods.distill.teacher import teacher_prompt
+from inspect_ai import eval as inspect_eval
+from inspect_ai.log import EvalLog
+from inspect_ai.model import get_model
+
+LIMIT = 12
+
+
+def _teacher_log(tmp_path: Path, shift: int) -> EvalLog:
+    # the evaluated model refuses; traces can only come from the model bound to `teacher`
+    teacher = get_model("docket/scripted", policy="docval_teacher", shift=shift)
+    log = inspect_eval(
+        docval_teacher(),
+        model=get_model("docket/scripted", policy="refuse"),
+        model_roles={"teacher": teacher},
+        log_dir=str(tmp_path / f"s{shift}"),
+        display="none",
+        limit=LIMIT,
+    )[0]
+    assert log.status == "success", log.error
+    return log
+
+
+def _mean(log: EvalLog, score: str) -> float:
+    assert log.results is not None
+    return float(
+        log.results.scores[[s.name for s in log.results.scores].index(score)].metrics["mean"].value
+    )
+
+
+def test_teacher_prompt_has_regions_question_and_seven_steps() -> None:
+    meta = {
+        "doc_id": "d1",
+        "width": 100,
+        "height": 50,
+        "question": "What is the total?",
+        "segments": [[1, 50, 30, 90, 40, "$3.00"], [0, 5, 30, 40, 40, "Total"]],
+    }
+    prompt = teacher_prompt(meta, max_regions=1)
+    assert 'Region #0: [5, 30, 40, 40] -> "Total"' in prompt  # reading order, then truncated
+    assert "$3.00" not in prompt
+    assert "7 bbox determination" in prompt and "Question: What is the total?" in prompt
+
+
+def test_filter_accepts_exact_traces_and_rejects_displaced_boxes(tmp_path: Path) -> None:
+    good, bad = _teacher_log(tmp_path, 0), _teacher_log(tmp_path, 1000)
+    assert _mean(good, "q") == 1.0 and _mean(good, "accepted") == 1.0
+    # box pushed off its region: Q = 0.4 * 1 + 0.4 * 0 + 0.2 * 1
+    assert _mean(bad, "q") == pytest.approx(0.6) and _mean(bad, "accepted") == 0.0
+    assert len(export.trace_rows(good.location)) == LIMIT
+    assert export.trace_rows(bad.location) == []
+    rejected = export.trace_rows(bad.location, accepted_only=False)
+    assert len(rejected) == LIMIT and rejected[0]["errors"][0]["severity"] == "high"
+    out = tmp_path / "traces.jsonl"
+    export.main([good.location, str(out)])
+    rows = export.read_jsonl(out)
+    assert rows[0]["answer"] == rows[0]["gt_answer"] and rows[0]["bbox"] == rows[0]["gt_bbox"]
+    assert rows[0]["reasoning"].count("Step ") == 7
+
+
+@pytest.fixture
+def one_thread() -> Iterator[None]:
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_two_stage_sft_runs_end_to_end_on_a_tiny_vlm(tmp_path: Path, one_thread: None) -> None:
+    rows = export.trace_rows(_teacher_log(tmp_path, 0).location)
+    traces, heldout = tmp_path / "traces.jsonl", tmp_path / "heldout.jsonl"
+    export.write_jsonl(rows[:8], traces)
+    export.write_jsonl(rows[8:11], heldout)
+    out = tmp_path / "run"
+    sft.main(
+        [
+            "--traces",
+            str(traces),
+            "--heldout",
+            str(heldout),
+            "--out",
+            str(out),
+            "--epochs",
+            "4",
+            "--max-iterations",
+            "2",
+            "--max-new-tokens",
+            "12",
+            "--max-length",
+            "160",
+            "--lr",
+            "0.003",
+        ]
+    )
+    report = json.loads((out / "report.json").read_text())
+    losses = report["stage1_losses"]
+    assert len(losses) == 4 and all(b < a for a, b in zip(losses, losses[1:], strict=False))
+    # a random student fails every held-out item, so each becomes a correction example
+    assert [it["corrections"] for it in report["stage2"]] == [3, 3]
+    assert report["final_acceptance"] == 0.0
+    from transformers import VisionEncoderDecoderModel
+
+    assert VisionEncoderDecoderModel.from_pretrained(str(out / "model")).config.decoder.n_embd == 64
+
+
+def test_correction_examples_carry_feedback_and_gt_target() -> None:
+    from docket.methods.distill.validator import Region, feedback_text, validate
+
+    row = {"width": 100, "height": 100, "question": "Total?"}
+    result = validate(
+        "$2",
+        (0, 0, 5, 5),
+        "",
+        "$3",
+        (50, 50, 70, 60),
+        [Region(4, (50, 50, 70, 60), "$3")],
+        "Total?",
+    )
+    prompt = sft.prompt_of(row, feedback_text(result))
+    assert prompt.startswith("Page 100x100. Question: Total?\nFeedback:\nVERIFIER: INVALID")
+    target = sft.format_target(
+        result.corrected["reasoning"], result.corrected["answer"], result.corrected["bbox"]
+    )
+    assert target.endswith("ANSWER: $3\nBBOX: [50, 50, 70, 60]")
+    assert 'Region #4 "$3"' in target
