@@ -334,3 +334,32 @@ async def test_smollm2_answers_with_logprobs() -> None:
     assert logprobs is not None and all(lp.logprob <= 0 for lp in logprobs.content)
     assert output.usage is not None and output.usage.output_tokens >= len(logprobs.content)
     assert loading.load(api.spec) is api.loaded
+
+
+# --- the GGUF dequantisation cache ----------------------------------------------------------
+
+
+def test_gguf_cache_key_and_switch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"x" * 10)
+    monkeypatch.setenv("DOCKET_CACHE", str(tmp_path / "cache"))
+    spec = loading.CheckpointSpec(str(tmp_path), gguf_file="m.gguf")
+    first = loading.gguf_cache_dir(spec)
+    assert first is not None and first.parent == tmp_path / "cache" / "gguf"
+    gguf.write_bytes(b"y" * 11)  # a replaced file gets a new key
+    assert loading.gguf_cache_dir(spec) != first
+    assert loading.gguf_cache_dir(loading.CheckpointSpec(str(tmp_path))) is None
+    monkeypatch.setenv("DOCKET_GGUF_CACHE", "0")
+    assert loading.gguf_cache_dir(spec) is None
+
+
+def test_plain_checkpoint_copy_reloads_identically(tiny_dir: Path, tmp_path: Path) -> None:
+    import torch
+
+    original = loading.load(loading.CheckpointSpec(str(tiny_dir)))
+    loading._write_plain_checkpoint(original, tmp_path)
+    copy = loading._load_pretrained(loading.CheckpointSpec(str(tmp_path)))
+    ids = original.tokenizer("What is 2+2?", return_tensors="pt").input_ids
+    assert copy.tokenizer("What is 2+2?", return_tensors="pt").input_ids.tolist() == ids.tolist()
+    with torch.no_grad():
+        assert torch.equal(original.model(ids).logits, copy.model(ids).logits)
