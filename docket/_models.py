@@ -54,7 +54,10 @@ class DocketModelAPI(ModelAPI):
                 **model_args,
             )
         except (ValueError, FileNotFoundError, TypeError) as ex:
-            raise PrerequisiteError(f"docket/{model_name}: {ex}") from None
+            message = str(ex)
+            if not message.startswith("docket/"):
+                message = f"docket/{model_name}: {message}"
+            raise PrerequisiteError(message) from None
 
     async def generate(
         self,
