@@ -125,6 +125,7 @@ async def test_usage_counts_words_and_punctuation() -> None:
         ("docket/scripted", {"policy": "refuse", "temp": 1}, "does not take -M temp"),
         ("docket/scripted", {}, "needs -M policy=NAME"),
         ("docket/gpt9", {}, "Unknown docket model 'docket/gpt9'; accepted: docket/scripted"),
+        ("docket/local", {"gguf_file": "/no/such.gguf"}, "GGUF file not found: /no/such.gguf"),
     ],
 )
 def test_bad_model_arguments_give_one_clear_error(
