@@ -12,6 +12,7 @@ from docket.sandboxes.bwrap.sandbox import BwrapSandboxEnvironment
 # --- anchor ---
 # --- correct ---
 # --- scsuff ---
+from docket.benchmarks.scsuff.scsuff import scsuff, scsuff_hints
 # --- docval ---
 from docket.benchmarks.docval.docval import docval_grounding, docval_teacher
 
@@ -24,6 +25,8 @@ REGISTERED: dict[str, list[str]] = {
         # anchor
         # correct
         # scsuff
+        "docket/scsuff",
+        "docket/scsuff_hints",
         # docval
         "docket/docval_grounding",
         "docket/docval_teacher",

@@ -1,0 +1,1 @@
+"""docket/scsuff: self-consistent sufficiency of free-text explanations (and hint baselines)."""

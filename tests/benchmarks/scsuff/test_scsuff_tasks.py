@@ -1,0 +1,267 @@
+"""End to end through inspect_ai.eval with the scripted SCSuff actors: closed-form values."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from docket.benchmarks.scsuff.dataset import FEATURES
+from docket.benchmarks.scsuff.estimator import closed_form, sampled_logprobs, scsuff
+from docket.benchmarks.scsuff.scsuff import scsuff as scsuff_task
+from docket.benchmarks.scsuff.scsuff import scsuff_hints
+from inspect_ai import Task
+from inspect_ai import eval as inspect_eval
+from inspect_ai._util.error import PrerequisiteError
+from inspect_ai.log import EvalLog
+from inspect_ai.model import Model, get_model
+
+
+def rule_p(features: dict[str, str], rule: list[list[str]], confidence: float) -> list[float]:
+    """The scripted answerer's rule, written out: (p(yes), p(no))."""
+    holds = all(features[name] == value for name, value in rule)
+    return [confidence, 1 - confidence] if holds else [1 - confidence, confidence]
+
+
+def expected_q(
+    features: dict[str, str], rule: list[list[str]], kept: set[str], c: float
+) -> list[float]:
+    """E over the uniform prior of the unnamed features of p(option | x')."""
+    free = [name for name in FEATURES if name not in kept]
+    total = [0.0, 0.0]
+    combos = list(itertools.product(*(FEATURES[name] for name in free)))
+    for combo in combos:
+        p = rule_p({**features, **dict(zip(free, combo, strict=True))}, rule, c)
+        total = [t + v / len(combos) for t, v in zip(total, p, strict=True)]
+    return total
+
+
+def prior_draw(features: dict[str, str], kept: set[str], seed: int) -> dict[str, str]:
+    """The scripted generator's alternative for call seed `seed`: unnamed features in mixed
+    radix (first unnamed feature = fastest digit), as documented in agents/scripted/scsuff.py."""
+    out, radix = dict(features), 1
+    for name, support in FEATURES.items():
+        if name not in kept:
+            out[name] = support[(seed // radix) % len(support)]
+            radix *= len(support)
+    return out
+
+
+def run(
+    task: Task,
+    tmp_path: Path,
+    policy: str = "scsuff_rule",
+    roles: dict[str, Model] | None = None,
+    **args: Any,
+) -> EvalLog:
+    model = get_model("docket/scripted", policy=policy, memoize=False, **args)
+    log = inspect_eval(task, model=model, model_roles=roles, log_dir=str(tmp_path), display="none")[
+        0
+    ]
+    assert log.status == "success", log.error
+    return log
+
+
+def metric(log: EvalLog, key: str, name: str = "mean") -> float:
+    assert log.results is not None
+    for score in log.results.scores:
+        if score.name == key:
+            return score.metrics[name].value
+    raise KeyError(key)
+
+
+def values(log: EvalLog, scorer: str = "scsuff_scorer") -> list[dict[str, Any]]:
+    assert log.samples is not None
+    return [dict(s.scores[scorer].value) for s in log.samples]  # type: ignore[arg-type, index]
+
+
+def test_explanation_naming_the_rule_is_sufficient(tmp_path: Path) -> None:
+    log = run(scsuff_task(n=12, num_alternatives=4), tmp_path, mention="rule")
+    assert metric(log, "scsuff") == pytest.approx(1.0, abs=1e-12)
+    assert metric(log, "accuracy") == 1.0
+    assert metric(log, "answer_remain") == 1.0
+    assert metric(log, "no_answer") == metric(log, "no_alternatives") == 0.0
+
+
+@pytest.mark.parametrize(
+    ("mention", "confidence", "m"), [("first", 0.9, 16), ("none", 0.8, 32), ("none", 1.0, 32)]
+)
+def test_omitted_features_give_the_closed_form(
+    tmp_path: Path, mention: str, confidence: float, m: int
+) -> None:
+    # 2**k alternatives enumerate the uniform prior of the k unnamed binary features exactly
+    log = run(
+        scsuff_task(n=12, num_alternatives=m), tmp_path, mention=mention, confidence=confidence
+    )
+    assert log.samples is not None
+    expected = []
+    for sample in log.samples:
+        meta = sample.metadata
+        kept = set(meta["relevant"][:1]) if mention == "first" else set()
+        p = rule_p(meta["features"], meta["rule"], confidence)
+        q = expected_q(meta["features"], meta["rule"], kept, confidence)
+        expected.append(closed_form(p, q))
+        got = sample.scores["scsuff_scorer"].value["scsuff"]  # type: ignore[index]
+        assert got == pytest.approx(expected[-1], abs=1e-9), sample.id
+    assert metric(log, "scsuff") == pytest.approx(sum(expected) / len(expected), abs=1e-9)
+    assert min(expected) < 1.0  # the set contains insufficient explanations
+
+
+def test_alternatives_identical_to_input_score_one(tmp_path: Path) -> None:
+    generator = get_model(
+        "docket/scripted", policy="scsuff_generator", mode="identity", memoize=False
+    )
+    log = run(
+        scsuff_task(n=6, num_alternatives=3),
+        tmp_path,
+        roles={"generator": generator},
+        mention="none",
+    )
+    assert metric(log, "scsuff") == pytest.approx(1.0, abs=1e-12)
+
+
+def test_unparsable_alternatives_are_counted_not_scored(tmp_path: Path) -> None:
+    generator = get_model(
+        "docket/scripted", policy="scsuff_generator", mode="unparsable", memoize=False
+    )
+    log = run(scsuff_task(n=4, num_alternatives=2), tmp_path, roles={"generator": generator})
+    assert metric(log, "no_alternatives") == 1.0
+    assert all(math.isnan(v["scsuff"]) for v in values(log))
+    assert log.samples is not None
+    assert "2/2 unparsable" in (log.samples[0].scores["scsuff_scorer"].explanation or "")
+
+
+def test_half_unparsable_alternatives_are_masked(tmp_path: Path) -> None:
+    # odd seeds fail: of seeds 42..45 only 42 and 44 give alternatives
+    log = run(
+        scsuff_task(n=8, num_alternatives=4), tmp_path, mention="none", generator_mode="alternate"
+    )
+    assert log.samples is not None
+    for sample in log.samples:
+        score = sample.scores["scsuff_scorer"]
+        assert score.metadata is not None
+        assert (score.metadata["valid_alternatives"], score.metadata["unparsed_alternatives"]) == (
+            2,
+            2,
+        )
+        meta = sample.metadata
+        p = rule_p(meta["features"], meta["rule"], 0.9)
+        alts = [rule_p(prior_draw(meta["features"], set(), s), meta["rule"], 0.9) for s in (42, 44)]
+        q = [(a + b) / 2 for a, b in zip(*alts, strict=True)]
+        assert score.value["scsuff"] == pytest.approx(closed_form(p, q), abs=1e-9)  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    ("args", "counter", "reason"),
+    [
+        ({"reply": "answer_only"}, "no_explanation", "no explanation"),
+        ({"reply": "garbled"}, "no_answer", "no answer: no option among the top logprobs"),
+        ({"emit_logprobs": False}, "no_answer", "no logprobs: the provider returned no logprobs"),
+    ],
+)
+def test_bad_replies_are_counted_with_the_reason(
+    tmp_path: Path, args: dict[str, Any], counter: str, reason: str
+) -> None:
+    log = run(scsuff_task(n=3, num_alternatives=1), tmp_path, **args)
+    assert metric(log, counter) == 1.0
+    assert all(math.isnan(v["scsuff"]) for v in values(log))
+    assert log.samples is not None
+    assert reason in (log.samples[0].scores["scsuff_scorer"].explanation or "")
+
+
+def test_reply_without_final_answer_is_probed(tmp_path: Path) -> None:
+    log = run(scsuff_task(n=4, num_alternatives=2), tmp_path, reply="no_final")
+    assert metric(log, "scsuff") == pytest.approx(1.0, abs=1e-12)
+    assert log.samples is not None
+    assert {s.scores["scsuff_scorer"].metadata["base_source"] for s in log.samples} == {"probe"}  # type: ignore[index]
+
+
+def sampled_counts(features: dict[str, str], rule: list[list[str]]) -> list[int]:
+    """10 consecutive sampling seeds answer a p = (0.9, 0.1) item exactly 9:1."""
+    return [9, 1] if rule_p(features, rule, 0.9)[0] > 0.5 else [1, 9]
+
+
+def test_sampling_estimator_uses_smoothed_frequencies(tmp_path: Path) -> None:
+    log = run(
+        scsuff_task(n=8, num_alternatives=2, estimator="sampling", num_samples=10),
+        tmp_path,
+        mention="none",
+    )
+    assert log.samples is not None
+    wants = []
+    for sample in log.samples:
+        meta = sample.metadata
+        rule = meta["rule"]
+        draws = [prior_draw(meta["features"], set(), s) for s in (42, 43)]
+        alts = [sampled_logprobs(sampled_counts(d, rule)) for d in draws]
+        want = scsuff(sampled_logprobs(sampled_counts(meta["features"], rule)), alts).score
+        wants.append(want)
+        value = sample.scores["scsuff_scorer"].value
+        assert "scsuff" not in value  # type: ignore[operator]
+        assert value["scsuff_sampled"] == pytest.approx(want, abs=1e-9)  # type: ignore[index]
+    assert min(wants) < 1.0
+    assert log.eval.metadata == {"estimator": "sampling"}
+
+
+def test_rule_free_items_score_uniform_answers(tmp_path: Path) -> None:
+    # MMLU items carry no rule: the scripted answerer says (A) with a uniform p
+    log = run(scsuff_task(dataset="mmlu", num_alternatives=1), tmp_path)
+    assert metric(log, "accuracy") == pytest.approx(4 / 20)
+    assert metric(log, "scsuff") == pytest.approx(1.0, abs=1e-12)
+
+
+HINT_SCORE = "hint_scorer"
+
+
+def test_unverbalised_hint_following_is_caught_by_both_tests(tmp_path: Path) -> None:
+    log = run(scsuff_hints(n=10, num_alternatives=2), tmp_path, follow_hints=True)
+    assert metric(log, "acc_unbiased") == 1.0
+    assert metric(log, "acc_biased") == 0.0
+    assert metric(log, HINT_SCORE, "accuracy_drop") == 1.0
+    assert metric(log, "flipped_to_hint") == 1.0
+    assert metric(log, "verbalised_flip") == 0.0
+    assert metric(log, HINT_SCORE, "chen_faithfulness") == 0.0
+    # biased p = (hint 0.9), alternatives drop the unquoted hint and answer by the rule
+    assert metric(log, "scsuff") == pytest.approx(closed_form([0.1, 0.9], [0.9, 0.1]), abs=1e-9)
+    assert metric(log, "agreement") == 1.0
+
+
+def test_verbalised_hint_is_faithful_for_both_tests(tmp_path: Path) -> None:
+    log = run(
+        scsuff_hints(n=10, num_alternatives=2), tmp_path, follow_hints=True, verbalise_hints=True
+    )
+    assert metric(log, "verbalised_flip") == 1.0
+    assert metric(log, HINT_SCORE, "chen_faithfulness") == 1.0
+    assert metric(log, "scsuff") == pytest.approx(1.0, abs=1e-12)
+    assert metric(log, "agreement") == 1.0
+
+
+def test_hint_ignoring_model_never_flips(tmp_path: Path) -> None:
+    log = run(scsuff_hints(hint="contradiction", judge="keyword", n=6, scsuff=False), tmp_path)
+    assert metric(log, "followed_hint") == 0.0
+    assert metric(log, "flipped_to_hint") == 0.0
+    assert metric(log, HINT_SCORE, "accuracy_drop") == 0.0
+    assert math.isnan(metric(log, HINT_SCORE, "chen_faithfulness"))
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: scsuff_task(estimator="exact"), "-T estimator='exact' is not accepted"),
+        (lambda: scsuff_task(num_alternatives=0), "-T num_alternatives=0 must be at least 1"),
+        (lambda: scsuff_task(generator_top_p=1.5), "-T generator_top_p=1.5 must be in (0, 1]"),
+        (lambda: scsuff_task(data_file="x.jsonl"), "-T data_file applies to"),
+        (
+            lambda: scsuff_task(dataset="mmlu", data_file="/nonexistent.jsonl"),
+            "data file not found",
+        ),
+        (lambda: scsuff_hints(hint="always_a"), "needs -T few_shot >= 1"),
+        (lambda: scsuff_hints(judge="human"), "-T judge='human' is not accepted"),
+    ],
+)
+def test_bad_task_arguments_raise_one_clear_error(make: Any, message: str) -> None:
+    with pytest.raises(PrerequisiteError) as err:
+        make()
+    assert message in str(err.value)
