@@ -36,8 +36,16 @@ pytest: install
 
 test: lint typecheck pytest
 
+# Every registered task on scripted comply/refuse + SmolLM2 (<= 15 min on 2 CPU cores), then
+# `docket report` into logs/report/; prints the HTML path. DEMO_ARGS: see `python -m docket.demo -h`.
 demo: install
-	$(VENV)/bin/python -m docket.demo --log-dir $(LOG_DIR)
+	$(VENV)/bin/python -m docket.demo --log-dir $(LOG_DIR) $(DEMO_ARGS)
+
+# Headless Debian chromium for tests/reports/test_browser.py (skipped without it); CI: .ci/run.
+.PHONY: browser-deps
+browser-deps: SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+browser-deps:
+	command -v chromium >/dev/null || ($(SUDO) apt-get update && $(SUDO) apt-get install -y chromium)
 
 bench: install
 	@echo "no speed benchmarks yet"

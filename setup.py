@@ -25,4 +25,9 @@ def discover() -> list[str]:
     return packages
 
 
-setup(packages=discover(), package_dir=ROOTS)
+# docket.egg-info in the repo root would shadow the installed metadata whenever the root is on
+# sys.path (`python -m`, `python -c`), and Inspect would then register names without `docket/`.
+EGG_BASE = Path("build") / "egg-info"
+EGG_BASE.mkdir(parents=True, exist_ok=True)
+
+setup(packages=discover(), package_dir=ROOTS, options={"egg_info": {"egg_base": str(EGG_BASE)}})

@@ -1,0 +1,81 @@
+"""Read Inspect logs into pandas frames through `inspect_ai.analysis`, one file at a time.
+
+A corrupted or truncated log becomes one `LogError` naming the file; every other log is still read.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+from inspect_ai.analysis import EvalColumn, EvalColumns, evals_df, samples_df
+
+#: Inspect names JSON logs `<ISO timestamp>_<task>_<id>.json`; other JSON files (eval-set.json,
+#: logs.json, baselines) in a log directory are not logs.
+_JSON_LOG_NAME = re.compile(r"^\d{4}-\d{2}-\d{2}T[^_]+_.+\.json$")
+
+#: Columns the stock `EvalColumns` lacks (its `model_args` column reads the base URL in 0.3.285).
+EXTRA_EVAL_COLUMNS = [
+    EvalColumn("docket_model_args", path="eval.model_args"),
+    EvalColumn("docket_task_args", path="eval.task_args"),
+    EvalColumn("docket_registry_name", path="eval.task_registry_name"),
+    EvalColumn("docket_scores", path="results.scores"),
+]
+
+
+@dataclass(frozen=True)
+class LogError:
+    """A log file that could not be read, and why."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}"
+
+
+@dataclass
+class LoadedLogs:
+    """One row per readable eval log (`evals`), one per sample epoch (`samples`), and the errors."""
+
+    evals: pd.DataFrame
+    samples: pd.DataFrame
+    errors: list[LogError] = field(default_factory=list)
+
+
+def find_log_files(log_dir: str | Path) -> list[Path]:
+    """Every `.eval` log and Inspect-named `.json` log under `log_dir`, sorted by path."""
+    root = Path(log_dir)
+    if not root.is_dir():
+        raise FileNotFoundError(f"{root}: log directory not found")
+    found = [p for p in root.rglob("*.eval") if p.is_file()]
+    found += [p for p in root.rglob("*.json") if p.is_file() and _JSON_LOG_NAME.match(p.name)]
+    return sorted(found)
+
+
+def _short_error(ex: Exception) -> str:
+    text = str(ex).strip().splitlines()
+    detail = text[0] if text else ""
+    return f"unreadable Inspect log ({type(ex).__name__}: {detail})"
+
+
+def load_logs(log_dir: str | Path) -> LoadedLogs:
+    """Read every log under `log_dir`; unreadable files are reported, not raised."""
+    eval_frames: list[pd.DataFrame] = []
+    sample_frames: list[pd.DataFrame] = []
+    errors: list[LogError] = []
+    for path in find_log_files(log_dir):
+        try:
+            evals = evals_df(str(path), columns=[*EvalColumns, *EXTRA_EVAL_COLUMNS], quiet=True)
+            samples = samples_df(str(path), quiet=True)
+        except Exception as ex:  # noqa: BLE001 - any reader failure is this file's error
+            errors.append(LogError(str(path), _short_error(ex)))
+            continue
+        eval_frames.append(evals)
+        if not samples.empty:
+            sample_frames.append(samples)
+    evals_all = pd.concat(eval_frames, ignore_index=True) if eval_frames else pd.DataFrame()
+    samples_all = pd.concat(sample_frames, ignore_index=True) if sample_frames else pd.DataFrame()
+    return LoadedLogs(evals=evals_all, samples=samples_all, errors=errors)
