@@ -10,9 +10,12 @@ from docket.benchmarks.smoke.smoke import smoke
 from docket.sandboxes.bwrap.sandbox import BwrapSandboxEnvironment
 
 # --- anchor ---
+from docket.benchmarks.anchor.anchor import anchor_audit, anchor_direct
+
 # --- correct ---
 # --- scsuff ---
 from docket.benchmarks.scsuff.scsuff import scsuff, scsuff_hints
+
 # --- docval ---
 from docket.benchmarks.docval.docval import docval_grounding, docval_teacher
 
@@ -23,6 +26,8 @@ REGISTERED: dict[str, list[str]] = {
     "task": [
         "docket/smoke",
         # anchor
+        "docket/anchor_direct",
+        "docket/anchor_audit",
         # correct
         # scsuff
         "docket/scsuff",

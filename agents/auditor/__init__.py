@@ -1,0 +1,18 @@
+"""The persistent auditor (ANCHOR-style) and the record it leaves for scoring."""
+
+from docket.agents.auditor.audit import direct_request, persistent_audit
+from docket.agents.auditor.record import RECORD_KEY, AuditRecord, ToolCallRecord, TurnRecord
+from docket.agents.auditor.strategies import STRATEGIES, STRATEGY_NAMES, Strategy, strategy
+
+__all__ = [
+    "RECORD_KEY",
+    "STRATEGIES",
+    "STRATEGY_NAMES",
+    "AuditRecord",
+    "Strategy",
+    "ToolCallRecord",
+    "TurnRecord",
+    "direct_request",
+    "persistent_audit",
+    "strategy",
+]

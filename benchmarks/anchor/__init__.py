@@ -1,0 +1,1 @@
+"""ANCHOR: a persistent auditor against a CLI agent in a sandbox (tasks in `anchor.py`)."""
