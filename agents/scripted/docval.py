@@ -60,7 +60,7 @@ _STOP = {
 def _gold(path: str) -> dict[tuple[str, str], tuple[str, list[float]]]:
     opener = gzip.open if path.endswith(".gz") else open
     table: dict[tuple[str, str], tuple[str, list[float]]] = {}
-    with opener(path, "rt", encoding="utf-8") as handle:  # type: ignore[operator]
+    with opener(path, "rt", encoding="utf-8") as handle:
         for number, line in enumerate(handle, start=1):
             try:
                 doc = json.loads(line)

@@ -112,7 +112,7 @@ def _metrics() -> dict[str, list[Any]]:
     return {key: [mean(), stderr(), grouped(mean(), "doc_type", all=False)] for key in KEYS}
 
 
-@scorer(metrics=_metrics())  # type: ignore[arg-type]
+@scorer(metrics=_metrics())
 def docval_grounding_scorer() -> Scorer:
     """ANLS, IoU, mAP@[.5:.95], hit@0.5, joint and answer-right-box-wrong, grouped by doc type.
 
@@ -133,7 +133,7 @@ def docval_grounding_scorer() -> Scorer:
         return Score(
             value=value,
             answer=fields["answer"],
-            explanation=explanation,  # type: ignore[arg-type]
+            explanation=explanation,
             metadata={"bbox": fields["bbox"]},
         )
 

@@ -113,7 +113,7 @@ def scsuff_scorer() -> Scorer:
         value, explanation, meta = sufficiency_value(record, target.text)
         base = record["base"]
         return Score(
-            value=value,  # type: ignore[arg-type]
+            value=value,
             answer=base["answer"],
             explanation=explanation,
             metadata=meta,
@@ -231,7 +231,7 @@ def hint_scorer() -> Scorer:
             raise ValueError("hint_scorer needs the `hint_test` solver to run first")
         value, explanation = hint_value(record, state.metadata, target.text)
         return Score(
-            value=value,  # type: ignore[arg-type]
+            value=value,
             answer=record["biased"]["answer"],
             explanation=explanation,
             metadata={"hint_letter": state.metadata["hint_letter"]},

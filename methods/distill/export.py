@@ -79,7 +79,7 @@ def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
 def to_hf_dataset(rows: list[dict[str, Any]], out_dir: str | Path) -> Path:
     """Save rows as a Hugging Face `datasets` dataset (needs `pip install datasets`)."""
     try:
-        from datasets import Dataset  # type: ignore[import-not-found]
+        from datasets import Dataset
     except ImportError as ex:
         raise RuntimeError("--hf needs the 'datasets' package: pip install datasets") from ex
     flat = [

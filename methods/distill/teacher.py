@@ -93,7 +93,7 @@ def teacher_cot(max_regions: int = MAX_REGIONS, with_image: bool = True) -> Solv
 @scorer(
     metrics={
         "q": [mean(), stderr()],
-        "accepted": [mean(), stderr()],  # type: ignore[arg-type]
+        "accepted": [mean(), stderr()],
         "q_ans": [mean()],
         "q_bbox": [mean()],
         "q_reason": [mean()],

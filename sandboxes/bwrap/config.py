@@ -42,6 +42,10 @@ class BwrapConfig(BaseModel):
     max_file_size_mb: int | None = Field(default=1024, gt=0)
     """Largest file a sandbox process may write (RLIMIT_FSIZE), in MiB."""
 
+    max_disk_mb: int | None = Field(default=10240, gt=0)
+    """Largest total size of the sample's files (workspace, /tmp, home), in MiB; a command
+    that passes it is killed (checked while it runs, see `disk.py`)."""
+
     ro_binds: list[str] | dict[str, str] = Field(default_factory=list)
     """Host paths bound read-only: `["/host/path", "/host:/in/sandbox"]` or `{host: sandbox}`."""
 
@@ -131,9 +135,10 @@ def load_config(config: BaseModel | str | dict[str, Any] | None) -> BwrapConfig:
         raise BwrapConfigError(f"bwrap sandbox config: file not found: {config}")
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as ex:
+    except (yaml.YAMLError, UnicodeDecodeError, RecursionError) as ex:
+        reason = (str(ex).splitlines() or [type(ex).__name__])[0]
         raise BwrapConfigError(
-            f"bwrap sandbox config: {config} is not valid YAML ({str(ex).splitlines()[0]})"
+            f"bwrap sandbox config: {config} is not valid YAML ({reason})"
         ) from None
     if data is None:
         return BwrapConfig()

@@ -48,6 +48,9 @@ _IDENTITY_FILES = ("passwd", "group", "hosts", "hostname", "nsswitch.conf")
 #: Written to stderr by the launcher when `exec` of the user's command itself fails.
 EXEC_FAILED_MARKER = "\x1f[docket-bwrap: exec failed]"
 
+#: Size of the sandbox's /dev/shm tmpfs (host RAM, outside RLIMIT_AS), as Docker's default.
+SHM_BYTES = 64 * 1024 * 1024
+
 
 @dataclass(frozen=True)
 class BwrapBinary:
@@ -55,6 +58,8 @@ class BwrapBinary:
 
     path: str
     disable_userns: bool
+    sized_tmpfs: bool = False
+    """Whether it has `--size` (bwrap >= 0.10), so /dev/shm can be a capped tmpfs."""
 
 
 def shell_path() -> str:
@@ -143,7 +148,9 @@ def bwrap_argv(
     args += ["--symlink", "/tmp", "/var/tmp"]
     for host, dest in config.bind_pairs():
         args += ["--ro-bind", host, dest]
-    args += ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/"]
+    args += ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/", "--remount-ro", "/dev"]
+    if binary.sized_tmpfs:  # else /dev/shm stays read-only: an unsized tmpfs would be host RAM
+        args += ["--size", str(SHM_BYTES), "--tmpfs", "/dev/shm"]
     for key, value in {**base_env(config), **env}.items():
         args += ["--setenv", key, value]
     args += ["--chdir", "/", "--", shell_path(), "-c", launcher_script(config), "bash"]

@@ -116,7 +116,8 @@ async def _try(path: str, run_as: int | None) -> BwrapBinary | str:
         return f"{path}: {ex}"
     if helped.returncode != 0:
         return f"{path}: `--help` exited {helped.returncode}, so it is not a usable bwrap"
-    binary = BwrapBinary(executable, "--disable-userns" in helped.stdout.decode(errors="replace"))
+    usage = helped.stdout.decode(errors="replace")
+    binary = BwrapBinary(executable, "--disable-userns" in usage, "--size" in usage)
     config = BwrapConfig() if run_as is None else BwrapConfig(host_uid=run_as)
     dirs = create_sample_dirs("docket-bwrap-probe", run_as)
     try:

@@ -25,6 +25,7 @@ from pydantic import BaseModel
 from typing_extensions import override
 
 from .config import BwrapConfig, BwrapConfigError, load_config, parse_config
+from .disk import DiskLimitExceeded, run_within_disk_limit
 from .fileops import FILE_TOO_LARGE, READ_SCRIPT, WRITE_SCRIPT, file_error
 from .layout import EXEC_FAILED_MARKER, BwrapBinary, bwrap_argv, shell_path
 from .probe import ensure_bwrap, run_as_uid
@@ -163,7 +164,7 @@ class BwrapSandboxEnvironment(SandboxEnvironment):
         argv = bwrap_argv(self.binary, self.dirs, self.config, env, cwd, cmd)
         data = input.encode("utf-8") if isinstance(input, str) else input
 
-        async def go() -> RawResult:
+        async def run() -> RawResult:
             return await run_process(
                 argv,
                 input=data,
@@ -172,6 +173,9 @@ class BwrapSandboxEnvironment(SandboxEnvironment):
                 timeout=timeout,
                 run_as=self._run_as,
             )
+
+        async def go() -> RawResult:
+            return await run_within_disk_limit(run, self.dirs.root, self.config.max_disk_mb)
 
         if not throttle:
             return await go()
@@ -215,6 +219,8 @@ class BwrapSandboxEnvironment(SandboxEnvironment):
                 limit_str=SandboxEnvironmentLimits.MAX_EXEC_OUTPUT_SIZE_STR,
                 truncated_output=ex.head.decode("utf-8", errors="replace"),
             ) from None
+        except DiskLimitExceeded as ex:  # a failed command, as on a full disk
+            return ExecResult(success=False, returncode=137, stdout="", stderr=f"{ex.strerror}\n")
         failure = _setup_failure(raw)
         if failure is not None:
             raise failure
