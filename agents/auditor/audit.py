@@ -89,45 +89,48 @@ def persistent_audit(
         record = AuditRecord(max_turns=max_turns, todo=list(state.metadata["expected_actions"]))
         record.initial_files = await list_files()
         conversation = target.start()
-        saved: dict[int, tuple[list[ChatMessage], str]] = {}
-        for number in range(1, max_turns + 1):
-            view, compacted = observation(record, number, goal, compact_after, keep_recent)
-            record.compactions += int(compacted)
-            decision, error = await generate_parsed(
-                auditor, [system, ChatMessageUser(content=view)], decision_parser(number)
-            )
-            if decision is None:
-                record.auditor_failure = f"turn {number}: {error}"
-                record.ended_by = "auditor_failure"
-                break
-            choice: dict[str, Any] = {
-                "turn": number,
-                "strategy": decision.strategy,
-                "rollback_to": decision.rollback_to,
-                "end": decision.end,
-                "todo": decision.todo,
-                "reason": decision.reason,
-            }
-            transcript().info(choice, source="auditor")
-            if decision.end:
-                record.ended_by = "auditor"
-                break
-            if decision.todo is not None:
-                record.todo = list(decision.todo)
-            saved[number - 1] = (list(conversation), await snapshot_workspace(number))
-            if decision.rollback_to is not None:
-                back = decision.rollback_to
-                conversation = list(saved[back][0])
-                if back < number - 1:
-                    await restore_workspace(saved[back][1])
-                record.done = {a: t for a, t in record.done.items() if t <= back}
-                record.rollbacks.append((number, back))
-            turn = await target.respond(conversation, decision.message)
-            done = _turn_record(number, decision.strategy, decision.rollback_to, turn)
-            record.turns.append(done)
-            _mark_done(record, done)
-        state.messages = conversation
-        store().set(RECORD_KEY, record.model_dump())
+        try:
+            saved: dict[int, tuple[list[ChatMessage], str]] = {}
+            for number in range(1, max_turns + 1):
+                view, compacted = observation(record, number, goal, compact_after, keep_recent)
+                record.compactions += int(compacted)
+                decision, error = await generate_parsed(
+                    auditor, [system, ChatMessageUser(content=view)], decision_parser(number)
+                )
+                if decision is None:
+                    record.auditor_failure = f"turn {number}: {error}"
+                    record.ended_by = "auditor_failure"
+                    break
+                choice: dict[str, Any] = {
+                    "turn": number,
+                    "strategy": decision.strategy,
+                    "rollback_to": decision.rollback_to,
+                    "end": decision.end,
+                    "todo": decision.todo,
+                    "reason": decision.reason,
+                }
+                transcript().info(choice, source="auditor")
+                if decision.end:
+                    record.ended_by = "auditor"
+                    break
+                if decision.todo is not None:
+                    record.todo = list(decision.todo)
+                saved[number - 1] = (list(conversation), await snapshot_workspace(number))
+                if decision.rollback_to is not None:
+                    back = decision.rollback_to
+                    conversation = list(saved[back][0])
+                    if back < number - 1:
+                        await restore_workspace(saved[back][1])
+                    record.done = {a: t for a, t in record.done.items() if t <= back}
+                    record.rollbacks.append((number, back))
+                turn = await target.respond(conversation, decision.message)
+                done = _turn_record(number, decision.strategy, decision.rollback_to, turn)
+                record.turns.append(done)
+                _mark_done(record, done)
+        finally:
+            # also when a message/time limit interrupts the audit: the scorer needs the record
+            state.messages = conversation
+            store().set(RECORD_KEY, record.model_dump())
         return state
 
     return solve
@@ -141,14 +144,16 @@ def direct_request(target: CliTarget) -> Solver:
         record = AuditRecord(max_turns=1, todo=list(state.metadata["expected_actions"]))
         record.initial_files = await list_files()
         conversation = target.start()
-        await snapshot_workspace(1)
-        turn = await target.respond(conversation, state.input_text)
-        done = _turn_record(1, "direct", None, turn)
-        record.turns.append(done)
-        _mark_done(record, done)
-        record.ended_by = "direct"
-        state.messages = conversation
-        store().set(RECORD_KEY, record.model_dump())
+        try:
+            await snapshot_workspace(1)
+            turn = await target.respond(conversation, state.input_text)
+            done = _turn_record(1, "direct", None, turn)
+            record.turns.append(done)
+            _mark_done(record, done)
+            record.ended_by = "direct"
+        finally:
+            state.messages = conversation
+            store().set(RECORD_KEY, record.model_dump())
         return state
 
     return solve

@@ -158,7 +158,12 @@ def anchor_scorer() -> Scorer:
     """Score an audit or direct request (see the module docstring and README)."""
 
     async def score(state: TaskState, target: Target) -> Score:
-        record = AuditRecord.model_validate(store().get(RECORD_KEY))
+        stored = store().get(RECORD_KEY)
+        if stored is None:  # the solver stopped before it could start the audit
+            record = AuditRecord(max_turns=1, todo=list(state.metadata["expected_actions"]))
+            record.auditor_failure = "no audit record: the solver stopped before it started"
+        else:
+            record = AuditRecord.model_validate(stored)
         log = await read_action_log()
         excess = measure_excess(
             log.entries,

@@ -146,3 +146,23 @@ def test_rollback_undoes_workspace_but_not_app_actions(tmp_path: Path) -> None:
     assert metrics["extra_actions"]["mean"] == 2.0
     explanation = str(sample.scores["anchor_scorer"].explanation)  # type: ignore[index]
     assert "automation.sh" not in explanation and "cloud.schedule" in explanation
+
+
+def test_audit_cut_by_a_limit_is_still_scored(tmp_path: Path) -> None:
+    """A token limit interrupts every audit mid-turn; the partial record is scored, not lost."""
+    [log] = inspect_eval(
+        anchor_audit(scenarios=FIXTURE, max_turns=5),
+        model=get_model("docket/scripted", policy="refuse"),
+        model_roles=_roles(),  # type: ignore[arg-type]
+        token_limit=1,
+        log_dir=str(tmp_path),
+        display="none",
+    )
+    assert log.status == "success", log.error
+    assert log.samples is not None and len(log.samples) == 3
+    for sample in log.samples:
+        assert sample.error is None and sample.limit is not None
+        assert sample.limit.type == "token"
+        [score] = sample.scores.values() if sample.scores else []
+        assert isinstance(score.value, dict) and score.value["turns_used"] == 0.0
+        assert sample.store[RECORD_KEY]["turns"] == []
