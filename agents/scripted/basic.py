@@ -104,7 +104,12 @@ def persuadable(state: PolicyInput) -> PolicyReply:
     """Refuses until the user message matches `trigger` (regex) or user turn >= `after_turn`."""
     trigger = str(state.args.get("trigger", ""))
     after_turn = int(state.args.get("after_turn", 0))
-    triggered = bool(trigger) and re.search(trigger, state.last_user_text, re.IGNORECASE)
+    try:
+        triggered = bool(trigger) and re.search(trigger, state.last_user_text, re.IGNORECASE)
+    except re.error as ex:
+        raise ValueError(
+            f"policy=persuadable: -M trigger={trigger!r:.60} is not a regex ({ex})"
+        ) from None
     late_enough = after_turn > 0 and state.user_turn >= after_turn
     if triggered or late_enough:
         return comply_turn(state)
@@ -114,7 +119,10 @@ def persuadable(state: PolicyInput) -> PolicyReply:
 @policy("random", args={"seed": int, "choices": str})
 def random_choice(state: PolicyInput) -> PolicyReply:
     """Answers `ANSWER: X` with X drawn from `choices` by a hash of (seed, prompt)."""
-    choices = [c.strip() for c in str(state.args.get("choices", "A,B,C,D")).split(",") if c]
+    listed = str(state.args.get("choices", "A,B,C,D"))
+    choices = [c for c in (part.strip() for part in listed.split(",")) if c]
+    if not choices:
+        raise ValueError(f"policy=random: -M choices={listed!r:.60} names no choice")
     seed = int(state.args.get("seed", 0))
     digest = hashlib.sha256(f"{seed}\x00{state.last_user_text}".encode()).digest()
     answer = choices[int.from_bytes(digest[:8], "big") % len(choices)]
@@ -126,15 +134,20 @@ def random_choice(state: PolicyInput) -> PolicyReply:
 @lru_cache(maxsize=16)
 def _oracle_table(path: str) -> tuple[tuple[str, str], ...]:
     rows: list[tuple[str, str]] = []
-    for number, line in enumerate(Path(path).read_text().splitlines(), start=1):
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as ex:
+        raise ValueError(f"policy=oracle: -M answers={path!r} cannot be read ({ex})") from None
+    for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
             row = json.loads(line)
             rows.append((str(row["match"]), str(row["reply"])))
-        except (json.JSONDecodeError, KeyError, TypeError) as ex:
+        except (ValueError, KeyError, TypeError, RecursionError) as ex:
             raise ValueError(
-                f"{path}:{number}: oracle rows need JSON with 'match' and 'reply' ({ex})"
+                f"{path}:{number}: oracle rows need JSON with 'match' and 'reply' "
+                f"({type(ex).__name__}: {str(ex)[:80]!r})"
             ) from None
     return tuple(rows)
 

@@ -59,7 +59,17 @@ class ScriptedModelAPI(ModelAPI):
             raise ValueError(
                 f"policy={name} does not take -M {', '.join(unknown)}; accepted: {accepted}"
             )
-        self.policy_args = {key: self.policy.args[key](value) for key, value in model_args.items()}
+        self.policy_args = {key: self._coerce(key, value) for key, value in model_args.items()}
+
+    def _coerce(self, key: str, value: Any) -> Any:
+        """`value` as the type policy declares for `-M key`, or one clear error."""
+        kind = self.policy.args[key]
+        try:
+            return kind(value)
+        except (TypeError, ValueError, OverflowError):
+            raise ValueError(
+                f"policy={self.policy.name}: -M {key}={value!r:.60} must be {kind.__name__}"
+            ) from None
 
     async def generate(
         self,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,9 @@ class DocvalDataError(ValueError):
     """A data file row that cannot be used, with the file, row and field named."""
 
 
-def _need(row: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
+def _need(row: object, key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    if not isinstance(row, dict):
+        raise DocvalDataError(f"{where}: expected a JSON object, got {type(row).__name__}")
     if key not in row:
         raise DocvalDataError(f"{where}: missing field '{key}'")
     if not isinstance(row[key], kind):
@@ -39,18 +42,50 @@ def _check_box(value: object, where: str) -> list[float] | None:
     if (
         not isinstance(value, (list, tuple))
         or len(value) != 4
-        or not all(isinstance(v, (int, float)) for v in value)
+        or not all(_is_finite(v) for v in value)
     ):
-        raise DocvalDataError(f"{where}: field 'bbox' must be [x1, y1, x2, y2], got {value!r}")
+        raise DocvalDataError(
+            f"{where}: field 'bbox' must be [x1, y1, x2, y2] (finite numbers), got {value!r:.80}"
+        )
     return [float(v) for v in value]
+
+
+def _is_finite(value: object) -> bool:
+    """A real number (not a bool) that float() maps to a finite value."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
+
+
+def _check_ocr(doc: dict[str, Any], where: str) -> None:
+    """`words` rows `[text, x1, y1, x2, y2, ...]`, `segments` rows `[id, x1, y1, x2, y2, text]`."""
+    for key, text_at in (("words", 0), ("segments", 5)):
+        rows = doc[key]
+        if not isinstance(rows, list):
+            raise DocvalDataError(f"{where}: field '{key}' must be a list")
+        for i, row in enumerate(rows):
+            if (
+                not isinstance(row, list)
+                or len(row) < (6 if key == "segments" else 5)
+                or not all(_is_finite(v) for v in row[1:5])
+                or not isinstance(row[text_at], str)
+            ):
+                raise DocvalDataError(f"{where}: field '{key}' row {i} is malformed: {row!r:.80}")
 
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as handle:  # type: ignore[operator]
-        for number, line in enumerate(handle, start=1):
-            if line.strip():
-                yield number, line
+    number = 0
+    try:
+        with opener(path, "rt", encoding="utf-8") as handle:
+            for number, line in enumerate(handle, start=1):
+                if line.strip():
+                    yield number, line
+    except (UnicodeDecodeError, OSError, EOFError) as ex:
+        raise DocvalDataError(f"{path}:{number + 1}: cannot be read ({ex})") from None
 
 
 def load_documents(path: Path = SHIPPED) -> list[dict[str, Any]]:
@@ -62,6 +97,8 @@ def load_documents(path: Path = SHIPPED) -> list[dict[str, Any]]:
             doc = json.loads(line)
         except json.JSONDecodeError as ex:
             raise DocvalDataError(f"{where}: not JSON ({ex.msg})") from None
+        except (ValueError, RecursionError) as ex:  # over-long integer, nesting too deep
+            raise DocvalDataError(f"{where}: not usable JSON ({type(ex).__name__})") from None
         for key, kind in (
             ("doc_id", str),
             ("image", str),
@@ -74,6 +111,7 @@ def load_documents(path: Path = SHIPPED) -> list[dict[str, Any]]:
         doc.setdefault("difficulty", "unknown")
         doc.setdefault("words", [])
         doc.setdefault("segments", [])
+        _check_ocr(doc, where)
         doc["image_path"] = str((path.parent / doc["image"]).resolve())
         for i, q in enumerate(doc["questions"]):
             qwhere = f"{where} question {i}"
@@ -95,8 +133,10 @@ def _image_size(path: Path, where: str) -> tuple[int, int]:
     try:
         with Image.open(path) as image:
             return image.size
-    except OSError as ex:
-        raise DocvalDataError(f"{where}: field 'image' {path} cannot be opened ({ex})") from None
+    except (OSError, ValueError) as ex:  # ValueError: e.g. a NUL byte in the name
+        raise DocvalDataError(
+            f"{where}: field 'image' {path!s:.200} cannot be opened ({ex})"
+        ) from None
 
 
 def load_docvqa(path: Path, image_root: Path | None = None) -> list[dict[str, Any]]:
@@ -107,8 +147,12 @@ def load_docvqa(path: Path, image_root: Path | None = None) -> list[dict[str, An
     """
     try:
         rows = json.loads(path.read_text(encoding="utf-8"))["data"]
-    except (json.JSONDecodeError, KeyError, TypeError) as ex:
-        raise DocvalDataError(f"{path}: expected a JSON object with a 'data' list ({ex})") from None
+    except (ValueError, KeyError, TypeError, RecursionError) as ex:  # ValueError: JSON, UTF-8
+        raise DocvalDataError(
+            f"{path}: expected a JSON object with a 'data' list ({type(ex).__name__})"
+        ) from None
+    if not isinstance(rows, list):
+        raise DocvalDataError(f"{path}: field 'data' must be a list")
     root = image_root or path.parent
     docs: dict[str, dict[str, Any]] = {}
     for i, row in enumerate(rows):
@@ -149,7 +193,7 @@ def load_hf(name: str, split: str = "test") -> list[dict[str, Any]]:  # pragma: 
     """
     import tempfile
 
-    from datasets import load_dataset  # type: ignore[import-not-found]
+    from datasets import load_dataset
 
     folder = Path(tempfile.mkdtemp(prefix="docval-hf-"))
     docs: list[dict[str, Any]] = []

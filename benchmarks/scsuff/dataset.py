@@ -228,7 +228,13 @@ def read_jsonl(path: Path) -> list[tuple[str, dict[str, Any]]]:
     if not path.is_file():
         raise PrerequisiteError(f"scsuff: data file not found: {path}")
     rows: list[tuple[str, dict[str, Any]]] = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as ex:
+        raise PrerequisiteError(
+            f"{path}: not UTF-8 text ({ex.reason} at byte {ex.start})"
+        ) from None
+    for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         where = f"{path}:{number}"
@@ -236,6 +242,8 @@ def read_jsonl(path: Path) -> list[tuple[str, dict[str, Any]]]:
             row = json.loads(line)
         except json.JSONDecodeError as ex:
             raise PrerequisiteError(f"{where}: not valid JSON ({ex.msg})") from None
+        except (ValueError, RecursionError) as ex:  # over-long integer, nesting too deep
+            raise PrerequisiteError(f"{where}: not usable JSON ({type(ex).__name__})") from None
         if not isinstance(row, dict):
             raise PrerequisiteError(f"{where}: a row must be a JSON object")
         rows.append((where, row))

@@ -36,6 +36,11 @@ def _flag(condition: bool) -> float:
     return 1.0 if condition else 0.0
 
 
+def _has_mass(logprobs: list[float] | None) -> bool:
+    """Log-probs that give some option a non-zero probability."""
+    return logprobs is not None and any(v > -math.inf for v in logprobs)
+
+
 def _fmt(values: list[float]) -> str:
     return "(" + ", ".join(f"{v:.3f}" for v in values) + ")"
 
@@ -61,10 +66,13 @@ def sufficiency_value(
     if base["failure"]:
         value["no_answer"] = 1.0
         return value, f"{base['failure']} ({estimator} estimator)", meta
+    if not _has_mass(base["logprobs"]):
+        value["no_answer"] = 1.0
+        return value, f"every option has log-probability -inf ({estimator} estimator)", meta
     if not base["explanation"]:
         value["no_explanation"] = 1.0
         return value, f"{NO_EXPLANATION}: nothing before 'Final Answer:'", meta
-    valid = [r for r in record["reanswers"] if r is not None and r["logprobs"] is not None]
+    valid = [r for r in record["reanswers"] if r is not None and _has_mass(r["logprobs"])]
     total = len(record["alternatives"])
     unparsed = sum(a is None for a in record["alternatives"])
     meta |= {"valid_alternatives": len(valid), "unparsed_alternatives": unparsed}

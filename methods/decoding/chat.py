@@ -41,9 +41,12 @@ def tools_prompt(tools: Sequence[ToolInfo], tool_choice: ToolChoice) -> str:
 
 
 def format_tool_call(call: ToolCall) -> str:
-    """One tool call as the tagged text the model is asked to produce."""
+    """One tool call as the tagged text the model is asked to produce.
+
+    `<` is written as its JSON escape so an argument holding `</tool_call>` cannot end the block.
+    """
     payload = json.dumps({"name": call.function, "arguments": call.arguments})
-    return f"<tool_call>{payload}</tool_call>"
+    return "<tool_call>" + payload.replace("<", "\\u003c") + "</tool_call>"
 
 
 def _message_text(message: ChatMessage) -> str:
@@ -93,7 +96,7 @@ def _as_call(obj: Any, names: Collection[str] | None) -> ToolCall | None:
     if isinstance(args, str):
         try:
             args = json.loads(args)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # bad JSON, over-long ints, deep nesting
             return None
     if not isinstance(args, dict) or (names is not None and obj["name"] not in names):
         return None
@@ -105,7 +108,7 @@ def _calls_in(payload: str, names: Collection[str] | None) -> list[ToolCall] | N
     fenced = _FENCE.match(payload.strip())
     try:
         obj = json.loads(fenced.group(1) if fenced else payload)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):  # bad JSON, over-long ints, deep nesting
         return None
     items = obj if isinstance(obj, list) else [obj]
     calls = [_as_call(item, names) for item in items]
@@ -126,7 +129,7 @@ def _bare_calls(text: str, names: Collection[str]) -> tuple[str, list[ToolCall]]
             continue
         try:
             obj, end = decoder.raw_decode(text, start)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # bad JSON, over-long ints, deep nesting
             continue
         call = _as_call(obj, names)
         if call is not None:

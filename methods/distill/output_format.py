@@ -47,7 +47,7 @@ def parse_box(value: object) -> Box | None:
     if isinstance(value, (list, tuple)) and len(value) == 4:
         try:
             x1, y1, x2, y2 = (float(v) for v in value)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             return None
         return (x1, y1, x2, y2)
     if isinstance(value, str):
@@ -63,7 +63,7 @@ def _from_json(text: str) -> Parsed | None:
     for candidate in candidates:
         try:
             data = json.loads(candidate)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # bad JSON, over-long ints, deep nesting
             continue
         if not isinstance(data, dict) or "answer" not in data:
             continue

@@ -1,0 +1,274 @@
+"""ANCHOR parsers under adversarial input: scenario rows, auditor decisions, judge verdicts.
+
+Tests marked xfail(strict=True) document a bug in code owned by the ANCHOR engineer, with the
+minimal failing input as an explicit example; remove the mark once it is fixed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from docket.agents.auditor.decision import Decision, decision_parser
+from docket.agents.auditor.parse import ReplyFormatError, json_object
+from docket.agents.auditor.record import AuditRecord, ToolCallRecord, TurnRecord
+from docket.agents.auditor.strategies import STRATEGY_NAMES
+from docket.agents.cli_target import workspace
+from docket.agents.cli_target.workspace import ActionLog, read_action_log
+from docket.benchmarks.anchor.dataset import SCENARIOS, Scenario, ScenarioError, read_scenarios
+from docket.benchmarks.anchor.scorer import Verdict, verdict_parser
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+from prop_strategies import JSON_VALUES, JSONL_LINES, one_line
+
+JSON_BUG = "json.loads raises ValueError (int over 4300 digits) / RecursionError, not caught"
+SHIPPED_ROW = json.loads(SCENARIOS.read_text(encoding="utf-8").splitlines()[0])
+
+
+def _mutated_rows() -> st.SearchStrategy[str]:
+    """A shipped row with one field replaced, dropped or added."""
+    keys = st.sampled_from([*SHIPPED_ROW, "extra"])
+    return st.builds(
+        lambda key, value, drop: json.dumps(
+            {k: v for k, v in {**SHIPPED_ROW, key: value}.items() if not (drop and k == key)}
+        ),
+        keys,
+        st.one_of(JSON_VALUES, st.text(max_size=30)),
+        st.booleans(),
+    )
+
+
+@pytest.mark.xfail(strict=True, raises=ValueError, reason=f"anchor read_scenarios: {JSON_BUG}")
+@settings(max_examples=100)
+@given(st.lists(st.one_of(_mutated_rows(), JSONL_LINES), min_size=1, max_size=3))
+@example(['{"id": ' + "1" * 5000 + "}"])
+def test_read_scenarios_returns_scenarios_or_one_error_naming_row_and_field(
+    tmp_path_factory: pytest.TempPathFactory, lines: list[str]
+) -> None:
+    path = tmp_path_factory.mktemp("anchor") / "scenarios.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    try:
+        scenarios = read_scenarios(path)
+    except ScenarioError as ex:
+        one_line(str(ex), str(path))
+        return
+    assert all(isinstance(s, Scenario) for s in scenarios)
+    assert len({s.id for s in scenarios}) == len(scenarios)
+
+
+@settings(max_examples=100)
+@given(_mutated_rows())
+def test_a_mutated_shipped_row_loads_or_names_row_and_field(
+    tmp_path_factory: pytest.TempPathFactory, line: str
+) -> None:
+    path = tmp_path_factory.mktemp("anchor") / "scenarios.jsonl"
+    path.write_text(line + "\n", encoding="utf-8")
+    try:
+        [scenario] = read_scenarios(path)
+    except ScenarioError as ex:
+        one_line(str(ex), f"{path}: row 1: field '")
+        return
+    assert isinstance(scenario, Scenario)
+
+
+REPLY_PIECES = st.sampled_from(
+    [
+        "{",
+        "}",
+        "```json",
+        "```",
+        '"end": true',
+        '"end": false',
+        '"strategy": "',
+        STRATEGY_NAMES[0],
+        '"message": "hi"',
+        '"rollback_to": 0',
+        '"todo": ["a"]',
+        ",",
+        ":",
+        "null",
+        "[",
+        "]",
+        " ",
+    ]
+)
+REPLIES = st.one_of(
+    st.text(max_size=60),
+    st.lists(st.one_of(REPLY_PIECES, st.text(max_size=5)), max_size=15).map("".join),
+    st.dictionaries(
+        st.sampled_from(["strategy", "message", "todo", "rollback_to", "end", "reason", "x"]),
+        st.one_of(JSON_VALUES, st.sampled_from(STRATEGY_NAMES)),
+    ).map(json.dumps),
+)
+
+
+@pytest.mark.xfail(strict=True, raises=ValueError, reason=f"auditor json_object: {JSON_BUG}")
+@settings(max_examples=150)
+@given(REPLIES, st.integers(0, 5))
+@example('{"end": ' + "1" * 5000 + "}", 1)
+def test_decision_parser_returns_a_decision_or_a_reply_format_error(text: str, turn: int) -> None:
+    try:
+        decision = decision_parser(turn)(text)
+    except ReplyFormatError as ex:
+        one_line(str(ex))
+        return
+    assert isinstance(decision, Decision)
+    assert decision.end or (decision.strategy in STRATEGY_NAMES and decision.message.strip())
+    assert decision.rollback_to is None or 0 <= decision.rollback_to < turn
+
+
+@settings(max_examples=150)
+@given(REPLIES.filter(lambda t: "1" * 4300 not in t and "[" * 900 not in t), st.integers(0, 5))
+def test_decision_parser_on_ordinary_replies(text: str, turn: int) -> None:
+    try:
+        decision = decision_parser(turn)(text)
+    except ReplyFormatError as ex:
+        one_line(str(ex))
+        return
+    assert isinstance(decision, Decision)
+
+
+def _record(turns: int) -> AuditRecord:
+    return AuditRecord(
+        max_turns=max(turns, 1),
+        turns=[
+            TurnRecord(
+                turn=n,
+                strategy=STRATEGY_NAMES[0],
+                user_message_id=f"u{n}",
+                user_text="please",
+                reply_message_id=f"a{n}",
+                reply_text="ok",
+                tool_calls=[ToolCallRecord(message_id=f"t{n}", function="bash", arguments="ls")],
+            )
+            for n in range(1, turns + 1)
+        ],
+    )
+
+
+TURN_ITEMS = st.fixed_dictionaries(
+    {
+        "turn": st.one_of(st.integers(0, 4), JSON_VALUES),
+        "refused": st.one_of(st.booleans(), JSON_VALUES),
+    },
+    optional={
+        "evidence": st.one_of(st.lists(st.sampled_from(["u1", "a1", "t2", "zz"])), JSON_VALUES)
+    },
+)
+VERDICTS = st.fixed_dictionaries(
+    {"turns": st.one_of(st.lists(TURN_ITEMS, max_size=4), JSON_VALUES)},
+    optional={
+        "specificity": st.one_of(st.integers(0, 6), JSON_VALUES),
+        "convincingness": st.one_of(st.integers(0, 6), JSON_VALUES),
+        "catastrophic": st.one_of(st.booleans(), JSON_VALUES),
+        "explanation": JSON_VALUES,
+    },
+).map(json.dumps)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=TypeError,
+    reason="anchor verdict_parser: an unhashable evidence id (e.g. [[1]]) raises TypeError "
+    "in `c not in ids` instead of ReplyFormatError",
+)
+@settings(max_examples=150)
+@given(st.one_of(VERDICTS, REPLIES), st.integers(1, 3))
+@example('{"turns": [{"turn": 1, "refused": true, "evidence": [[1]]}]}', 1)
+def test_verdict_parser_returns_a_verdict_or_a_reply_format_error(text: str, turns: int) -> None:
+    record = _record(turns)
+    try:
+        verdict = verdict_parser(record)(text)
+    except ReplyFormatError as ex:
+        one_line(str(ex))
+        return
+    assert isinstance(verdict, Verdict)
+    assert set(verdict.refused) == {t.turn for t in record.turns}
+    assert 1 <= verdict.specificity <= 5 and 1 <= verdict.convincingness <= 5
+
+
+def _plain_evidence(text: str) -> bool:
+    """No evidence list holds a list or object (the unhashable-id bug above)."""
+    turns = json.loads(text)["turns"]
+    items = [t for t in turns if isinstance(t, dict)] if isinstance(turns, list) else []
+    return not any(
+        isinstance(e, (list, dict))
+        for t in items
+        if isinstance(t.get("evidence"), list)
+        for e in t["evidence"]
+    )
+
+
+@settings(max_examples=100)
+@given(
+    VERDICTS.filter(_plain_evidence),
+    st.integers(1, 3),
+)
+def test_verdict_parser_on_verdicts_with_plain_evidence_ids(text: str, turns: int) -> None:
+    record = _record(turns)
+    try:
+        verdict = verdict_parser(record)(text)
+    except ReplyFormatError as ex:
+        one_line(str(ex))
+        return
+    assert set(verdict.refused) == {t.turn for t in record.turns}
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['{"a": ' + "1" * 5000 + "}", '{"a": ' + "[" * 5000 + "]" * 5000 + "}"],
+)
+@pytest.mark.xfail(
+    strict=True, raises=(ValueError, RecursionError), reason=f"auditor json_object: {JSON_BUG}"
+)
+def test_json_object_rejects_pathological_json_with_a_reply_format_error(text: str) -> None:
+    with pytest.raises(ReplyFormatError):
+        json_object(text)
+
+
+def test_read_scenarios_names_a_non_utf8_file(tmp_path: Path) -> None:
+    path = tmp_path / "scenarios.jsonl"
+    path.write_bytes(b'{"id": "\xff"}\n')
+    with pytest.raises(ScenarioError) as info:
+        read_scenarios(path)
+    one_line(str(info.value), str(path))
+
+
+async def _action_log(monkeypatch: pytest.MonkeyPatch, text: str) -> ActionLog:
+    async def fake_run(script: str, input: str | None = None) -> str:
+        return text
+
+    monkeypatch.setattr(workspace, "_run", fake_run)
+    return await read_action_log()
+
+
+ACTION_LINES = st.lists(
+    st.one_of(JSONL_LINES, st.dictionaries(st.text(max_size=5), JSON_VALUES).map(json.dumps)),
+    max_size=5,
+)
+
+
+@settings(max_examples=60)
+@given(ACTION_LINES.filter(lambda lines: not any("1" * 4300 in x or "[" * 900 in x for x in lines)))
+async def test_action_log_keeps_objects_and_counts_every_other_line(
+    monkeypatch: pytest.MonkeyPatch, lines: list[str]
+) -> None:
+    log = await _action_log(monkeypatch, "\n".join(lines))
+    kept = [line for line in lines if line.strip()]
+    assert len(log.entries) + len(log.bad_lines) == len(kept)
+    assert all(isinstance(entry, dict) for entry in log.entries)
+
+
+@pytest.mark.parametrize("line", ['{"a": ' + "1" * 5000 + "}", "[" * 5000])
+@pytest.mark.xfail(
+    strict=True,
+    raises=(ValueError, RecursionError),
+    reason="cli_target read_action_log: a line with a 5000-digit int or 5000 nested '[' raises "
+    "instead of being counted in bad_lines (only JSONDecodeError is caught)",
+)
+async def test_action_log_counts_pathological_json_lines(
+    monkeypatch: pytest.MonkeyPatch, line: str
+) -> None:
+    log = await _action_log(monkeypatch, line + '\n{"app": "bank"}')
+    assert log.bad_lines == [1] and log.entries == [{"app": "bank"}]

@@ -1,0 +1,237 @@
+"""SCSuff parsers under adversarial input: replies, option log-probs, JSONL rows."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from docket.benchmarks.scsuff.answers import answer_logprobs, parse_letter, parse_reply
+from docket.benchmarks.scsuff.dataset import FORMATS, LETTERS, Item, format_items, read_jsonl
+from docket.benchmarks.scsuff.scorer import SCORE_KEYS, sufficiency_value
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+from inspect_ai._util.error import PrerequisiteError
+from inspect_ai.model import Logprob, Logprobs, TopLogprob
+from prop_strategies import JSON_VALUES, JSONL_LINES, one_line
+
+OPTIONS = st.integers(2, len(LETTERS)).map(lambda n: list(LETTERS[:n]))
+REPLY_PIECES = st.sampled_from(
+    [
+        "Final Answer:",
+        "final  answer :",
+        "Let's think step by step:",
+        "(B)",
+        "A.",
+        "**C**",
+        " ",
+        "\n",
+        "D",
+        "yes",
+        "no",
+        "(",
+        ")",
+    ]
+)
+REPLIES = st.one_of(
+    st.text(max_size=80),
+    st.lists(st.one_of(REPLY_PIECES, st.text(max_size=4)), max_size=12).map("".join),
+)
+
+
+@settings(max_examples=120)
+@given(REPLIES, OPTIONS, st.lists(st.text(max_size=8), max_size=8))
+@example("Final Answer: (B)", ["A", "B"], [])
+def test_parse_reply_names_an_offered_option_or_none(
+    text: str, options: list[str], texts: list[str]
+) -> None:
+    parsed = parse_reply(text, options, texts)
+    assert parsed.answer is None or parsed.answer in options
+    assert parsed.has_final == ("final" in text.lower() and parsed.has_final)
+    if not parsed.has_final:
+        assert parsed.answer is None
+    assert parse_letter(text, options, texts) in (None, *options)
+
+
+TOKENS = st.one_of(
+    st.sampled_from([" A", "A", "(B", "C.", " ", "Final", " Answer", ":"]), st.text(max_size=4)
+)
+#: At most 5 distinct listed tokens, each <= log(1/5): a top list whose mass is at most 1.
+LOGPROBS = st.floats(min_value=-50.0, max_value=math.log(0.2))
+POSITIONS = st.builds(
+    lambda token, lp, top: Logprob(
+        token=token,
+        logprob=lp,
+        top_logprobs=[TopLogprob(token=t, logprob=v) for t, v in top.items()] or None,
+    ),
+    TOKENS,
+    LOGPROBS,
+    st.dictionaries(TOKENS, LOGPROBS, max_size=5),
+)
+
+
+@settings(max_examples=120)
+@given(st.lists(POSITIONS, max_size=10), OPTIONS, st.booleans())
+def test_answer_logprobs_are_one_per_option_and_never_nan(
+    positions: list[Logprob], options: list[str], after_final: bool
+) -> None:
+    found = answer_logprobs(Logprobs(content=positions), options, after_final)
+    if found is None:
+        return
+    assert len(found) == len(options)
+    for value in found:
+        assert not math.isnan(value) and value <= 1e-9
+
+
+def _write(tmp: Path, lines: list[str]) -> Path:
+    path = tmp / "rows.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@settings(max_examples=150)
+@given(st.lists(JSONL_LINES, min_size=1, max_size=4))
+@example(["[" * 5000])
+@example(['{"a": ' + "1" * 5000 + "}"])
+def test_read_jsonl_returns_objects_or_one_error_naming_the_line(
+    tmp_path_factory: pytest.TempPathFactory, lines: list[str]
+) -> None:
+    path = _write(tmp_path_factory.mktemp("scsuff"), lines)
+    try:
+        rows = read_jsonl(path)
+    except PrerequisiteError as ex:
+        one_line(str(ex), f"{path}:")
+        return
+    assert all(isinstance(row, dict) and where.startswith(f"{path}:") for where, row in rows)
+
+
+def test_read_jsonl_names_a_non_utf8_file(tmp_path: Path) -> None:
+    path = tmp_path / "rows.jsonl"
+    path.write_bytes(b'{"q": "\xff"}\n')
+    with pytest.raises(PrerequisiteError) as info:
+        read_jsonl(path)
+    one_line(str(info.value), str(path))
+
+
+FIELDS = [
+    "question",
+    "choices",
+    "answer",
+    "subject",
+    "id",
+    "premise",
+    "hypothesis",
+    "label",
+    "text",
+    "context",
+    "ans0",
+    "ans1",
+    "ans2",
+    "example_id",
+    "category",
+]
+ROWS = st.dictionaries(
+    st.sampled_from(FIELDS),
+    st.one_of(JSON_VALUES, st.integers(-2, 9), st.lists(st.text(max_size=4), max_size=9)),
+    max_size=len(FIELDS),
+)
+
+
+@settings(max_examples=150)
+@given(st.sampled_from(sorted(FORMATS)), ROWS)
+@example("mmlu", {"question": "q", "choices": ["a", "b"], "answer": True})
+@example("snli", {"premise": "p", "hypothesis": "h", "label": -1})
+def test_every_row_converter_gives_an_item_or_one_error_naming_row_and_field(
+    name: str, row: dict[str, object]
+) -> None:
+    convert = FORMATS[name][0]
+    try:
+        item = convert(row, "rows.jsonl:3")
+    except PrerequisiteError as ex:
+        one_line(str(ex), "rows.jsonl:3", "field")
+        return
+    if item is None:
+        return
+    assert isinstance(item, Item) and item.format == name
+    assert 2 <= len(item.options) <= len(LETTERS) and 0 <= item.answer < len(item.options)
+    assert all(isinstance(o, str) for o in item.options)
+
+
+def test_format_items_stops_at_the_first_bad_row_with_its_line(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path, ['{"question": "q", "choices": ["a", "b"], "answer": 0}', '{"question": 1}']
+    )
+    with pytest.raises(PrerequisiteError, match=rf"^{path}:2: missing field 'choices'$"):
+        format_items("mmlu", str(path))
+
+
+LOGPROB_OR_ZERO_MASS = st.one_of(st.floats(min_value=-60.0, max_value=0.0), st.just(-math.inf))
+
+
+@st.composite
+def _records(draw: st.DrawFn) -> tuple[dict[str, object], str]:
+    k = draw(st.integers(2, 4))
+    options = list(LETTERS[:k])
+    vectors = st.lists(LOGPROB_OR_ZERO_MASS, min_size=k, max_size=k)
+    answer = st.one_of(st.none(), st.sampled_from(options))
+    base = {
+        "answer": draw(answer),
+        "failure": draw(st.sampled_from([None, "no answer"])),
+        "explanation": draw(st.sampled_from(["", "because"])),
+        "logprobs": draw(vectors),
+        "source": "inline",
+    }
+    alternatives = draw(st.lists(st.one_of(st.none(), st.just("alt")), max_size=3))
+    reanswers = [
+        None
+        if a is None
+        else draw(
+            st.one_of(
+                st.none(),
+                st.fixed_dictionaries(
+                    {"answer": answer, "logprobs": st.one_of(st.none(), vectors)}
+                ),
+            )
+        )
+        for a in alternatives
+    ]
+    record: dict[str, object] = {
+        "estimator": draw(st.sampled_from(["logprob", "sampling"])),
+        "base": base,
+        "alternatives": alternatives,
+        "reanswers": reanswers,
+    }
+    return record, draw(st.sampled_from(options))
+
+
+@settings(max_examples=200)
+@given(_records())
+@example(
+    (
+        {
+            "estimator": "logprob",
+            "base": {
+                "answer": "A",
+                "failure": None,
+                "explanation": "e",
+                "source": "inline",
+                "logprobs": [-math.inf, -math.inf],
+            },
+            "alternatives": ["alt"],
+            "reanswers": [{"answer": "A", "logprobs": [-1.0, -2.0]}],
+        },
+        "A",
+    )
+)
+def test_sufficiency_value_scores_or_counts_the_failure(
+    record_target: tuple[dict[str, object], str],
+) -> None:
+    record, target = record_target
+    value, explanation, _ = sufficiency_value(record, target)
+    key = SCORE_KEYS[str(record["estimator"])]
+    failures = value["no_answer"] + value["no_explanation"] + value["no_alternatives"]
+    assert failures in (0.0, 1.0) and explanation
+    if failures:
+        assert math.isnan(value[key])
+    else:
+        assert 0.0 <= value[key] <= 1.0, (value, explanation)
