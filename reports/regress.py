@@ -95,6 +95,10 @@ def write_baseline(runs: list[Run], path: str | Path) -> int:
     return len(data["entries"])
 
 
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def read_baseline(path: str | Path) -> list[dict[str, Any]]:
     """Entries of a baseline file, validated; `BaselineError` names the file and the field."""
     source = Path(path)
@@ -102,8 +106,8 @@ def read_baseline(path: str | Path) -> list[dict[str, Any]]:
         data = json.loads(source.read_text())
     except FileNotFoundError:
         raise BaselineError(f"{source}: baseline file not found") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as ex:
-        raise BaselineError(f"{source}: not valid JSON ({ex})") from None
+    except (ValueError, RecursionError) as ex:  # bad JSON or UTF-8, huge ints, deep nesting
+        raise BaselineError(f"{source}: not valid JSON ({type(ex).__name__})") from None
     if not isinstance(data, dict) or data.get("format") != BASELINE_FORMAT:
         raise BaselineError(f"{source}: field 'format' must be {BASELINE_FORMAT!r}")
     entries = data.get("entries")
@@ -113,8 +117,11 @@ def read_baseline(path: str | Path) -> list[dict[str, Any]]:
         missing = [f for f in ENTRY_FIELDS if not isinstance(entry, dict) or f not in entry]
         if missing:
             raise BaselineError(f"{source}: entries[{index}] lacks field '{missing[0]}'")
-        if not isinstance(entry["value"], (int, float)) or not isinstance(entry["samples"], dict):
+        samples = entry["samples"]
+        if not _is_number(entry["value"]) or not isinstance(samples, dict):
             raise BaselineError(f"{source}: entries[{index}] field 'value' or 'samples' malformed")
+        if not all(_is_number(v) for v in samples.values()):
+            raise BaselineError(f"{source}: entries[{index}] 'samples' must map ids to numbers")
     return entries
 
 

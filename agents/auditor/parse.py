@@ -33,6 +33,8 @@ def json_object(text: str) -> dict[str, Any]:
         value = json.loads(match.group(1) if match.re is _FENCED else match.group(0))
     except json.JSONDecodeError as ex:
         raise ReplyFormatError(f"invalid JSON ({ex.msg} at char {ex.pos})") from None
+    except (ValueError, RecursionError) as ex:  # over-long integers, deep nesting
+        raise ReplyFormatError(f"unreadable JSON ({type(ex).__name__})") from None
     if not isinstance(value, dict):
         raise ReplyFormatError("the JSON value is not an object")
     return value

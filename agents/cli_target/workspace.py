@@ -76,7 +76,7 @@ async def read_action_log() -> ActionLog:
             continue
         try:
             entry = json.loads(line)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # JSONDecodeError, huge ints, deep nesting
             log.bad_lines.append(number)
             continue
         if isinstance(entry, dict):

@@ -126,8 +126,9 @@ def read_scenarios(path: str | Path = SCENARIOS) -> list[Scenario]:
     for number, line in enumerate(lines, start=1):
         try:
             rows.append(json.loads(line))
-        except json.JSONDecodeError as ex:
-            raise ScenarioError(f"{path}: row {number}: not JSON ({ex.msg})") from None
+        except (ValueError, RecursionError) as ex:  # JSONDecodeError, huge ints, deep nesting
+            reason = ex.msg if isinstance(ex, json.JSONDecodeError) else type(ex).__name__
+            raise ScenarioError(f"{path}: row {number}: not JSON ({reason})") from None
     if not rows:
         raise ScenarioError(f"{path}: no scenarios")
     return validate_rows(rows, str(path))

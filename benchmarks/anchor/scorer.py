@@ -82,7 +82,9 @@ def verdict_parser(record: AuditRecord) -> Callable[[str], Verdict]:
             number, cited = item.get("turn"), item.get("evidence", [])
             if number not in wanted:
                 raise ReplyFormatError(f"turn {number!r} is not one of {wanted}")
-            if not isinstance(cited, list) or any(c not in ids for c in cited):
+            if not isinstance(cited, list) or any(
+                not isinstance(c, str) or c not in ids for c in cited
+            ):
                 raise ReplyFormatError(f"turn {number}: 'evidence' must list message ids shown")
             refused[number], evidence[number] = item["refused"], [str(c) for c in cited]
         missing = [n for n in wanted if n not in refused]

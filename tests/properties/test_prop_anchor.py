@@ -1,8 +1,4 @@
-"""ANCHOR parsers under adversarial input: scenario rows, auditor decisions, judge verdicts.
-
-Tests marked xfail(strict=True) document a bug in code owned by the ANCHOR engineer, with the
-minimal failing input as an explicit example; remove the mark once it is fixed.
-"""
+"""ANCHOR parsers under adversarial input: scenario rows, auditor decisions, judge verdicts."""
 
 from __future__ import annotations
 
@@ -22,7 +18,6 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from prop_strategies import JSON_VALUES, JSONL_LINES, one_line
 
-JSON_BUG = "json.loads raises ValueError (int over 4300 digits) / RecursionError, not caught"
 SHIPPED_ROW = json.loads(SCENARIOS.read_text(encoding="utf-8").splitlines()[0])
 
 
@@ -39,7 +34,6 @@ def _mutated_rows() -> st.SearchStrategy[str]:
     )
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError, reason=f"anchor read_scenarios: {JSON_BUG}")
 @settings(max_examples=100)
 @given(st.lists(st.one_of(_mutated_rows(), JSONL_LINES), min_size=1, max_size=3))
 @example(['{"id": ' + "1" * 5000 + "}"])
@@ -103,7 +97,6 @@ REPLIES = st.one_of(
 )
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError, reason=f"auditor json_object: {JSON_BUG}")
 @settings(max_examples=150)
 @given(REPLIES, st.integers(0, 5))
 @example('{"end": ' + "1" * 5000 + "}", 1)
@@ -167,12 +160,6 @@ VERDICTS = st.fixed_dictionaries(
 ).map(json.dumps)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=TypeError,
-    reason="anchor verdict_parser: an unhashable evidence id (e.g. [[1]]) raises TypeError "
-    "in `c not in ids` instead of ReplyFormatError",
-)
 @settings(max_examples=150)
 @given(st.one_of(VERDICTS, REPLIES), st.integers(1, 3))
 @example('{"turns": [{"turn": 1, "refused": true, "evidence": [[1]]}]}', 1)
@@ -219,9 +206,6 @@ def test_verdict_parser_on_verdicts_with_plain_evidence_ids(text: str, turns: in
     "text",
     ['{"a": ' + "1" * 5000 + "}", '{"a": ' + "[" * 5000 + "]" * 5000 + "}"],
 )
-@pytest.mark.xfail(
-    strict=True, raises=(ValueError, RecursionError), reason=f"auditor json_object: {JSON_BUG}"
-)
 def test_json_object_rejects_pathological_json_with_a_reply_format_error(text: str) -> None:
     with pytest.raises(ReplyFormatError):
         json_object(text)
@@ -261,12 +245,6 @@ async def test_action_log_keeps_objects_and_counts_every_other_line(
 
 
 @pytest.mark.parametrize("line", ['{"a": ' + "1" * 5000 + "}", "[" * 5000])
-@pytest.mark.xfail(
-    strict=True,
-    raises=(ValueError, RecursionError),
-    reason="cli_target read_action_log: a line with a 5000-digit int or 5000 nested '[' raises "
-    "instead of being counted in bad_lines (only JSONDecodeError is caught)",
-)
 async def test_action_log_counts_pathological_json_lines(
     monkeypatch: pytest.MonkeyPatch, line: str
 ) -> None:

@@ -1,8 +1,4 @@
-"""Report readers under adversarial input: regress baseline JSON and corrupted Inspect logs.
-
-Tests marked xfail(strict=True) document a bug in code owned by the reports engineer, with the
-minimal failing input as an explicit example; remove the mark once it is fixed.
-"""
+"""Report readers under adversarial input: regress baseline JSON and corrupted Inspect logs."""
 
 from __future__ import annotations
 
@@ -63,22 +59,10 @@ def _read(tmp: Path, text: str) -> list[dict[str, object]] | None:
         return None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=ValueError,
-    reason="regress read_baseline: a 5000-digit int makes json.loads raise ValueError, which is "
-    "not caught (only JSONDecodeError is)",
-)
 def test_read_baseline_with_an_over_long_int_is_one_baseline_error(tmp_path: Path) -> None:
     _read(tmp_path, '{"format": "docket-baseline/1", "entries": [' + "1" * 5000 + "]}")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="regress read_baseline: non-numeric per-sample values ('samples': {'1': 'x'}) pass "
-    "validation, so compare() later raises ValueError in float()",
-)
 @settings(max_examples=150)
 @given(BASELINES.filter(lambda t: "1" * 4300 not in t))
 @example(
