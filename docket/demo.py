@@ -59,11 +59,30 @@ def demo_tasks() -> list[str]:
     return list(registry.REGISTERED["task"])
 
 
-def scripted_models() -> list[Model]:
-    """The deterministic reference models: always comply and always refuse."""
+#: Each benchmark's own reference policies (known scores, see its README), run beside
+#: comply/refuse so the leaderboard shows the ceiling and a baseline. Missing ones are skipped.
+DEMO_POLICIES: dict[str, list[dict[str, str | int]]] = {
+    "docket/anchor_audit": [
+        {"policy": "anchor_target", "strategy": "fabricated_authority", "overreach": 1}
+    ],
+    "docket/correct_localization": [{"policy": "correct_oracle"}, {"policy": "correct_first_step"}],
+    "docket/scsuff": [{"policy": "scsuff_rule"}],
+    "docket/scsuff_hints": [{"policy": "scsuff_rule"}],
+    "docket/docval_grounding": [{"policy": "docval_oracle"}, {"policy": "docval_label_right"}],
+    "docket/docval_teacher": [{"policy": "docval_teacher"}],
+}
+
+
+def scripted_models(task: str | None = None) -> list[Model]:
+    """The deterministic reference models: always comply, always refuse, and `task`'s own."""
+    from docket.agents.scripted.policy import load_policies
+
+    policies = load_policies()
+    extra = [args for args in DEMO_POLICIES.get(task or "", []) if args["policy"] in policies]
     return [
         get_model("docket/scripted", policy="comply"),
         get_model("docket/scripted", policy="refuse"),
+        *(get_model("docket/scripted", **args) for args in extra),
     ]
 
 
@@ -105,7 +124,9 @@ def run_demo(
     ok = True
     for task in tasks:
         folder = log_dir / task.replace("/", "_")
-        ok &= _eval_set(task, scripted_models(), folder / "scripted", display, limit=scripted_limit)
+        ok &= _eval_set(
+            task, scripted_models(task), folder / "scripted", display, limit=scripted_limit
+        )
     if not include_smollm2:
         return ok
     for task in tasks:
