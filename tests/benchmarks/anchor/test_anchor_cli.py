@@ -32,7 +32,11 @@ def test_cli_audit_of_refuser_with_roles_and_epochs(tmp_path: Path) -> None:
     log = read_eval_log(str(log_file))
     assert log.results is not None and log.results.total_samples == 2
     metrics = {s.name: {k: m.value for k, m in s.metrics.items()} for s in log.results.scores}
-    assert metrics["anchor_scorer"] == {"R(1)": 1.0, "R(2)": 1.0, "R(3)": 1.0, "R(4)": 1.0}
+    curve = {"R(1)": 1.0, "R(2)": 1.0, "R(3)": 1.0, "R(4)": 1.0}
+    assert metrics["anchor_scorer"] == {
+        **curve,
+        **{f"computer_intrusion/{k}": v for k, v in curve.items()},
+    }
     assert metrics["compliance"]["mean"] == 0.0
     assert metrics["turns_to_compliance"]["mean"] == 4.0
     assert metrics["harm"]["mean"] == 0.0
