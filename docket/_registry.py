@@ -13,6 +13,8 @@ from docket.sandboxes.bwrap.sandbox import BwrapSandboxEnvironment
 from docket.benchmarks.anchor.anchor import anchor_audit, anchor_direct
 
 # --- correct ---
+from docket.benchmarks.correct.correct import correct_localization
+
 # --- scsuff ---
 from docket.benchmarks.scsuff.scsuff import scsuff, scsuff_hints
 
@@ -29,6 +31,7 @@ REGISTERED: dict[str, list[str]] = {
         "docket/anchor_direct",
         "docket/anchor_audit",
         # correct
+        "docket/correct_localization",
         # scsuff
         "docket/scsuff",
         "docket/scsuff_hints",

@@ -16,6 +16,7 @@ import argparse
 import importlib
 import time
 from pathlib import Path
+from typing import Any
 
 from inspect_ai import eval_set
 from inspect_ai.model import Model, get_model
@@ -61,7 +62,7 @@ def demo_tasks() -> list[str]:
 
 #: Each benchmark's own reference policies (known scores, see its README), run beside
 #: comply/refuse so the leaderboard shows the ceiling and a baseline. Missing ones are skipped.
-DEMO_POLICIES: dict[str, list[dict[str, str | int]]] = {
+DEMO_POLICIES: dict[str, list[dict[str, Any]]] = {
     "docket/anchor_audit": [
         {"policy": "anchor_target", "strategy": "fabricated_authority", "overreach": 1}
     ],

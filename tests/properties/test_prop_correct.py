@@ -1,8 +1,4 @@
-"""CORRECT parsers under adversarial input: trajectory files and records, answer parsing.
-
-Tests marked xfail(strict=True) document a bug in code owned by the CORRECT engineer, with the
-minimal failing input as an explicit example; remove the mark once it is fixed.
-"""
+"""CORRECT parsers under adversarial input: trajectory files and records, answer parsing."""
 
 from __future__ import annotations
 
@@ -55,11 +51,6 @@ def _check_record(raw: object) -> None:
     assert trajectory.mistake_agent.strip()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=ValueError,
-    reason="mas parse_record: mistake_step '²' passes str.isdigit() but int() raises ValueError",
-)
 @settings(max_examples=150)
 @given(st.one_of(RECORDS, JSON_VALUES))
 @example({"question": "q", "history": [GOOD_STEP], "mistake_agent": "a", "mistake_step": "²"})
@@ -79,12 +70,6 @@ def _file(tmp: Path, name: str, text: str) -> Path:
     return path
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=(ValueError, RecursionError),
-    reason="mas read_trajectories: json.loads raises ValueError (int over 4300 digits) / "
-    "RecursionError, not caught; load_trajectories then shows a raw traceback",
-)
 @settings(max_examples=100)
 @given(
     st.sampled_from(["t.jsonl", "t.json"]),
@@ -124,11 +109,6 @@ def test_trajectory_files_with_ordinary_json_load_or_give_one_error(
         one_line(str(ex), str(path))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=UnicodeDecodeError,
-    reason="mas read_trajectories: a non-UTF-8 file raises UnicodeDecodeError, not TrajectoryError",
-)
 def test_a_non_utf8_trajectory_file_is_one_error(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     path.write_bytes(b'{"question": "\xff"}\n')
@@ -167,11 +147,6 @@ ANSWERS = st.one_of(
 )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=ValueError,
-    reason="correct parse_localisation: a step of over 4300 digits makes int() raise ValueError",
-)
 @settings(max_examples=200)
 @given(ANSWERS)
 @example("Agent Name: Coder\nStep Number: " + "1" * 5000)
@@ -182,12 +157,6 @@ def test_parse_localisation_names_an_agent_and_step_or_none(text: str) -> None:
     assert parsed.step is None or parsed.step >= 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=StopIteration,
-    reason="correct parse_schema: (?i) matches 'ſ' (long s) for 's' but 'ſ'.lower() != 's', "
-    "so next() over SECTIONS raises StopIteration",
-)
 @settings(max_examples=200)
 @given(ANSWERS)
 @example("Error ſignatures: x")

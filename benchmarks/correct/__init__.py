@@ -1,0 +1,1 @@
+"""docket.benchmarks.correct: error localisation in failed multi-agent trajectories (CORRECT)."""

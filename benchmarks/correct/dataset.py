@@ -1,0 +1,83 @@
+"""Trajectory sources for `docket/correct_localization`: the shipped split, local Who&When or
+CORRECT-Error files, or a Hugging Face dataset id (only when asked for, and only with network).
+
+The shipped split (`data/mas_trajectories.jsonl.gz`) is 2 400 trajectories of
+`docket.agents.mas`, generated with seed 2026 and split in halves by a hash of the id
+(`split_for`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from docket.agents.mas.generate import split_for
+from docket.agents.mas.records import Trajectory, TrajectoryError, parse_record, read_trajectories
+from docket.benchmarks.correct.prompts import render_history
+from inspect_ai._util.error import PrerequisiteError
+from inspect_ai.dataset import Sample
+
+SHIPPED = Path(__file__).parent / "data" / "mas_trajectories.jsonl.gz"
+#: Short names for the public datasets (Hugging Face ids).
+HF_ALIASES = {"whoandwhen": "Kevin355/Who_and_When", "correct-error": "yifanyu/CORRECT-Error"}
+SPLITS = ("train", "test", "all")
+
+
+def load_trajectories(data: str = "", hf_name: str = "", hf_split: str = "") -> list[Trajectory]:
+    """Trajectories from `data`: '' (shipped split), a file or folder, or `hf:<id or alias>`."""
+    try:
+        if not data:
+            return read_trajectories(SHIPPED)
+        if data.startswith("hf:"):
+            return load_hf(data[3:], hf_name, hf_split or "train")
+        return read_trajectories(data)
+    except TrajectoryError as ex:
+        raise PrerequisiteError(f"correct_localization: {ex}") from None
+
+
+def load_hf(dataset: str, name: str, split: str) -> list[Trajectory]:
+    """Rows of a Hugging Face dataset (needs the `datasets` package and network access)."""
+    try:
+        from datasets import load_dataset  # type: ignore[import-untyped, import-not-found, unused-ignore]
+    except ImportError:
+        raise PrerequisiteError(
+            "correct_localization: -T data=hf:... needs `pip install datasets` and network "
+            "access; or download the files and pass -T data=PATH"
+        ) from None
+    path = HF_ALIASES.get(dataset, dataset)
+    rows = load_dataset(path, name or None, split=split)
+    source = f"hf:{path}{'/' + name if name else ''}:{split}"
+    return [parse_record(dict(row), source, i) for i, row in enumerate(rows)]
+
+
+def split_of(trajectory: Trajectory) -> str:
+    """The trajectory's `split` field, else `train`/`test` by the parity of a hash of its id."""
+    split = trajectory.metadata.get("split")
+    return str(split) if split in ("train", "test") else split_for(trajectory.id)
+
+
+def select(trajectories: list[Trajectory], split: str, size: int = 0) -> list[Trajectory]:
+    """The trajectories of one split (`all` keeps every one), the first `size` when size > 0."""
+    chosen = [t for t in trajectories if split == "all" or split_of(t) == split]
+    return chosen[:size] if size > 0 else chosen
+
+
+def to_sample(trajectory: Trajectory) -> Sample:
+    """One sample: the log as input, the gold {agent, step} as target, the record as metadata."""
+    return Sample(
+        id=trajectory.id,
+        input=f"Problem: {trajectory.question}\n{render_history(trajectory)}",
+        target=json.dumps({"agent": trajectory.mistake_agent, "step": trajectory.mistake_step}),
+        metadata={
+            "error_type": str(trajectory.metadata.get("error_type", "unknown")),
+            "task_family": str(
+                trajectory.metadata.get(
+                    "task_family", trajectory.metadata.get("dataset", "unknown")
+                )
+            ),
+            "mistake_agent": trajectory.mistake_agent,
+            "mistake_step": trajectory.mistake_step,
+            "mistake_reason": trajectory.mistake_reason,
+            "steps": len(trajectory.history),
+        },
+    )

@@ -1,0 +1,79 @@
+"""Answer parsing, schema sections, agent normalisation and per-sample score values."""
+
+from __future__ import annotations
+
+import pytest
+from docket.agents.scripted.correct import conversation, rule_schema
+from docket.benchmarks.correct.dataset import load_trajectories
+from docket.benchmarks.correct.prompts import (
+    Localisation,
+    all_at_once_prompt,
+    distill_prompt,
+    half_prompt,
+    parse_half,
+    parse_localisation,
+    parse_schema,
+    parse_yes_no,
+    step_prompt,
+)
+from docket.benchmarks.correct.scorer import localisation_value
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Agent Name: WebSurfer\nStep Number: 07\nReason for Mistake: x", ("WebSurfer", 7)),
+        ("**Agent Name:** Web Surfer\n**Step Number:** 4", ("Web Surfer", 4)),
+        ("Agent Name: `Coder` (the coder)\nStep Number: Step 3", ("Coder", 3)),
+        ("The planner erred.", (None, None)),
+        ("Agent Name: Planner", ("Planner", None)),
+    ],
+)
+def test_parse_localisation(text: str, expected: tuple[str | None, int | None]) -> None:
+    assert parse_localisation(text) == Localisation(*expected)
+
+
+def test_parse_yes_no_and_half() -> None:
+    assert [parse_yes_no(t) for t in ("Yes, it is", "**No**.", "Maybe")] == [True, False, None]
+    assert [parse_half(t) for t in ("Lower half", "the UPPER half", "neither")] == [
+        "lower",
+        "upper",
+        None,
+    ]
+
+
+def test_parse_schema_sections_in_markdown() -> None:
+    text = "## Error Signatures\nA\n**Context Analysis:** B\nDetection Heuristics: - C"
+    assert parse_schema(text) == {
+        "Error Signatures": "A",
+        "Context Analysis": "B",
+        "Detection Heuristics": "- C",
+    }
+    assert parse_schema("free text") == dict.fromkeys(parse_schema(""), "")
+
+
+def test_score_values_exact() -> None:
+    assert localisation_value("web surfer", 5, "WebSurfer", 4, tolerance=1) == {
+        "agent": 1.0,
+        "step": 0.0,
+        "step_within": 1.0,
+        "joint": 0.0,
+        "answered": 1.0,
+    }
+    assert localisation_value(None, 4, "WebSurfer", 4, tolerance=0)["answered"] == 0.0
+    assert localisation_value("Coder", 2, "WebSurfer", 4, tolerance=1)["step_within"] == 0.0
+
+
+def test_prompts_render_the_numbered_log_the_policies_read() -> None:
+    trajectory = load_trajectories()[0]
+    steps = [(s.name, s.content.strip()) for s in trajectory.history]
+    assert conversation(all_at_once_prompt(trajectory, with_gt=False)) == steps
+    assert conversation(step_prompt(trajectory, 1, with_gt=False)) == steps[:2]
+    assert "lower half (steps 0-2)" in half_prompt(trajectory, 0, 2, 5, with_gt=False)
+    assert trajectory.ground_truth in all_at_once_prompt(trajectory, with_gt=True)
+    assert "correct answer" not in all_at_once_prompt(trajectory, with_gt=False)
+    schema = rule_schema(
+        trajectory.question, steps, trajectory.mistake_agent, trajectory.mistake_step, "r 12"
+    )
+    assert all(parse_schema(schema).values())
+    assert "Mistake step:" in distill_prompt(trajectory)
