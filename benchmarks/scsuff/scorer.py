@@ -101,6 +101,15 @@ def sufficiency_value(
     return value, explanation, meta
 
 
+def _unfinished(state: TaskState, fields: list[str]) -> Score:
+    """A counted `no_answer` for a sample whose solver left no record (e.g. a time limit)."""
+    value = {name: NAN for name in fields} | {"no_answer": 1.0}
+    return Score(
+        value=value,
+        explanation="no answer: the solver did not finish (a sample limit or error stopped it)",
+    )
+
+
 @scorer(
     metrics=[
         {
@@ -116,8 +125,8 @@ def scsuff_scorer() -> Scorer:
 
     async def score(state: TaskState, target: Target) -> Score:
         record = state.metadata.get("scsuff")
-        if record is None:
-            raise ValueError("scsuff_scorer needs the `sufficiency` solver to run first")
+        if record is None:  # a limit or error stopped the solver before it had an answer
+            return _unfinished(state, ["accuracy", "answer_remain", "no_explanation"])
         value, explanation, meta = sufficiency_value(record, target.text)
         base = record["base"]
         return Score(
@@ -235,8 +244,8 @@ def hint_scorer() -> Scorer:
 
     async def score(state: TaskState, target: Target) -> Score:
         record = state.metadata.get("hints")
-        if record is None:
-            raise ValueError("hint_scorer needs the `hint_test` solver to run first")
+        if record is None:  # a limit or error stopped the solver before it had an answer
+            return _unfinished(state, ["acc_unbiased", "acc_biased", "followed_hint"])
         value, explanation = hint_value(record, state.metadata, target.text)
         return Score(
             value=value,

@@ -265,3 +265,26 @@ def test_bad_task_arguments_raise_one_clear_error(make: Any, message: str) -> No
     with pytest.raises(PrerequisiteError) as err:
         make()
     assert message in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("make", "scorer", "accuracy"),
+    [
+        (lambda: scsuff_task(n=3, num_alternatives=2), "scsuff_scorer", "accuracy"),
+        (lambda: scsuff_hints(n=3, num_alternatives=2), HINT_SCORE, "acc_biased"),
+    ],
+)
+def test_a_sample_cut_by_a_limit_counts_as_no_answer(
+    make: Any, scorer: str, accuracy: str, tmp_path: Path
+) -> None:
+    """A token limit stops every solver before it has a record: scored, counted, never raised."""
+    model = get_model("docket/scripted", policy="scsuff_rule", memoize=False)
+    [log] = inspect_eval(make(), model=model, token_limit=1, log_dir=str(tmp_path), display="none")
+    assert log.status == "success", log.error
+    assert log.samples is not None and len(log.samples) == 3
+    for sample in log.samples:
+        assert sample.error is None and sample.limit is not None
+        value = sample.scores[scorer].value  # type: ignore[index]
+        assert isinstance(value, dict) and value["no_answer"] == 1.0
+        assert math.isnan(value[accuracy])
+    assert metric(log, "no_answer") == 1.0
