@@ -6,9 +6,8 @@ and grows by 1 each time the entry is retrieved. `add` merges a schema into an e
 when the cosine similarity of their error signatures (bags of words, digits masked) is at
 least `delta`; `evict` deletes
 entries whose hotness fell below `theta` (and the coldest beyond `capacity`). `retrieve` ranks
-entries against a trajectory by BM25 (built in) or TF-IDF (scikit-learn) over the entry's key
-(the source trajectory) plus its schema text, leaving out schemata distilled from the query's
-own trajectory.
+entries against a trajectory with one of `retrieval.RETRIEVERS` (BM25, TF-IDF or sentence
+embeddings), leaving out schemata distilled from the query's own trajectory.
 """
 
 from __future__ import annotations
@@ -22,8 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-RETRIEVERS = ("bm25", "tfidf")
-_TOKEN = re.compile(r"[a-z]+|\d+")
+from docket.benchmarks.correct.retrieval import RETRIEVERS, make_index, tokens
+
+__all__ = ["RETRIEVERS", "Entry", "Hit", "SchemaCache", "cosine", "signature", "tokens"]
 
 
 def signature(text: str) -> str:
@@ -32,9 +32,13 @@ def signature(text: str) -> str:
     return match.group(1) if match and match.group(1).strip() else text
 
 
-def tokens(text: str) -> list[str]:
-    """Lower-case word tokens, every number replaced by `N`."""
-    return ["N" if t.isdigit() else t for t in _TOKEN.findall(text.lower())]
+def cosine(one: Counter[str], two: Counter[str]) -> float:
+    """Cosine similarity of two bags of words (0 when either is empty)."""
+    if len(one) > len(two):
+        one, two = two, one
+    dot = sum(count * two[word] for word, count in one.items())
+    norms = math.sqrt(sum(c * c for c in one.values()) * sum(c * c for c in two.values()))
+    return dot / norms if norms else 0.0
 
 
 @dataclass(frozen=True)
@@ -91,8 +95,8 @@ class SchemaCache:
         self.db.executescript(_SCHEMA)
         self.db.execute("INSERT OR IGNORE INTO meta VALUES ('clock', 0)")
         self.db.commit()
-        self._texts = _CountIndex()
-        self._docs = _CountIndex()
+        self._signatures: dict[int, Counter[str]] = {}
+        self._ranker = make_index(retriever)
         self._origin: dict[int, str] = {}
         self._owner: dict[str, int] = {}
         for row_id, text, key, origin, sources in self.db.execute(
@@ -109,15 +113,15 @@ class SchemaCache:
         return len(self._origin)
 
     def _index(self, row_id: int, text: str, key: str, origin: str, sources: list[str]) -> None:
-        self._texts.add(row_id, tokens(signature(text)))
-        self._docs.add(row_id, tokens(key + "\n" + text))
+        self._signatures[row_id] = Counter(tokens(signature(text)))
+        self._ranker.add(row_id, key, text)
         self._origin[row_id] = origin
         for source in sources:
             self._owner[source] = row_id
 
     def _unindex(self, row_id: int) -> None:
-        self._texts.remove(row_id)
-        self._docs.remove(row_id)
+        self._signatures.pop(row_id, None)
+        self._ranker.remove(row_id)
         self._origin.pop(row_id, None)
         for source in [s for s, owner in self._owner.items() if owner == row_id]:
             del self._owner[source]
@@ -163,9 +167,12 @@ class SchemaCache:
         """
         if source in self._owner:
             return "known", self._owner[source]
-        similarities = _cosines(self._texts, tokens(signature(text)))
-        ranked = sorted(zip(similarities, self._texts.ids, strict=True), key=lambda x: -x[0])
-        best = (ranked[0][1], float(ranked[0][0])) if ranked else None
+        bag = Counter(tokens(signature(text)))
+        best = max(
+            ((row_id, cosine(bag, other)) for row_id, other in self._signatures.items()),
+            key=lambda pair: (pair[1], -pair[0]),
+            default=None,
+        )
         if best is not None and best[1] >= self.delta:
             (sources,) = self.db.execute(
                 "SELECT sources FROM schemata WHERE id=?", (best[0],)
@@ -208,14 +215,14 @@ class SchemaCache:
         Each returned entry is warmed by 1 and counted as a hit.
         """
         self.db.execute("UPDATE meta SET value = value + 1 WHERE name='clock'")
-        if k < 1 or not self._docs.ids:
+        if k < 1 or not self._origin:
             self.db.commit()
             return []
-        scores = (_bm25 if self.retriever == "bm25" else _tfidf)(self._docs, tokens(query))
+        ids, scores = self._ranker.scores(query)
         ranked = sorted(
             (
                 (float(score), row_id)
-                for score, row_id in zip(scores, self._docs.ids, strict=True)
+                for score, row_id in zip(scores, ids, strict=True)
                 if score > 0 and self._origin[row_id] != exclude_origin
             ),
             key=lambda x: (-x[0], x[1]),
@@ -228,103 +235,3 @@ class SchemaCache:
     def close(self) -> None:
         """Close the database."""
         self.db.close()
-
-
-class _CountIndex:
-    """Term counts of documents in the first rows of a growing numpy matrix (kept compact)."""
-
-    def __init__(self) -> None:
-        import numpy as np
-
-        self.vocab: dict[str, int] = {}
-        self.ids: list[int] = []
-        self.counts = np.zeros((16, 64), dtype=np.float32)
-
-    @property
-    def active(self) -> Any:
-        """The count rows of the indexed documents, in the order of `ids`."""
-        return self.counts[: len(self.ids)]
-
-    def add(self, doc_id: int, words: list[str]) -> None:
-        import numpy as np
-
-        for word in words:
-            self.vocab.setdefault(word, len(self.vocab))
-        rows, columns = self.counts.shape
-        row = len(self.ids)
-        if row >= rows or len(self.vocab) > columns:
-            grown = np.zeros(
-                (max(rows, 2 * (row + 1)), max(columns, 2 * len(self.vocab))), dtype=np.float32
-            )
-            grown[:rows, :columns] = self.counts
-            self.counts = grown
-        self.ids.append(doc_id)
-        np.add.at(self.counts[row], [self.vocab[w] for w in words], 1.0)
-
-    def remove(self, doc_id: int) -> None:
-        if doc_id not in self.ids:
-            return
-        row, last = self.ids.index(doc_id), len(self.ids) - 1
-        self.counts[row] = self.counts[last]
-        self.ids[row] = self.ids[last]
-        self.counts[last] = 0.0
-        self.ids.pop()
-
-    def query(self, words: list[str]) -> tuple[Any, Any]:
-        """(column ids, counts) of the query words the vocabulary knows."""
-        import numpy as np
-
-        known = Counter(w for w in words if w in self.vocab)
-        return (
-            np.array([self.vocab[w] for w in known], dtype=np.int64),
-            np.array(list(known.values()), dtype=np.float32),
-        )
-
-
-def _cosines(index: _CountIndex, words: list[str]) -> Any:
-    """Cosine similarity of a bag of words with each indexed document (row order)."""
-    import numpy as np
-
-    matrix = index.active
-    columns, weights = index.query(words)
-    vector = np.zeros(matrix.shape[1], dtype=np.float32)
-    vector[columns] = weights
-    query_norm = math.sqrt(sum(c * c for c in Counter(words).values()))
-    norms = np.linalg.norm(matrix, axis=1) * query_norm
-    return np.where(norms > 0, matrix @ vector / np.maximum(norms, 1e-12), 0.0)
-
-
-def _bm25(index: _CountIndex, query: list[str], k1: float = 1.5, b: float = 0.75) -> Any:
-    """Okapi BM25 of each indexed document (row order) for the query terms."""
-    import numpy as np
-
-    matrix = index.active
-    columns, weights = index.query(query)
-    if not len(columns):
-        return np.zeros(len(index.ids))
-    lengths = matrix.sum(axis=1)
-    tf = matrix[:, columns]
-    df = (tf > 0).sum(axis=0)
-    idf = np.log(1.0 + (len(index.ids) - df + 0.5) / (df + 0.5))
-    norm = k1 * (1.0 - b + b * lengths / max(float(lengths.mean()), 1e-9))
-    return (weights * idf * tf * (k1 + 1.0) / (tf + norm[:, None])).sum(axis=1)
-
-
-def _tfidf(index: _CountIndex, query: list[str], smooth: float = 1.0) -> Any:
-    """Cosine similarity of sublinear TF-IDF vectors, idf = log((1+n)/(1+df)) + smooth."""
-    import numpy as np
-
-    matrix = index.active
-    if not len(index.ids):
-        return np.zeros(0)
-    df = (matrix > 0).sum(axis=0)
-    idf = np.log((1.0 + len(index.ids)) / (1.0 + df)) + smooth
-    docs = np.log1p(matrix) * idf
-    docs /= np.maximum(np.linalg.norm(docs, axis=1, keepdims=True), 1e-12)
-    columns, weights = index.query(query)
-    vector = np.zeros(matrix.shape[1], dtype=np.float64)
-    vector[columns] = np.log1p(weights) * idf[columns]
-    unknown = len(set(query)) - len(columns)  # words no document has: full idf, never matched
-    top = np.log(1.0 + len(index.ids)) + smooth
-    norm = math.sqrt(float(vector @ vector) + unknown * top * top)
-    return docs @ vector / max(norm, 1e-12)

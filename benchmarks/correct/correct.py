@@ -11,8 +11,8 @@ import tempfile
 from pathlib import Path
 
 from docket.benchmarks.common.args import checked, choice, positive
-from docket.benchmarks.correct.cache import RETRIEVERS
 from docket.benchmarks.correct.dataset import SPLITS, load_trajectories, select, to_sample
+from docket.benchmarks.correct.retrieval import RETRIEVERS, embedding_prerequisite
 from docket.benchmarks.correct.scorer import localisation
 from docket.benchmarks.correct.solvers import (
     CacheConfig,
@@ -72,7 +72,7 @@ def correct_localization(
         with_gt: Show the correct final answer in the prompts.
         tolerance: t of the step-within-±t accuracy.
         k: Schemata retrieved per sample (correct).
-        retriever: bm25 or tfidf (correct).
+        retriever: bm25, tfidf or embedding (correct; embedding needs docket[embeddings]).
         mode: strict (cache fitted on the train split) or transductive (fitted on the evaluated
             trajectories, each sample's own schema left out).
         online: Add each sample's schema to the cache after its prediction (correct).
@@ -113,6 +113,8 @@ def correct_localization(
     if method == "correct":
         fit = chosen if mode == "transductive" else select(everything, "train")
         fit_size = checked(NAME, "fit_size", fit_size, int)
+        if retriever == "embedding":
+            embedding_prerequisite()
         config = CacheConfig(
             path=checked(NAME, "cache_path", cache_path, str)
             or str(Path(tempfile.mkdtemp(prefix="docket-correct-")) / "schemata.sqlite"),

