@@ -145,9 +145,17 @@ def parse_yes_no(text: str) -> bool | None:
 
 
 def parse_half(text: str) -> str | None:
-    """'lower' or 'upper' when exactly one of them is named first, else None."""
-    match = re.search(r"\b(lower|upper)\b", text, re.I)
-    return match.group(1).lower() if match else None
+    """'lower' or 'upper': the one half the first line names, else its first sentence names.
+
+    A line naming both halves in its first sentence (an echo of the question, or "the lower
+    half of the upper half") is no answer: None.
+    """
+    line = next((row for row in text.strip().splitlines() if row.strip()), "")
+    for part in (line, re.split(r"(?<=[.!?])\s", line, maxsplit=1)[0]):
+        named = {m.lower() for m in re.findall(r"\b(lower|upper)\b", part, re.I)}
+        if len(named) == 1:
+            return named.pop()
+    return None
 
 
 def parse_schema(text: str) -> dict[str, str]:

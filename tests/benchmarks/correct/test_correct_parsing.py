@@ -42,6 +42,23 @@ def test_parse_yes_no_and_half() -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    ("answer", "half"),
+    [
+        ("Upper half\nThe lower steps are fine.", "upper"),  # the first line decides
+        ("The lower half contains the mistake. The upper half is fine.", "lower"),
+        # an echo of the question names both halves in its first sentence: no answer
+        ("Which half contains it: the lower half (steps 0-1) or the upper half", None),
+        ("The decisive mistake lies in steps 0 to 3. Lower or upper half?", None),
+        ("The lower half is the lower half of the upper half.", None),
+        ("\n\n  lower half.", "lower"),
+        ("", None),
+    ],
+)
+def test_parse_half_needs_one_half_named_on_the_first_line(answer: str, half: str | None) -> None:
+    assert parse_half(answer) == half
+
+
 def test_parse_schema_sections_in_markdown() -> None:
     text = "## Error Signatures\nA\n**Context Analysis:** B\nDetection Heuristics: - C"
     assert parse_schema(text) == {
