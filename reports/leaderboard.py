@@ -57,7 +57,7 @@ def _entry(run: Run, ci: Interval | None, rank: str) -> dict[str, Any]:
         "ci_low": None if ci is None else ci.low,
         "ci_high": None if ci is None else ci.high,
         "ci_method": None if ci is None else ci.method,
-        "samples": len(run.samples),
+        "samples": max(run.sample_count, len(run.samples)),
         "metrics": run.metrics,
         "categories": run.categories,
         "log": run.log,

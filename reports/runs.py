@@ -58,6 +58,7 @@ class Run:
     headline_stderr: float | None = None
     metrics: dict[str, float] = field(default_factory=dict)
     samples: dict[str, float] = field(default_factory=dict)
+    sample_count: int = 0
     categories: dict[str, dict[str, float | int | None]] = field(default_factory=dict)
     category_field: str | None = None
     ious: list[float] = field(default_factory=list)
@@ -132,7 +133,10 @@ def _sample_value(raw: Any, key: str | None) -> Any:
 
 
 def _attach_samples(run: Run, samples: pd.DataFrame, scorer: str | None) -> None:
-    if samples.empty or scorer is None:
+    if samples.empty:
+        return
+    run.sample_count = int(samples["id"].nunique())
+    if scorer is None:
         return
     column = f"score_{scorer}"
     if column not in samples.columns:
@@ -223,6 +227,7 @@ def _run(row: pd.Series) -> Run:
         status=_text(row.get("status"), "?"),
         created=_text(row.get("created")),
         error=_text(row.get("error_message")) or None,
+        sample_count=int(_number(row.get("completed_samples")) or 0),
         metrics=_metrics(row),
         score_metrics=_score_metrics(row.get("docket_scores")),
     )

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from docket.reports import build_report, build_runs, load_logs
+from docket.reports.leaderboard import _entry
 from docket.reports.runs import Run, ScoreMetric, choose_headline
 from docket.reports.stats import Z95
 
@@ -110,6 +111,13 @@ def test_survival_and_iou_inputs_are_read_from_sample_score_dicts(gate_logs: Pat
         == [None] * 5 + [1] * 5 + [2] * 5 + [3] * 5
     )
     assert sorted(run.ious) == pytest.approx([i / 20 for i in range(1, 21)])
+    assert run.sample_count == 20
+
+
+def test_samples_column_counts_samples_when_the_headline_is_no_sample_mean() -> None:
+    # e.g. ANCHOR's R(1): a metric over the samples, not a mean of one value per sample
+    run = Run("log", "t", "1-A", {}, "m", {}, "success", "", headline_value=0.5, sample_count=7)
+    assert run.samples == {} and _entry(run, None, "1")["samples"] == 7
 
 
 def test_headline_falls_back_to_the_first_metric_with_a_value() -> None:
