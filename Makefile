@@ -47,8 +47,10 @@ browser-deps: SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 browser-deps:
 	command -v chromium >/dev/null || ($(SUDO) apt-get update && $(SUDO) apt-get install -y chromium)
 
+# Speed targets as ratios against peer libraries in the same run (benchmarks/perf/README.md);
+# exits 1 when a target is missed. Results: build/bench/results.{json,md}.
 bench: install
-	@echo "no speed benchmarks yet"
+	$(VENV)/bin/python -m docket.benchmarks.perf --out build/bench
 
 clean:
 	rm -rf build dist logs .mypy_cache .ruff_cache .pytest_cache

