@@ -112,6 +112,10 @@ class SchemaCache:
     def __len__(self) -> int:
         return len(self._origin)
 
+    def documents(self) -> list[tuple[str, str]]:
+        """(key, schema text) of every entry, as the retriever indexes them."""
+        return list(self._ranker.documents.values())
+
     def _index(self, row_id: int, text: str, key: str, origin: str, sources: list[str]) -> None:
         self._signatures[row_id] = Counter(tokens(signature(text)))
         self._ranker.add(row_id, key, text)

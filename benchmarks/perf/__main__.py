@@ -19,6 +19,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("build/bench"), help="results folder")
     args = parser.parse_args(argv)
     console = Console()
+    if not console.is_terminal:  # CI logs: no wrapping of the table
+        console = Console(width=160)
     unknown = sorted(set(args.only or ()) - set(CASES))
     if unknown:
         console.print(f"unknown benchmark(s) {', '.join(unknown)}; accepted: {', '.join(CASES)}")

