@@ -82,8 +82,7 @@ class SchemaCache:
         capacity: int = 0,
         retriever: str = "bm25",
     ) -> None:
-        if retriever not in RETRIEVERS:
-            raise ValueError(f"retriever={retriever!r}; accepted: {', '.join(RETRIEVERS)}")
+        ranker = make_index(retriever)  # rejects an unknown retriever before the file is made
         if not 0.0 < delta <= 1.0 or theta < 0.0 or not 0.0 < decay <= 1.0 or capacity < 0:
             raise ValueError("need 0 < delta <= 1, theta >= 0, 0 < decay <= 1, capacity >= 0")
         self.path = str(path)
@@ -96,7 +95,7 @@ class SchemaCache:
         self.db.execute("INSERT OR IGNORE INTO meta VALUES ('clock', 0)")
         self.db.commit()
         self._signatures: dict[int, Counter[str]] = {}
-        self._ranker = make_index(retriever)
+        self._ranker = ranker
         self._origin: dict[int, str] = {}
         self._owner: dict[str, int] = {}
         for row_id, text, key, origin, sources in self.db.execute(
