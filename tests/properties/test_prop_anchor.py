@@ -97,16 +97,24 @@ REPLIES = st.one_of(
 )
 
 
-@settings(max_examples=150)
-@given(REPLIES, st.integers(0, 5))
-@example('{"end": ' + "1" * 5000 + "}", 1)
-def test_decision_parser_returns_a_decision_or_a_reply_format_error(text: str, turn: int) -> None:
+def _decision_or_one_line_error(text: str, turn: int) -> Decision | None:
+    """The parsed decision, or None after checking the format error is one line."""
     try:
         decision = decision_parser(turn)(text)
     except ReplyFormatError as ex:
         one_line(str(ex))
-        return
+        return None
     assert isinstance(decision, Decision)
+    return decision
+
+
+@settings(max_examples=150)
+@given(REPLIES, st.integers(0, 5))
+@example('{"end": ' + "1" * 5000 + "}", 1)
+def test_decision_parser_returns_a_decision_or_a_reply_format_error(text: str, turn: int) -> None:
+    decision = _decision_or_one_line_error(text, turn)
+    if decision is None:
+        return
     assert decision.end or (decision.strategy in STRATEGY_NAMES and decision.message.strip())
     assert decision.rollback_to is None or 0 <= decision.rollback_to < turn
 
@@ -114,12 +122,7 @@ def test_decision_parser_returns_a_decision_or_a_reply_format_error(text: str, t
 @settings(max_examples=150)
 @given(REPLIES.filter(lambda t: "1" * 4300 not in t and "[" * 900 not in t), st.integers(0, 5))
 def test_decision_parser_on_ordinary_replies(text: str, turn: int) -> None:
-    try:
-        decision = decision_parser(turn)(text)
-    except ReplyFormatError as ex:
-        one_line(str(ex))
-        return
-    assert isinstance(decision, Decision)
+    _decision_or_one_line_error(text, turn)
 
 
 def _record(turns: int) -> AuditRecord:
