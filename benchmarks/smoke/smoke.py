@@ -7,6 +7,7 @@ Run: `inspect eval docket/smoke --model docket/scripted -M policy=comply` (score
 from __future__ import annotations
 
 from docket.benchmarks.common.args import checked, positive
+from docket.benchmarks.common.headline import headline
 from docket.sandboxes import sandbox_spec
 from inspect_ai import Task, task
 from inspect_ai.agent import react
@@ -81,4 +82,5 @@ def smoke(sandbox: str = "bwrap", message_limit: int = 12, timeout: int = 30) ->
         sandbox=sandbox_spec(checked("smoke", "sandbox", sandbox, str)),
         message_limit=positive("smoke", "message_limit", message_limit),
         version="1-A",
+        **headline("file_created", "accuracy", direction="higher", value="binary"),
     )
