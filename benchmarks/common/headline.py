@@ -12,8 +12,10 @@ and records the rest in task metadata under `"headline"`, where `docket report` 
 - `direction`: "higher" or "lower" is better.
 - `value`: what one sample contributes, so paired tests use the right statistic:
   "binary" (0/1; McNemar / two-proportion), "continuous" (bootstrap of the mean), or
-  "survival" (a (time, event) pair per sample; the headline is a Kaplan-Meier estimate, and
-  paired bootstrap resamples samples).
+  "survival" (a (time, event) pair per sample: time = the turn of the event, or the last turn
+  observed when censored; event = 1 if it happened. The headline metric is then the
+  Kaplan-Meier probability that the event happened by `horizon`, 1 - S(horizon), e.g. ANCHOR's
+  compliance@T; a paired bootstrap resamples samples and recomputes it).
 - `sample_key`: the key of the per-sample `Score.value` dict that holds the sample's value
   (`None` when the value is a scalar); for "survival", `time_key`/`event_key` name the two keys
   and `horizon` the turn T the headline is read at.
