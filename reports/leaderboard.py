@@ -495,6 +495,13 @@ def flip_lines_json(comparison: dict[str, Any]) -> list[str]:
     return flip_lines(Comparison(**comparison))
 
 
+def _table_id(table: dict[str, Any]) -> str:
+    return json.dumps(
+        [table["task"], table["version"], table["task_args"], table["headline"]["name"]],
+        sort_keys=True,
+    )
+
+
 def render_html(data: dict[str, Any], runs: list[Run], bundle_links: dict[str, str]) -> str:
     """The static HTML page: sections, tables, category breakdowns and inline SVG plots."""
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["j2"]))
@@ -504,9 +511,7 @@ def render_html(data: dict[str, Any], runs: list[Run], bundle_links: dict[str, s
         for table in bench["tables"]:
             found = _figures(table)
             iou = _iou_figure(runs, table)
-            figures[table["task"] + table["version"] + json.dumps(table["task_args"])] = found + (
-                [iou] if iou else []
-            )
+            figures[_table_id(table)] = found + ([iou] if iou else [])
     history_svgs = [
         {"task": h["task"], "svg": plots.history_plot(h["task"], h["labels"], h["series"])}
         for h in data.get("history_plots", [])
@@ -514,7 +519,7 @@ def render_html(data: dict[str, Any], runs: list[Run], bundle_links: dict[str, s
     return env.get_template("leaderboard.html.j2").render(
         data=data,
         figures=figures,
-        key=lambda t: t["task"] + t["version"] + json.dumps(t["task_args"]),
+        key=_table_id,
         bundle_links=bundle_links,
         flips=flip_lines_json,
         history_svgs=history_svgs,

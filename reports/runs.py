@@ -460,10 +460,10 @@ def _attach_samples(run: Run, samples: pd.DataFrame) -> None:
 def _unscored_reason(run: Run) -> str | None:
     if run.status != "success":
         return f"{run.status}: {run.error}" if run.error else f"status {run.status}"
-    if not run.score_metrics:
-        return "no scorer: the log has no scores"
     if run.sample_count and run.errored_samples >= run.sample_count:
         return f"all {run.sample_count} samples errored"
+    if not run.score_metrics:
+        return "no scorer: the log has no scores"
     if run.headline is None:
         return "no headline metric"
     if _find_metric(run, run.headline) is None:

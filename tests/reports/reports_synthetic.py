@@ -29,7 +29,7 @@ from inspect_ai.scorer import (
     scorer,
     stderr,
 )
-from inspect_ai.solver import TaskState, generate
+from inspect_ai.solver import Generate, Solver, TaskState, generate, solver
 
 N_SAMPLES = 20
 HORIZON = 3
@@ -163,7 +163,37 @@ def run_gate_tasks(log_dir: Path, plans: list[dict[str, Any]], **eval_args: Any)
     return logs
 
 
-def run_gate_task(log_dir: Path, **plan: Any) -> EvalLog:
-    """Evaluate one `gate_task(**plan)` into `log_dir`."""
-    [log] = run_gate_tasks(log_dir, [plan])
+def run_gate_task(log_dir: Path, eval_args: dict[str, Any] | None = None, **plan: Any) -> EvalLog:
+    """Evaluate one `gate_task(**plan)` into `log_dir` (`eval_args` go to `inspect_ai.eval`)."""
+    [log] = run_gate_tasks(log_dir, [plan], **(eval_args or {}))
     return log
+
+
+@scorer(metrics=[mean()])
+def nan_scorer() -> Scorer:
+    """Every sample scores NaN, so the headline mean is NaN."""
+
+    async def score(state: TaskState, target: Target) -> Score:
+        return Score(value=float("nan"))
+
+    return score
+
+
+@solver
+def failing_solver() -> Solver:
+    """Raises on every sample (all samples errored)."""
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        raise RuntimeError("planted solver failure")
+
+    return solve
+
+
+@task
+def synth_broken(kind: str = "nan") -> Task:
+    """Three samples that cannot be scored: `kind` nan (NaN headline), errored, or noscorer."""
+    return Task(
+        dataset=[Sample(id=i, input=f"item {i}", target="x") for i in range(1, 4)],
+        solver=failing_solver() if kind == "errored" else generate(),
+        scorer=None if kind == "noscorer" else nan_scorer(),
+    )
