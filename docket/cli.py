@@ -37,9 +37,12 @@ def _list(console: Console) -> int:
     from docket.benchmarks.presets import listed_tasks, preset_names
 
     listed = listed_tasks()
+    if not console.is_terminal:  # pipes and CI logs: full names, no 80-column squeeze
+        console = Console(width=max(console.width, 200))
     tasks = Table(title="tasks (inspect eval docket/<task>)")
-    for column in ("task", "version", "benchmark", "description"):
-        tasks.add_column(column)
+    for column in ("task", "version", "benchmark"):
+        tasks.add_column(column, no_wrap=True)
+    tasks.add_column("description")
     for name in registry.REGISTERED["task"]:
         entry = listed.get(name, {})
         function = getattr(registry, name.split("/", 1)[1], None)
@@ -51,8 +54,8 @@ def _list(console: Console) -> int:
         )
     console.print(tasks)
     other = Table(title="model providers, sandboxes, presets")
-    other.add_column("kind")
-    other.add_column("name")
+    other.add_column("kind", no_wrap=True)
+    other.add_column("name", no_wrap=True)
     other.add_column("what")
     for kind, target in models.BACKENDS.items():
         module, cls = target.split(":")

@@ -34,6 +34,7 @@ from docket.reports.logs import LogError
 from docket.reports.runs import Run
 from docket.reports.stats import paired_mean_test
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 BASELINE_FORMAT = "docket-baseline/2"
@@ -435,8 +436,8 @@ def print_comparisons(
         colour = colours.get(c.verdict, "default")
         arrow = {"higher": " ↑", "lower": " ↓"}.get(c.direction or "", " ?")
         table.add_row(
-            c.task,
-            c.model,
+            escape(c.task),
+            escape(c.model),
             c.headline + arrow,
             _num(c.baseline_value),
             _num(c.current_value),
@@ -448,9 +449,10 @@ def print_comparisons(
         console = Console(width=max(console.width, 160))
     console.print(table)
     for c in comparisons:
-        console.print(f"{c.verdict}: {c.task} / {c.model}: {c.detail or c.verdict}", soft_wrap=True)
+        line = f"{c.verdict}: {c.task} / {c.model}: {c.detail or c.verdict}"
+        console.print(line, soft_wrap=True, markup=False)
         if c.test:
-            console.print(f"  test: {c.test}", soft_wrap=True)
+            console.print(f"  test: {c.test}", soft_wrap=True, markup=False)
         for line in flip_lines(c):
             console.print(f"  {line}", soft_wrap=True, markup=False)
     counts = {v: sum(c.verdict == v for c in comparisons) for v in colours}
