@@ -13,6 +13,7 @@ plot drew something; a plot is only made when it has data.
 from __future__ import annotations
 
 import io
+import textwrap
 from collections.abc import Mapping, Sequence
 
 import matplotlib
@@ -23,7 +24,7 @@ from docket.reports.survival import SurvivalCurve  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 plt.rcParams["svg.hashsalt"] = "docket"  # stable SVG ids, so reports are reproducible
-COLOURS = plt.get_cmap("tab10").colors
+COLOURS = [matplotlib.colors.to_hex(c) for c in matplotlib.colormaps["tab10"](range(10))]
 STYLES = ("-", "--", "-.", ":")
 
 
@@ -86,7 +87,10 @@ def headline_plot(
 
 
 def survival_plot(title: str, curves: Mapping[str, SurvivalCurve], event: str) -> str:
-    """S(t) = P(no `event` by turn t) as steps over 0..T with a shaded 95 % band per model."""
+    """S(t) = P(no `event` by turn t) as steps over 0..T with a shaded 95 % band per model.
+
+    Each turn t is drawn as the interval (t-1, t] at the value S(t), so S(T) stays visible.
+    """
     fig, ax = plt.subplots(figsize=(6.5, 3.4))
     for i, (label, c) in enumerate(curves.items()):
         colour, style = COLOURS[i % len(COLOURS)], STYLES[i % len(STYLES)]
@@ -101,7 +105,7 @@ def survival_plot(title: str, curves: Mapping[str, SurvivalCurve], event: str) -
         line.set_gid(f"data-survival-{i}")
         lows = [lo if lo is not None else s for lo, s in zip(c.low, c.survival, strict=True)]
         highs = [hi if hi is not None else s for hi, s in zip(c.high, c.survival, strict=True)]
-        band = ax.fill_between(c.turns, lows, highs, step="post", color=colour, alpha=0.15)
+        band = ax.fill_between(c.turns, lows, highs, step="pre", color=colour, alpha=0.15)
         band.set_gid(f"data-band-{i}")
     horizon = max(max(c.turns) for c in curves.values())
     ax.set_xlim(0, horizon)
@@ -142,10 +146,10 @@ def survival_bars(title: str, curves: Mapping[str, SurvivalCurve], event: str) -
 def iou_histograms(title: str, ious: Mapping[str, Sequence[float]]) -> str:
     """One IoU histogram per model (small multiples sharing both axes), 10 bins over [0, 1]."""
     count = len(ious)
-    cols = min(3, count)
+    cols = min(2, count)
     rows = (count + cols - 1) // cols
     fig, axes = plt.subplots(
-        rows, cols, figsize=(2.4 * cols, 1.9 * rows + 0.4), sharex=True, sharey=True, squeeze=False
+        rows, cols, figsize=(3.2 * cols, 2.1 * rows + 0.4), sharex=True, sharey=True, squeeze=False
     )
     bins = [i / 10 for i in range(11)]
     for i, (label, values) in enumerate(ious.items()):
@@ -153,7 +157,7 @@ def iou_histograms(title: str, ious: Mapping[str, Sequence[float]]) -> str:
         _, _, patches = ax.hist(list(values), bins=bins, color=COLOURS[i % len(COLOURS)])
         for patch in patches:
             patch.set_gid(f"data-iou-{i}")
-        ax.set_title(f"{label} (n={len(values)})", fontsize=7)
+        ax.set_title(textwrap.fill(f"{label} (n={len(values)})", 30), fontsize=6.5)
         ax.tick_params(labelsize=7)
     for j in range(count, rows * cols):
         axes[j // cols][j % cols].set_visible(False)
