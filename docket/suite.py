@@ -17,13 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from inspect_ai import eval_set
 from inspect_ai.model import GenerateConfig, Model, get_model
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from rich.console import Console
 
 from docket.benchmarks.presets import listed_tasks, preset_path
+from docket.reports.files import load_document
 
 SUITE_FORMAT = "docket-suite/1"
 
@@ -108,12 +108,7 @@ def _check_eval_args(source: str, where: str, args: dict[str, Any]) -> None:
 def load_preset(name_or_path: str) -> Preset:
     """A validated preset; `PresetError` (one line) when the file or a field is bad."""
     path = preset_path(name_or_path)
-    try:
-        data = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise PresetError(f"{path}: preset not found (shipped: offline, api)") from None
-    except (ValueError, yaml.YAMLError) as ex:
-        raise PresetError(f"{path}: not valid YAML ({type(ex).__name__})") from None
+    data = load_document(path, PresetError, "preset (shipped: offline, api)")
     try:
         preset = Preset.model_validate(data)
     except ValidationError as ex:

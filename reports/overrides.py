@@ -22,12 +22,11 @@ report notes that the log's headline was kept.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
+from docket.reports.files import load_document
 from docket.reports.runs import Run, compute_values, recompute_headline
 
 OVERRIDES_FORMAT = "docket-overrides/1"
@@ -59,15 +58,7 @@ class Override:
 def read_overrides(path: str | Path) -> list[Override]:
     """Parse and validate an overrides file."""
     source = Path(path)
-    try:
-        text = source.read_text()
-        data = json.loads(text) if source.suffix == ".json" else yaml.safe_load(text)
-    except FileNotFoundError:
-        raise OverrideError(f"{source}: overrides file not found") from None
-    except (ValueError, yaml.YAMLError) as ex:
-        raise OverrideError(f"{source}: not valid YAML/JSON ({type(ex).__name__})") from None
-    if not isinstance(data, dict) or data.get("format") != OVERRIDES_FORMAT:
-        raise OverrideError(f"{source}: field 'format' must be {OVERRIDES_FORMAT!r}")
+    data = load_document(source, OverrideError, "overrides file", OVERRIDES_FORMAT)
     entries = data.get("overrides")
     if not isinstance(entries, list):
         raise OverrideError(f"{source}: field 'overrides' must be a list")

@@ -21,6 +21,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from docket.reports.survival import SurvivalCurve  # noqa: E402
+from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 plt.rcParams["svg.hashsalt"] = "docket"  # stable SVG ids, so reports are reproducible
@@ -36,7 +37,7 @@ def _svg(fig: Figure) -> str:
     return text[text.index("<svg") :]
 
 
-def _legend_below(fig: Figure, ax: plt.Axes, count: int) -> None:
+def _legend_below(ax: Axes, count: int) -> None:
     """A legend under the axes, so it never covers a line."""
     ax.legend(
         loc="upper center",
@@ -45,6 +46,32 @@ def _legend_below(fig: Figure, ax: plt.Axes, count: int) -> None:
         fontsize=7,
         frameon=False,
     )
+
+
+def _bars_with_ci(
+    labels: Sequence[str],
+    values: Sequence[float],
+    lows: Sequence[float | None],
+    highs: Sequence[float | None],
+    colours: tuple[str, str],
+    gid: str,
+) -> tuple[Figure, Axes]:
+    """Horizontal bars, a dot at each value (so a 0 bar stays visible) and CI whiskers."""
+    fig, ax = plt.subplots(figsize=(6.5, 0.7 + 0.45 * len(labels)))
+    positions = list(range(len(labels)))
+    for bar in ax.barh(positions, values, color=colours[0], height=0.6):
+        bar.set_gid(f"data-{gid}-bar")
+    errors = [
+        [max(0.0, v - lo) if lo is not None else 0.0 for v, lo in zip(values, lows, strict=True)],
+        [max(0.0, hi - v) if hi is not None else 0.0 for v, hi in zip(values, highs, strict=True)],
+    ]
+    dots = ax.errorbar(
+        values, positions, xerr=errors, fmt="o", color=colours[1], capsize=3, markersize=5
+    )
+    dots.lines[0].set_gid(f"data-{gid}-points")
+    ax.set_yticks(positions, labels=list(labels), fontsize=8)
+    ax.invert_yaxis()
+    return fig, ax
 
 
 def headline_plot(
@@ -56,19 +83,7 @@ def headline_plot(
     direction: str | None,
 ) -> str:
     """Horizontal bars of headline values with 95 % CI whiskers and a dot at each value."""
-    fig, ax = plt.subplots(figsize=(6.5, 0.7 + 0.45 * len(labels)))
-    positions = list(range(len(labels)))
-    bars = ax.barh(positions, values, color="#9ecae1", height=0.6)
-    for bar in bars:
-        bar.set_gid("data-headline-bar")
-    errors = [
-        [max(0.0, v - lo) if lo is not None else 0.0 for v, lo in zip(values, lows, strict=True)],
-        [max(0.0, hi - v) if hi is not None else 0.0 for v, hi in zip(values, highs, strict=True)],
-    ]
-    dots = ax.errorbar(
-        values, positions, xerr=errors, fmt="o", color="#08519c", capsize=3, markersize=5
-    )
-    dots.lines[0].set_gid("data-headline-points")
+    fig, ax = _bars_with_ci(labels, values, lows, highs, ("#9ecae1", "#08519c"), "headline")
     span = [v for v in (*values, *(x for x in (*lows, *highs) if x is not None))]
     low, high = min(0.0, *span), max(0.0, *span)
     if low >= 0.0 and high <= 1.0:
@@ -76,8 +91,6 @@ def headline_plot(
     pad = 0.04 * ((high - low) or 1.0)
     ax.set_xlim(low - pad, high + pad)
     ax.axvline(0, color="#555", linewidth=0.6)
-    ax.set_yticks(positions, labels=list(labels), fontsize=8)
-    ax.invert_yaxis()
     ax.set_title(title, fontsize=10)
     better = {"higher": "higher is better", "lower": "lower is better"}.get(
         direction or "", "direction unknown"
@@ -114,7 +127,7 @@ def survival_plot(title: str, curves: Mapping[str, SurvivalCurve], event: str) -
     ax.set_xlabel("turn t")
     ax.set_ylabel(f"P(no {event} by t)")
     ax.set_title(title, fontsize=10)
-    _legend_below(fig, ax, len(curves))
+    _legend_below(ax, len(curves))
     return _svg(fig)
 
 
@@ -124,20 +137,8 @@ def survival_bars(title: str, curves: Mapping[str, SurvivalCurve], event: str) -
     values = [curves[k].survival[-1] for k in labels]
     lows = [curves[k].low[-1] for k in labels]
     highs = [curves[k].high[-1] for k in labels]
-    fig, ax = plt.subplots(figsize=(6.5, 0.7 + 0.45 * len(labels)))
-    positions = list(range(len(labels)))
-    bars = ax.barh(positions, values, color="#a1d99b", height=0.6)
-    for bar in bars:
-        bar.set_gid("data-survival-bar")
-    errors = [
-        [v - lo if lo is not None else 0.0 for v, lo in zip(values, lows, strict=True)],
-        [hi - v if hi is not None else 0.0 for v, hi in zip(values, highs, strict=True)],
-    ]
-    dots = ax.errorbar(values, positions, xerr=errors, fmt="o", color="#006d2c", capsize=3)
-    dots.lines[0].set_gid("data-survival-points")
+    fig, ax = _bars_with_ci(labels, values, lows, highs, ("#a1d99b", "#006d2c"), "survival")
     ax.set_xlim(-0.04, 1.04)
-    ax.set_yticks(positions, labels=labels, fontsize=8)
-    ax.invert_yaxis()
     ax.set_title(title, fontsize=10)
     ax.set_xlabel(f"P(no {event} by turn 1), 95 % CI")
     return _svg(fig)
@@ -188,5 +189,5 @@ def history_plot(
     ax.set_xticks(x, labels=list(labels), fontsize=7, rotation=20)
     ax.set_ylabel("headline")
     ax.set_title(title, fontsize=10)
-    _legend_below(fig, ax, len(series))
+    _legend_below(ax, len(series))
     return _svg(fig)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
+from docket.reports.files import load_document
 
 DEFAULT_PRICES = Path(__file__).parent / "prices.yaml"
 PRICES_FORMAT = "docket-prices/1"
@@ -64,14 +64,7 @@ def _rate(where: str, value: object) -> float:
 def load_prices(path: str | Path | None = None) -> PriceTable:
     """Read a price table (the shipped one by default)."""
     source = Path(path) if path is not None else DEFAULT_PRICES
-    try:
-        data = yaml.safe_load(source.read_text())
-    except FileNotFoundError:
-        raise PriceError(f"{source}: price table not found") from None
-    except (ValueError, yaml.YAMLError) as ex:
-        raise PriceError(f"{source}: not valid YAML ({type(ex).__name__})") from None
-    if not isinstance(data, dict) or data.get("format") != PRICES_FORMAT:
-        raise PriceError(f"{source}: field 'format' must be {PRICES_FORMAT!r}")
+    data = load_document(source, PriceError, "price table", PRICES_FORMAT)
     models = data.get("models")
     if not isinstance(models, dict):
         raise PriceError(f"{source}: field 'models' must be a mapping")

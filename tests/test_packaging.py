@@ -100,20 +100,9 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return next(out.glob("docket-*.whl"))
 
 
-@pytest.mark.slow
-def test_wheel_ships_every_package(wheel: Path) -> None:
-    files = set(zipfile.ZipFile(wheel).namelist())
-    shipped = {
-        name.removesuffix("/__init__.py").replace("/", ".")
-        for name in files
-        if name.endswith("/__init__.py")
-    }
-    assert source_packages() <= shipped, sorted(source_packages() - shipped)
-
-
-@pytest.mark.slow
-def test_packages_import_from_a_fresh_venv(wheel: Path, tmp_path: Path) -> None:
-    """`pip install` the wheel (non-editable) into a fresh venv; dependencies come from ours."""
+def fresh_venv(wheel: Path, tmp_path: Path) -> tuple[Path, str]:
+    """A venv holding only the docket wheel (non-editable); a .pth file lends it our venv's
+    dependencies. Returns (its python, its site-packages)."""
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
@@ -150,6 +139,24 @@ def test_packages_import_from_a_fresh_venv(wheel: Path, tmp_path: Path) -> None:
         capture_output=True,
     )
     Path(site, "zz_dependencies.pth").write_text(ours + "\n")
+    return python, site
+
+
+@pytest.mark.slow
+def test_wheel_ships_every_package(wheel: Path) -> None:
+    files = set(zipfile.ZipFile(wheel).namelist())
+    shipped = {
+        name.removesuffix("/__init__.py").replace("/", ".")
+        for name in files
+        if name.endswith("/__init__.py")
+    }
+    assert source_packages() <= shipped, sorted(source_packages() - shipped)
+
+
+@pytest.mark.slow
+def test_packages_import_from_a_fresh_venv(wheel: Path, tmp_path: Path) -> None:
+    """`pip install` the wheel (non-editable) into a fresh venv; dependencies come from ours."""
+    python, site = fresh_venv(wheel, tmp_path)
     modules = sorted(source_packages() | {"docket._registry"})
     script = (
         "import importlib\n"
@@ -217,33 +224,7 @@ def test_readme_install_lines_work_in_a_fresh_venv(wheel: Path, tmp_path: Path) 
     """Each README `pip install -e '.[x]'` line: the wheel's extras resolve to installed,
     version-satisfying packages, and what the extra is for works, in a venv that has only
     docket itself installed (its dependencies are our venv's, reached through a .pth file)."""
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    python = venv / "bin" / "python"
-    site = subprocess.run(
-        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "--python",
-            str(python),
-            "install",
-            "-q",
-            "--no-deps",
-            "--no-index",
-            str(wheel),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    ours = next(p for p in sys.path if p.endswith("site-packages"))
-    Path(site, "zz_dependencies.pth").write_text(ours + "\n")
+    python, _ = fresh_venv(wheel, tmp_path)
     for line in readme_install_lines():
         extras = extras_of(line)
         check = "; ".join(EXTRA_CHECKS[e] for e in extras)
