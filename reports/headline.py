@@ -55,8 +55,9 @@ class HeadlineSpec:
         return {"higher": "↑", "lower": "↓"}.get(self.direction or "", "?")
 
     def comparable_key(self) -> tuple[Any, ...]:
-        """What must match for two runs' headlines to be compared."""
-        return (self.name, self.direction, self.value, self.horizon)
+        """What must match for two runs' headlines to be compared (an inferred 0/1 vs
+        continuous kind does not split them; survival does)."""
+        return (self.name, self.direction, self.value == "survival", self.horizon)
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready fields (for leaderboard.json and baselines)."""

@@ -26,7 +26,7 @@ from docket.reports.logs import LogError, load_logs
 from docket.reports.overrides import apply_overrides, read_overrides
 from docket.reports.prices import PriceTable, load_prices
 from docket.reports.regress import compare, exit_code, flip_lines, read_baseline
-from docket.reports.runs import Run, build_runs
+from docket.reports.runs import Run, build_runs, unify_kinds
 from docket.reports.stats import (
     SMALL_N,
     Interval,
@@ -267,6 +267,8 @@ def leaderboard_data(
             ).append(run)
     benchmarks = []
     for name in sorted(sections):
+        for group in sections[name].values():
+            unify_kinds(group)
         tables = [table_data(group, prices, alpha) for _, group in sorted(sections[name].items())]
         benchmarks.append(
             {"benchmark": name, "tables": tables, "side_by_side": _side_by_side(tables)}

@@ -313,7 +313,7 @@ def _compare_one(
         return result
     result.current_value = run.headline_value
     now_spec = run.headline
-    if (now_spec.name, now_spec.value) != (spec.name, spec.value) or (
+    if now_spec.comparable_key()[::2] != spec.comparable_key()[::2] or (
         now_spec.direction is not None and now_spec.direction != spec.direction
     ):
         result.verdict = "not comparable"

@@ -214,7 +214,9 @@ def _score_metrics(raw: Any) -> list[ScoreMetric]:
                 ScoreMetric(
                     score=str(score.get("name")),
                     scorer=str(score.get("scorer")),
-                    metric=str(metric.get("name") or key),
+                    # Inspect's key (its headline resolves by it), not the registry name
+                    # ("docket/accuracy_drop") stored in the metric
+                    metric=str(key),
                     value=number(metric.get("value")),
                 )
             )
@@ -398,6 +400,18 @@ def compute_values(run: Run) -> None:
     run.categories = category_means(run)
 
 
+def unify_kinds(runs: list[Run]) -> None:
+    """Runs compared with each other get one value kind: an inferred kind (undeclared headline)
+    is binary only when every run's values are 0/1."""
+    inferred = [r for r in runs if r.headline is not None and r.headline.source != "task"]
+    if not inferred or any(r.value_kind == "survival" for r in inferred):
+        return
+    kind = "binary" if all(r.value_kind == "binary" for r in inferred) else "continuous"
+    for run in inferred:
+        assert run.headline is not None
+        run.headline = replace(run.headline, value=kind)
+
+
 def category_means(run: Run) -> dict[str, dict[str, float | int | None]]:
     """Headline per category (mean, or Kaplan-Meier for survival) and its sample count."""
     if run.category_field is None:
@@ -437,7 +451,14 @@ def _attach_samples(run: Run, samples: pd.DataFrame) -> None:
         return
     errors = samples["error"].fillna("").astype(str) if "error" in samples else None
     run.errored_samples = int((errors != "").sum()) if errors is not None else 0
-    meta_field = next((f for f in CATEGORY_FIELDS if f"metadata_{f}" in samples.columns), None)
+    meta_field = next(
+        (
+            f
+            for f in CATEGORY_FIELDS
+            if f"metadata_{f}" in samples.columns and samples[f"metadata_{f}"].notna().any()
+        ),
+        None,
+    )
     run.category_field = meta_field
     spec = run.headline
     column = f"score_{spec.scorer}" if spec is not None and spec.scorer else None
