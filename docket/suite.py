@@ -63,6 +63,7 @@ class Stage(BaseModel):
     name: str
     models: list[ModelSpec]
     reference_policies: bool = False
+    skip_tasks: list[str] = []
     eval_args: dict[str, Any] = {}
 
     @field_validator("models", mode="before")
@@ -218,7 +219,7 @@ def plan(
         chosen_stages = [Stage(name="models", models=[ModelSpec(model=m) for m in models])]
     plans: list[TaskPlan] = []
     for stage in chosen_stages:
-        for task in chosen:
+        for task in [t for t in chosen if t not in stage.skip_tasks]:
             extra = _reference_models(task) if stage.reference_policies else []
             args = {**preset.eval_args, **stage.eval_args}
             if limit is not None:

@@ -44,6 +44,7 @@ def test_offline_preset_binds_scripted_roles_and_reference_policies(tmp_path: Pa
     assert audit.eval_args["limit"] == 5
     smollm2 = [p for p in plans if p.stage == "smollm2"]
     assert {m.label for p in smollm2 for m in p.models} == {"docket/smollm2"}
+    assert "docket/correct_localization" not in {p.task for p in smollm2}  # skip_tasks
 
 
 def test_overrides_from_the_command_line(tmp_path: Path) -> None:

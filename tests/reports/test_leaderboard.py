@@ -179,6 +179,8 @@ def test_html_has_sections_tables_and_plots(
     assert len(re.findall(r'<section class="benchmark"', html)) == 2  # docket/smoke, synth
     assert len(re.findall(r'<table class="leaderboard"', html)) == 3
     assert len(re.findall(r'<table class="side-by-side"', html)) == 1  # synth has two tables
+    # smoke samples carry no category, though other logs of the same directory do
+    assert len(re.findall(r'<table class="categories"', html)) == 2
     kinds = re.findall(r'<figure class="plot plot-([\w-]+)"><svg', html)
     assert sorted(kinds) == ["headline", "headline", "headline", "iou", "iou", "survival"]
     assert 'id="data-survival-0"' in html and 'id="data-band-0"' in html
@@ -346,3 +348,20 @@ def test_multi_task_benchmark_shows_headlines_side_by_side(tmp_path: Path) -> No
     assert len(sbs["columns"]) == 2 and "↑" in sbs["columns"][0] + sbs["columns"][1]
     [row] = sbs["rows"]
     assert sorted(c["value"] for c in row["cells"]) == pytest.approx([0.05, 0.95])
+
+
+def test_metric_names_are_inspects_keys_not_registry_names() -> None:
+    """A package metric is stored as {"accuracy_drop": {"name": "docket/accuracy_drop"}};
+    Inspect's headline names the key, so docket must too."""
+    from docket.reports.runs import ScoreMetric, _score_metrics
+
+    raw = json.dumps(
+        [
+            {
+                "name": "hint_scorer",
+                "scorer": "hint_scorer",
+                "metrics": {"accuracy_drop": {"name": "docket/accuracy_drop", "value": 0.25}},
+            }
+        ]
+    )
+    assert _score_metrics(raw) == [ScoreMetric("hint_scorer", "hint_scorer", "accuracy_drop", 0.25)]
