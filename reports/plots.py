@@ -110,7 +110,7 @@ def survival_plot(title: str, curves: Mapping[str, SurvivalCurve], event: str) -
         (line,) = ax.step(
             c.turns,
             c.survival,
-            where="post",
+            where="pre",
             color=colour,
             linestyle=style,
             label=f"{label} (n={c.n})",
