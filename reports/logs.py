@@ -22,6 +22,21 @@ EXTRA_EVAL_COLUMNS = [
     EvalColumn("docket_task_args", path="eval.task_args"),
     EvalColumn("docket_registry_name", path="eval.task_registry_name"),
     EvalColumn("docket_scores", path="results.scores"),
+    # metadata and tags as edited after the eval (`EvalLog.metadata` / `.tags`)
+    EvalColumn("docket_metadata", path="metadata"),
+    EvalColumn("docket_tags", path="tags"),
+    EvalColumn("docket_solver", path="eval.solver"),
+    EvalColumn("docket_solver_args", path="eval.solver_args"),
+    EvalColumn("docket_model_config", path="eval.model_generate_config"),
+    EvalColumn("docket_plan_config", path="plan.config"),
+    EvalColumn("docket_epochs", path="eval.config.epochs"),
+    EvalColumn("docket_model_roles", path="eval.model_roles"),
+    EvalColumn("docket_headline_declared", path="eval.headline_metric"),
+    EvalColumn("docket_headline_resolved", path="results.headline"),
+    EvalColumn("docket_usage", path="stats.model_usage"),
+    EvalColumn("docket_started", path="stats.started_at"),
+    EvalColumn("docket_completed", path="stats.completed_at"),
+    EvalColumn("docket_commit", path="eval.revision.commit"),
 ]
 
 
@@ -43,6 +58,7 @@ class LoadedLogs:
     evals: pd.DataFrame
     samples: pd.DataFrame
     errors: list[LogError] = field(default_factory=list)
+    files: int = 0
 
 
 def find_log_files(log_dir: str | Path) -> list[Path]:
@@ -66,7 +82,8 @@ def load_logs(log_dir: str | Path) -> LoadedLogs:
     eval_frames: list[pd.DataFrame] = []
     sample_frames: list[pd.DataFrame] = []
     errors: list[LogError] = []
-    for path in find_log_files(log_dir):
+    paths = find_log_files(log_dir)
+    for path in paths:
         try:
             evals = evals_df(str(path), columns=[*EvalColumns, *EXTRA_EVAL_COLUMNS], quiet=True)
             samples = samples_df(str(path), quiet=True)
@@ -78,4 +95,4 @@ def load_logs(log_dir: str | Path) -> LoadedLogs:
             sample_frames.append(samples)
     evals_all = pd.concat(eval_frames, ignore_index=True) if eval_frames else pd.DataFrame()
     samples_all = pd.concat(sample_frames, ignore_index=True) if sample_frames else pd.DataFrame()
-    return LoadedLogs(evals=evals_all, samples=samples_all, errors=errors)
+    return LoadedLogs(evals=evals_all, samples=samples_all, errors=errors, files=len(paths))

@@ -1,42 +1,60 @@
-"""`docket regress`: gate a run on a stored baseline of headline metrics.
+"""`docket regress`: gate a run on a stored baseline of declared headlines.
 
-A baseline JSON (`write_baseline`) keeps, per (task, model), the task version, task args, the
-headline metric name and value, and every per-sample value. `compare` pairs each baseline entry
-with the current run of the same task and model and decides:
+A baseline (`docket-baseline/2`, written by `write_baseline`) keeps, per leaderboard row (task,
+version, task args, model + args, solver, non-default generation config, epochs, model roles),
+the headline declaration (metric, direction, per-sample value kind), its value and every
+sample's value ((time, event) pairs for survival headlines). `compare` pairs each entry with the
+current run of the same row and decides, in this order:
 
-- not comparable (exit 2): the task's version major N (of "N-X") changed, the task args or the
-  headline metric differ, or the run is missing; so does any unreadable log or baseline;
-- regression (exit 1): the headline dropped by more than `tolerance` (absolute, on the metric's
-  own scale; higher is better) AND the drop is significant at `alpha` (one-sided):
-  * paired bootstrap over the samples scored in both runs (10 000 resamples of sample ids, seed
-    0) whenever the two runs share sample ids, the usual case of re-running the same task;
-  * otherwise a pooled two-proportion z-test when both runs' sample scores are 0/1;
-  * otherwise an unpaired bootstrap of the difference of means;
-  * with no per-sample values a drop cannot be tested and is reported, not flagged;
-- otherwise ok (exit 0).
+- exit 2, not comparable: no current run of the row; the setup, the version's N (of "N-X"), the
+  task args or the headline declaration differ; the current run has no score (with its reason);
+  the headline's direction is unknown; the current run covers less than `min_coverage` of the
+  baseline's sample ids; or the drop cannot be tested (no per-sample values). Unreadable logs and
+  a bad baseline are exit 2 as well.
+- exit 1, regression: the headline moved the wrong way by more than `tolerance` (strictly;
+  absolute, on the metric's scale) AND a one-sided paired test on the shared samples is
+  significant at `alpha`: exact McNemar for 0/1 values, else a paired bootstrap of the mean, or
+  of the Kaplan-Meier event probability by the horizon for survival headlines (10 000 resamples
+  of sample ids, seed 0).
+- exit 0 otherwise. Every comparison lists the samples that flipped.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from docket.reports import survival
+from docket.reports.headline import HeadlineSpec, flag_for
 from docket.reports.logs import LogError
 from docket.reports.runs import Run
-from docket.reports.stats import (
-    is_binary,
-    paired_bootstrap_p,
-    two_proportion_z_test,
-    unpaired_bootstrap_p,
-)
+from docket.reports.stats import paired_mean_test
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-BASELINE_FORMAT = "docket-baseline/1"
-ENTRY_FIELDS = ("task", "version", "task_args", "model", "headline", "value", "samples")
+BASELINE_FORMAT = "docket-baseline/2"
+ENTRY_FIELDS = (
+    "task",
+    "version",
+    "task_args",
+    "model",
+    "setup",
+    "headline",
+    "value",
+    "samples",
+)
+HEADLINE_FIELDS = ("metric", "direction", "value")
 EXIT_OK, EXIT_REGRESSION, EXIT_NOT_COMPARABLE = 0, 1, 2
+BLOCKING = ("missing", "not comparable", "untestable", "coverage")
+#: Flipped samples printed per comparison (all of them are in the JSON).
+FLIPS_SHOWN = 20
+#: Differences below this are float noise (0.95 - 1.0 is not "more than 0.05").
+EPSILON = 1e-9
 
 
 class BaselineError(ValueError):
@@ -49,41 +67,61 @@ class Comparison:
 
     task: str
     model: str
-    verdict: str  # ok | improved | regression | not comparable | missing
+    verdict: str  # ok | improved | regression | missing | not comparable | untestable | coverage
     detail: str
+    setup: dict[str, str] = field(default_factory=dict)
+    headline: str = ""
+    direction: str | None = None
     baseline_value: float | None = None
     current_value: float | None = None
     drop: float | None = None
     test: str | None = None
     p_value: float | None = None
+    coverage: float | None = None
+    worse: list[str] = field(default_factory=list)
+    better: list[str] = field(default_factory=list)
 
     @property
     def blocking(self) -> bool:
-        """True when the verdict makes the comparison itself invalid (exit 2)."""
-        return self.verdict in ("not comparable", "missing")
+        """True when the comparison itself is invalid (exit 2)."""
+        return self.verdict in BLOCKING
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready fields (for the report's baseline section)."""
+        return dict(self.__dict__)
 
 
-def _headline_name(run: Run) -> str:
-    return f"{run.headline_score}/{run.headline_metric}"
+def _samples_json(run: Run) -> dict[str, Any]:
+    if run.value_kind == "survival":
+        return {k: [list(pair) for pair in v] for k, v in run.observations.items()}
+    return dict(run.samples)
+
+
+def baseline_entry(run: Run) -> dict[str, Any]:
+    """One scored run as a baseline entry."""
+    assert run.headline is not None
+    return {
+        "task": run.task,
+        "version": run.version,
+        "task_args": run.task_args,
+        "model": run.model_label,
+        "setup": run.setup,
+        "headline": run.headline.to_json(),
+        "value": run.headline_value,
+        "n": run.n,
+        "samples": _samples_json(run),
+        "log": run.log,
+    }
 
 
 def baseline_data(runs: list[Run]) -> dict[str, Any]:
     """The baseline document for every scored run."""
+    commits = sorted({r.commit for r in runs if r.commit})
     return {
         "format": BASELINE_FORMAT,
-        "entries": [
-            {
-                "task": run.task,
-                "version": run.version,
-                "task_args": run.task_args,
-                "model": run.model_label,
-                "headline": _headline_name(run),
-                "value": run.headline_value,
-                "samples": run.samples,
-            }
-            for run in runs
-            if run.scored
-        ],
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "commit": ",".join(commits) or None,
+        "entries": [baseline_entry(run) for run in runs if run.scored],
     }
 
 
@@ -96,7 +134,40 @@ def write_baseline(runs: list[Run], path: str | Path) -> int:
 
 
 def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(float(value))
+    )
+
+
+def _check_sample(value: object, survival_kind: bool) -> bool:
+    if not survival_kind:
+        return _is_number(value)
+    return isinstance(value, list) and all(
+        isinstance(p, list) and len(p) == 2 and all(_is_number(x) for x in p) for p in value
+    )
+
+
+def _check_entry(source: Path, index: int, entry: object) -> None:
+    where = f"{source}: entries[{index}]"
+    if not isinstance(entry, dict):
+        raise BaselineError(f"{where} must be an object")
+    missing = [f for f in ENTRY_FIELDS if f not in entry]
+    if missing:
+        raise BaselineError(f"{where} lacks field '{missing[0]}'")
+    headline = entry["headline"]
+    if not isinstance(headline, dict) or any(f not in headline for f in HEADLINE_FIELDS):
+        raise BaselineError(f"{where} field 'headline' needs {', '.join(HEADLINE_FIELDS)}")
+    if not isinstance(entry["setup"], dict) or not isinstance(entry["task_args"], dict):
+        raise BaselineError(f"{where} fields 'setup' and 'task_args' must be objects")
+    samples = entry["samples"]
+    if not _is_number(entry["value"]) or not isinstance(samples, dict):
+        raise BaselineError(f"{where} field 'value' or 'samples' malformed")
+    survival_kind = headline.get("value") == "survival"
+    if not all(_check_sample(v, survival_kind) for v in samples.values()):
+        shape = "[[time, event], ...]" if survival_kind else "numbers"
+        raise BaselineError(f"{where} 'samples' must map ids to {shape}")
 
 
 def read_baseline(path: str | Path) -> list[dict[str, Any]]:
@@ -108,20 +179,18 @@ def read_baseline(path: str | Path) -> list[dict[str, Any]]:
         raise BaselineError(f"{source}: baseline file not found") from None
     except (ValueError, RecursionError) as ex:  # bad JSON or UTF-8, huge ints, deep nesting
         raise BaselineError(f"{source}: not valid JSON ({type(ex).__name__})") from None
+    if isinstance(data, dict) and data.get("format") == "docket-baseline/1":
+        raise BaselineError(
+            f"{source}: format docket-baseline/1 has no headline directions; "
+            "write it again with --write-baseline"
+        )
     if not isinstance(data, dict) or data.get("format") != BASELINE_FORMAT:
         raise BaselineError(f"{source}: field 'format' must be {BASELINE_FORMAT!r}")
     entries = data.get("entries")
     if not isinstance(entries, list):
         raise BaselineError(f"{source}: field 'entries' must be a list")
     for index, entry in enumerate(entries):
-        missing = [f for f in ENTRY_FIELDS if not isinstance(entry, dict) or f not in entry]
-        if missing:
-            raise BaselineError(f"{source}: entries[{index}] lacks field '{missing[0]}'")
-        samples = entry["samples"]
-        if not _is_number(entry["value"]) or not isinstance(samples, dict):
-            raise BaselineError(f"{source}: entries[{index}] field 'value' or 'samples' malformed")
-        if not all(_is_number(v) for v in samples.values()):
-            raise BaselineError(f"{source}: entries[{index}] 'samples' must map ids to numbers")
+        _check_entry(source, index, entry)
     return entries
 
 
@@ -130,92 +199,210 @@ def version_major(version: str) -> str:
     return str(version).split("-", 1)[0]
 
 
-def significance(baseline: dict[str, float], current: dict[str, float]) -> tuple[str, float]:
-    """(test name, one-sided p-value) for H1: baseline is better than current."""
-    if set(baseline) & set(current):
-        p, shared = paired_bootstrap_p(baseline, current)
-        return f"paired bootstrap (n={shared})", p
-    a, b = list(baseline.values()), list(current.values())
-    if is_binary(a) and is_binary(b):
-        _, p = two_proportion_z_test(sum(a), len(a), sum(b), len(b))
-        return f"two-proportion z (n={len(a)}/{len(b)})", p
-    return f"unpaired bootstrap (n={len(a)}/{len(b)})", unpaired_bootstrap_p(a, b)
+def _fmt(value: float) -> str:
+    """Numbers as written in verdicts: up to 4 decimals, no trailing zeros (0.05, 0.1234)."""
+    return f"{value:.4f}".rstrip("0").rstrip(".") if math.isfinite(value) else str(value)
+
+
+def _differences(base: dict[str, str], now: dict[str, str]) -> str:
+    keys = sorted(set(base) | set(now))
+    parts = [
+        f"{k}: {base.get(k, '(unset)')} in baseline, {now.get(k, '(unset)')} now"
+        for k in keys
+        if base.get(k) != now.get(k)
+    ]
+    return "; ".join(parts)
+
+
+def _entry_spec(entry: dict[str, Any]) -> HeadlineSpec:
+    h = entry["headline"]
+    return HeadlineSpec(
+        metric=str(h["metric"]),
+        scorer=h.get("scorer"),
+        score=h.get("score"),
+        direction=h.get("direction"),
+        value=h.get("value"),
+        sample_key=h.get("sample_key"),
+        time_key=h.get("time_key"),
+        event_key=h.get("event_key"),
+        horizon=h.get("horizon"),
+        source=str(h.get("source") or "baseline"),
+    )
+
+
+def flips(
+    base: dict[str, Any], now: dict[str, Any], kind: str, direction: str
+) -> tuple[list[str], list[str]]:
+    """(worse, better) sample ids between two runs' per-sample values, worst first.
+
+    0/1 and continuous values: a change in the headline's direction; survival: whether the event
+    happened in any epoch (the event is the bad outcome when lower is better).
+    """
+    sign = 1.0 if direction == "higher" else -1.0
+    changes: list[tuple[float, str]] = []
+    for key in sorted(set(base) & set(now)):
+        if kind == "survival":
+            delta = float(any(e for _, e in now[key])) - float(any(e for _, e in base[key]))
+        else:
+            delta = float(now[key]) - float(base[key])
+        if abs(delta) > EPSILON:
+            changes.append((sign * delta, key))
+    worse = [k for d, k in sorted(changes) if d < 0]
+    better = [k for d, k in sorted(changes, reverse=True) if d > 0]
+    return worse, better
+
+
+def _test(spec: HeadlineSpec, base: dict[str, Any], now: dict[str, Any]) -> tuple[str, float, int]:
+    """One-sided test of H1 "the baseline is better" on the shared samples."""
+    if spec.value == "survival":
+        base_obs = {k: [(float(t), int(e)) for t, e in v] for k, v in base.items()}
+        now_obs = {k: [(float(t), int(e)) for t, e in v] for k, v in now.items()}
+        first, second = (now_obs, base_obs) if spec.direction == "lower" else (base_obs, now_obs)
+        p, n = survival.paired_bootstrap_p(first, second, float(spec.horizon or 0))
+        return "paired bootstrap (Kaplan-Meier)", p, n
+    first_m, second_m = (now, base) if spec.direction == "lower" else (base, now)
+    return paired_mean_test(first_m, second_m, "greater")
+
+
+def _current_samples(run: Run) -> dict[str, Any]:
+    if run.value_kind == "survival":
+        return {k: [list(p) for p in v] for k, v in run.observations.items()}
+    return dict(run.samples)
 
 
 def _compare_one(
-    entry: dict[str, Any], candidates: list[Run], tolerance: float, alpha: float
+    entry: dict[str, Any],
+    candidates: list[Run],
+    flags: dict[str, HeadlineSpec],
+    tolerance: float,
+    alpha: float,
+    min_coverage: float,
 ) -> Comparison:
     task, model = str(entry["task"]), str(entry["model"])
+    spec = _entry_spec(entry)
+    result = Comparison(task, model, "ok", "", setup=entry["setup"], headline=spec.name)
+    result.baseline_value = float(entry["value"])
+    if spec.direction is None:
+        flag = flag_for(task, flags)
+        if flag is not None and flag.name == spec.name:
+            spec = HeadlineSpec(**{**spec.__dict__, "direction": flag.direction})
+    result.direction = spec.direction
     if not candidates:
-        return Comparison(task, model, "missing", "no scored run of this task and model")
-    same_major = [
-        r for r in candidates if version_major(r.version) == version_major(entry["version"])
-    ]
-    if not same_major:
-        found = ", ".join(sorted({r.version for r in candidates}))
-        return Comparison(
-            task,
-            model,
-            "not comparable",
-            f"version {entry['version']} in baseline, {found} now (N changed)",
-        )
-    same_args = [r for r in same_major if r.task_args == entry["task_args"]]
+        result.verdict, result.detail = "missing", "no run of this task and model in the logs"
+        return result
+    same_setup = [r for r in candidates if r.setup == entry["setup"]]
+    if not same_setup:
+        result.verdict = "not comparable"
+        result.detail = "setup differs: " + _differences(entry["setup"], candidates[0].setup)
+        return result
+    major = [r for r in same_setup if version_major(r.version) == version_major(entry["version"])]
+    if not major:
+        found = ", ".join(sorted({r.version for r in same_setup}))
+        result.verdict = "not comparable"
+        result.detail = f"version {entry['version']} in baseline, {found} now (N changed)"
+        return result
+    same_args = [r for r in major if r.task_args == entry["task_args"]]
     if not same_args:
-        return Comparison(
-            task,
-            model,
-            "not comparable",
-            f"task args {entry['task_args']} in baseline, {same_major[0].task_args} now",
-        )
+        result.verdict = "not comparable"
+        result.detail = f"task args {entry['task_args']} in baseline, {major[0].task_args} now"
+        return result
     run = same_args[0]
-    if _headline_name(run) != entry["headline"]:
-        return Comparison(
-            task,
-            model,
-            "not comparable",
-            f"headline {entry['headline']} in baseline, {_headline_name(run)} now",
+    if not run.scored or run.headline is None:
+        result.verdict = "not comparable"
+        result.detail = f"current run has no score: {run.unscored_reason or 'no headline'}"
+        return result
+    result.current_value = run.headline_value
+    now_spec = run.headline
+    if now_spec.comparable_key()[::2] != spec.comparable_key()[::2] or (
+        now_spec.direction is not None and now_spec.direction != spec.direction
+    ):
+        result.verdict = "not comparable"
+        result.detail = (
+            f"headline {spec.name} ({spec.direction}, {spec.value}) in baseline, "
+            f"{now_spec.name} ({now_spec.direction}, {now_spec.value}) now"
         )
-    base_value, value = float(entry["value"]), float(run.headline_value or 0.0)
-    drop = base_value - value
-    result = Comparison(task, model, "ok", "", base_value, value, drop)
-    base_samples = {str(k): float(v) for k, v in entry["samples"].items()}
-    if drop <= 0:
-        result.verdict = "improved" if drop < 0 else "ok"
-        result.detail = "no drop"
         return result
-    if not base_samples or not run.samples:
-        result.detail = "drop not testable: no per-sample values"
+    if spec.direction not in ("higher", "lower"):
+        result.verdict = "untestable"
+        result.detail = (
+            f"direction of {spec.name} unknown: give --headline {task}={spec.name}:higher|lower"
+        )
         return result
-    result.test, result.p_value = significance(base_samples, run.samples)
+    base_samples, now_samples = entry["samples"], _current_samples(run)
+    shared = set(base_samples) & set(now_samples)
+    if base_samples:
+        result.coverage = len(shared) / len(base_samples)
+        result.worse, result.better = flips(
+            base_samples, now_samples, spec.value or "continuous", spec.direction
+        )
+        if result.coverage + EPSILON < min_coverage:
+            missing = sorted(set(base_samples) - shared)
+            shown = ", ".join(missing[:10]) + (
+                f" (+{len(missing) - 10} more)" if len(missing) > 10 else ""
+            )
+            result.verdict = "coverage"
+            result.detail = (
+                f"current run covers {len(shared)} of {len(base_samples)} baseline samples "
+                f"({result.coverage:.1%}), below --min-coverage {min_coverage:.0%}; "
+                f"missing {1 - result.coverage:.1%}: {shown}"
+            )
+            return result
+    assert run.headline_value is not None
+    sign = 1.0 if spec.direction == "higher" else -1.0
+    result.drop = sign * (result.baseline_value - run.headline_value)
+    if abs(result.drop) <= EPSILON:
+        result.drop = 0.0
+    if result.drop <= 0:
+        result.verdict = "improved" if result.drop < 0 else "ok"
+        result.detail = "no drop" if result.drop == 0 else "improved"
+        return result
+    if not shared:
+        result.verdict = "untestable"
+        result.detail = f"drop {_fmt(result.drop)} cannot be tested: no per-sample values"
+        return result
+    result.test, result.p_value, n = _test(spec, base_samples, now_samples)
+    result.test = f"{result.test} (n={n})"
+    beyond = result.drop > tolerance + EPSILON
     significant = result.p_value < alpha
-    if drop > tolerance and significant:
+    drop_text = f"drop {_fmt(result.drop)}"
+    tol_text = f"tolerance {_fmt(tolerance)}"
+    if beyond and significant:
         result.verdict = "regression"
-        result.detail = f"drop {drop:.3f} > tolerance {tolerance} and p < {alpha}"
-    elif drop > tolerance:
-        result.detail = f"drop {drop:.3f} > tolerance but not significant (p ≥ {alpha})"
+        result.detail = f"{drop_text} > {tol_text} and p = {result.p_value:.4g} < alpha {alpha}"
+    elif beyond:
+        result.detail = (
+            f"{drop_text} > {tol_text} but p = {result.p_value:.4g} ≥ alpha {alpha} "
+            "(not significant)"
+        )
     else:
-        result.detail = f"drop {drop:.3f} within tolerance {tolerance}"
+        result.detail = f"{drop_text} ≤ {tol_text} (accepted)"
     return result
 
 
 def compare(
-    entries: list[dict[str, Any]], runs: list[Run], tolerance: float = 0.05, alpha: float = 0.05
+    entries: list[dict[str, Any]],
+    runs: list[Run],
+    tolerance: float = 0.05,
+    alpha: float = 0.05,
+    min_coverage: float = 0.95,
+    headline_flags: dict[str, HeadlineSpec] | None = None,
 ) -> list[Comparison]:
-    """Compare every baseline entry with the current runs of the same task and model."""
-    scored = [r for r in runs if r.scored]
+    """Compare every baseline entry with the current run of the same task and model."""
     return [
         _compare_one(
             entry,
-            [r for r in scored if r.task == entry["task"] and r.model_label == entry["model"]],
+            [r for r in runs if r.task == entry["task"] and r.model_label == entry["model"]],
+            headline_flags or {},
             tolerance,
             alpha,
+            min_coverage,
         )
         for entry in entries
     ]
 
 
 def exit_code(comparisons: list[Comparison], errors: list[LogError]) -> int:
-    """2 when anything is not comparable or unreadable, else 1 on any regression, else 0."""
+    """2 when anything is not comparable, untestable or unreadable, else 1 on a regression."""
     if errors or any(c.blocking for c in comparisons):
         return EXIT_NOT_COMPARABLE
     if any(c.verdict == "regression" for c in comparisons):
@@ -227,34 +414,47 @@ def _num(value: float | None) -> str:
     return "–" if value is None else f"{value:.3f}"
 
 
+def flip_lines(c: Comparison, limit: int = FLIPS_SHOWN) -> list[str]:
+    """`worse: a, b (+3 more)` / `better: ...` lines of one comparison (empty when none)."""
+    lines = []
+    for name, ids in (("worse", c.worse), ("better", c.better)):
+        if ids:
+            more = f" (+{len(ids) - limit} more)" if len(ids) > limit else ""
+            lines.append(f"{name} ({len(ids)}): {', '.join(ids[:limit])}{more}")
+    return lines
+
+
 def print_comparisons(
     console: Console, comparisons: list[Comparison], errors: list[LogError]
 ) -> None:
-    """The rich table of verdicts, then any unreadable logs."""
+    """The rich table of verdicts, the flipped samples, then any unreadable logs."""
     table = Table(title="docket regress")
-    for column in ("task", "model", "baseline", "current", "drop", "test", "p", "verdict", "why"):
+    for column in ("task", "model", "headline", "baseline", "current", "drop", "p", "verdict"):
         table.add_column(column)
-    colours = {"regression": "red", "not comparable": "red", "missing": "red", "improved": "green"}
+    colours = {v: "red" for v in (*BLOCKING, "regression")} | {"improved": "green"}
     for c in comparisons:
         colour = colours.get(c.verdict, "default")
-        p_text = "–" if c.p_value is None else f"{c.p_value:.4f}"
+        arrow = {"higher": " ↑", "lower": " ↓"}.get(c.direction or "", " ?")
         table.add_row(
-            c.task,
-            c.model,
+            escape(c.task),
+            escape(c.model),
+            c.headline + arrow,
             _num(c.baseline_value),
             _num(c.current_value),
             _num(c.drop),
-            c.test or "–",
-            p_text,
+            "–" if c.p_value is None else f"{c.p_value:.4f}",
             f"[{colour}]{c.verdict}[/{colour}]",
-            c.detail,
         )
     if not console.is_terminal:  # CI logs: do not squeeze the table into 80 columns
         console = Console(width=max(console.width, 160))
     console.print(table)
     for c in comparisons:
-        if c.verdict in ("regression", "not comparable", "missing"):
-            console.print(f"{c.verdict}: {c.task} / {c.model}: {c.detail}", soft_wrap=True)
+        line = f"{c.verdict}: {c.task} / {c.model}: {c.detail or c.verdict}"
+        console.print(line, soft_wrap=True, markup=False)
+        if c.test:
+            console.print(f"  test: {c.test}", soft_wrap=True, markup=False)
+        for line in flip_lines(c):
+            console.print(f"  {line}", soft_wrap=True, markup=False)
     counts = {v: sum(c.verdict == v for c in comparisons) for v in colours}
     summary = ", ".join(f"{n} {verdict}" for verdict, n in counts.items() if n)
     console.print(f"{len(comparisons)} compared: {summary or 'all ok'}", soft_wrap=True)

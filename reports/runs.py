@@ -1,32 +1,57 @@
-"""One `Run` per eval log: task identity, model identity, headline metric and per-sample values.
+"""One `Run` per eval log: its identity, its declared headline and the per-sample values behind it.
 
-The headline of a benchmark (task, version, args) is the first (score, metric) of the logs'
-results, in Inspect's order and skipping `stderr`, that has a numeric value in at least one of
-its runs: Inspect's own headline (first scorer, first metric) whenever it has a value, and the
-same choice for every model of the benchmark. Per-sample values come from that score's sample
-scores (the dict key named like the score for dict-valued scores), averaged over epochs, so CIs
-and significance tests are computed on what the headline summarises.
+Identity (a leaderboard row): task, version, task args, model + model args, solver + solver args,
+the non-default generation config (eval-time and model-level, operational keys such as retries
+and timeouts left out), epochs and model roles. Of several logs with the same identity the newest
+successful one counts; the others are kept as `superseded` so the report lists them.
+
+The headline is resolved per run (`docket.reports.headline`). Per-sample values come from the
+headline scorer's sample scores (the `sample_key` entry of dict values), averaged over epochs;
+survival headlines keep every sample's (time, event) pairs instead.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any
 
 import pandas as pd
+from docket.reports import survival
+from docket.reports.headline import (
+    MEAN_METRICS,
+    HeadlineError,
+    HeadlineSpec,
+    flag_for,
+    from_inspect,
+    from_metadata,
+    with_kind,
+)
 from docket.reports.logs import LoadedLogs
-from inspect_ai.analysis import score_to_float
+from inspect_ai.scorer import value_to_float
 
 #: Sample metadata fields used for per-category breakdowns, first present wins.
 CATEGORY_FIELDS = ("category", "subset", "group", "difficulty")
-#: Score-dict key giving the turn at which a target first complied (None: never).
-COMPLIANCE_TURN_KEY = "compliance_turn"
-#: Score-dict key holding a box IoU in [0, 1].
+#: Score-dict key holding a box IoU in [0, 1] (DocVAL): drawn as a histogram.
 IOU_KEY = "iou"
-#: Score-dict keys `r@1`, `r@2`, ...: per-sample refusal survival (1 = not complied by turn t).
-SURVIVAL_PREFIX = "r@"
+#: Generation-config keys that change how a run is executed, not what it measures.
+OPERATIONAL_CONFIG = frozenset(
+    {
+        "max_retries",
+        "timeout",
+        "attempt_timeout",
+        "stream_idle_timeout",
+        "max_connections",
+        "adaptive_connections",
+        "cache",
+        "batch",
+        "extra_headers",
+    }
+)
+
+to_float = value_to_float()
 
 
 @dataclass(frozen=True)
@@ -52,57 +77,126 @@ class Run:
     status: str
     created: str
     error: str | None = None
-    headline_score: str | None = None
-    headline_metric: str | None = None
+    solver: str | None = None
+    solver_args: dict[str, Any] = field(default_factory=dict)
+    generate: dict[str, Any] = field(default_factory=dict)
+    epochs: int = 1
+    roles: dict[str, str] = field(default_factory=dict)
+    benchmark: str = ""
+    tags: list[str] = field(default_factory=list)
+    headline: HeadlineSpec | None = None
     headline_value: float | None = None
     headline_stderr: float | None = None
     metrics: dict[str, float] = field(default_factory=dict)
+    score_metrics: list[ScoreMetric] = field(default_factory=list)
+    #: (sample id, epoch, parsed score value) of the headline scorer, errored samples left out
+    raw_scores: list[tuple[str, int, Any]] = field(default_factory=list)
     samples: dict[str, float] = field(default_factory=dict)
+    observations: dict[str, list[tuple[float, int]]] = field(default_factory=dict)
+    sample_meta: dict[str, dict[str, Any]] = field(default_factory=dict)
     sample_count: int = 0
+    errored_samples: int = 0
     categories: dict[str, dict[str, float | int | None]] = field(default_factory=dict)
     category_field: str | None = None
     ious: list[float] = field(default_factory=list)
-    compliance_turns: list[int | None] = field(default_factory=list)
-    survival: list[float] = field(default_factory=list)
-    score_metrics: list[ScoreMetric] = field(default_factory=list)
+    usage: dict[str, dict[str, int]] = field(default_factory=dict)
+    wall_seconds: float | None = None
+    commit: str | None = None
+    unscored_reason: str | None = None
+    superseded: list[Run] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    overrides: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def model_label(self) -> str:
         """`provider/model` plus its model args, e.g. `docket/scripted policy=comply`."""
-        args = " ".join(f"{k}={v}" for k, v in sorted(self.model_args.items()))
-        return f"{self.model} {args}".strip()
+        return label(self.model, self.model_args)
 
     @property
-    def benchmark_key(self) -> str:
-        """Task name and version, e.g. `docket/smoke 1-A`."""
-        return f"{self.task} {self.version}"
+    def setup(self) -> dict[str, str]:
+        """The non-model parts of the row identity that are set: solver, config, epochs, roles."""
+        parts: dict[str, str] = {}
+        if self.solver:
+            parts["solver"] = label(self.solver, self.solver_args)
+        for key, value in sorted(self.generate.items()):
+            parts[key] = json.dumps(value) if not isinstance(value, str) else value
+        if self.epochs != 1:
+            parts["epochs"] = str(self.epochs)
+        for role, model in sorted(self.roles.items()):
+            parts[f"role {role}"] = model
+        return parts
+
+    @property
+    def identity(self) -> str:
+        """Everything that makes two logs the same leaderboard row."""
+        return json.dumps(
+            [self.task, self.version, self.task_args, self.model_label, self.setup],
+            sort_keys=True,
+            default=str,
+        )
+
+    @property
+    def table_key(self) -> str:
+        """Task, version and task args: the runs of one leaderboard table."""
+        return json.dumps([self.task, self.version, self.task_args], sort_keys=True, default=str)
+
+    @property
+    def value_kind(self) -> str | None:
+        """binary | continuous | survival (None before the headline is resolved)."""
+        return None if self.headline is None else self.headline.value
+
+    @property
+    def n(self) -> int:
+        """Samples with a headline value."""
+        return len(self.observations) if self.value_kind == "survival" else len(self.samples)
 
     @property
     def scored(self) -> bool:
         """A successful log with a numeric headline."""
-        return self.status == "success" and self.headline_value is not None
+        return self.unscored_reason is None and self.headline_value is not None
+
+    @property
+    def tokens(self) -> dict[str, int]:
+        """Input, output and total tokens over every model the run called (roles included)."""
+        totals = {"input": 0, "output": 0, "total": 0}
+        for usage in self.usage.values():
+            totals["input"] += int(usage.get("input_tokens") or 0)
+            totals["output"] += int(usage.get("output_tokens") or 0)
+            totals["total"] += int(usage.get("total_tokens") or 0)
+        return totals
+
+
+def label(name: str, args: dict[str, Any]) -> str:
+    """`name k=v ...` with the args sorted."""
+    rendered = " ".join(f"{k}={v}" for k, v in sorted(args.items()))
+    return f"{name} {rendered}".strip()
+
+
+def _json(value: Any) -> Any:
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if isinstance(value, (dict, list)):
+        return value
+    try:
+        return json.loads(str(value))
+    except json.JSONDecodeError:
+        return None
 
 
 def _json_dict(value: Any) -> dict[str, Any]:
-    if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
-        return {}
-    if isinstance(value, dict):
-        return value
-    try:
-        parsed = json.loads(str(value))
-    except json.JSONDecodeError:
-        return {}
+    parsed = _json(value)
     return parsed if isinstance(parsed, dict) else {}
 
 
-def _number(value: Any) -> float | None:
-    if value is None or value is pd.NA:
-        return None
+def number(value: Any) -> float | None:
+    """A finite float, or None (NaN, missing, not a number)."""
+    if value is None or value is pd.NA or isinstance(value, bool):
+        return None if not isinstance(value, bool) else float(value)
     try:
-        number = float(value)
+        result = float(value)
     except (TypeError, ValueError):
         return None
-    return None if math.isnan(number) else number
+    return result if math.isfinite(result) else None
 
 
 def _text(value: Any, default: str = "") -> str:
@@ -111,112 +205,65 @@ def _text(value: Any, default: str = "") -> str:
     return str(value)
 
 
-def _metrics(row: pd.Series) -> dict[str, float]:
-    metrics: dict[str, float] = {}
-    for column, value in row.items():
-        name = str(column)
-        if name.startswith("score_") and not name.startswith("score_headline_"):
-            number = _number(value)
-            if number is not None:
-                metrics[name.removeprefix("score_")] = number
-    return metrics
-
-
-def _sample_value(raw: Any, key: str | None) -> Any:
-    """The headline part of one sample score: the `key` entry of a dict value, else the value."""
-    if isinstance(raw, str) and raw.startswith("{"):
-        parsed = _json_dict(raw)
-        if key is not None and key in parsed:
-            return parsed[key]
-        return None
-    return raw
-
-
-def _attach_samples(run: Run, samples: pd.DataFrame, scorer: str | None) -> None:
-    if samples.empty:
-        return
-    run.sample_count = int(samples["id"].nunique())
-    if scorer is None:
-        return
-    column = f"score_{scorer}"
-    if column not in samples.columns:
-        return
-    _attach_plot_data(run, samples[column])
-    frame = pd.DataFrame(
-        {
-            "id": samples["id"].astype(str).to_numpy(),
-            "value": [_sample_value(v, run.headline_score) for v in samples[column]],
-        }
-    )
-    frame = frame[frame["value"].notna()]
-    if frame.empty:
-        return
-    frame = score_to_float("value")(frame)
-    per_sample = frame.groupby("id", sort=True)["value"].mean()
-    run.samples = {str(k): float(v) for k, v in per_sample.items()}
-    for name in CATEGORY_FIELDS:
-        meta = f"metadata_{name}"
-        if meta in samples.columns:
-            cats = pd.DataFrame(
-                {"id": samples["id"].astype(str).to_numpy(), "cat": samples[meta].astype(str)}
-            ).drop_duplicates("id")
-            joined = cats.set_index("id").join(per_sample)
-            run.categories = {
-                str(cat): {"mean": _number(g["value"].mean()), "n": int(g["value"].notna().sum())}
-                for cat, g in joined.groupby("cat", sort=True)
-            }
-            run.category_field = name
-            break
-
-
-def _attach_plot_data(run: Run, raw_scores: pd.Series) -> None:
-    """IoUs, compliance turns and `r@t` survival from dict-valued sample scores."""
-    for raw in raw_scores:
-        parsed = _json_dict(raw) if isinstance(raw, str) and raw.startswith("{") else {}
-        iou = _number(parsed.get(IOU_KEY))
-        if iou is not None:
-            run.ious.append(iou)
-        if COMPLIANCE_TURN_KEY in parsed:
-            turn = _number(parsed[COMPLIANCE_TURN_KEY])
-            run.compliance_turns.append(None if turn is None else int(turn))
-    run.survival = _survival(raw_scores)
-
-
-def _survival(raw_scores: pd.Series) -> list[float]:
-    """Mean of each `r@t` key over the samples that have a value: R(1), R(2), ..."""
-    totals: dict[int, list[float]] = {}
-    for raw in raw_scores:
-        parsed = _json_dict(raw) if isinstance(raw, str) and raw.startswith("{") else {}
-        for key, value in parsed.items():
-            number = _number(value)
-            if key.startswith(SURVIVAL_PREFIX) and number is not None:
-                suffix = key.removeprefix(SURVIVAL_PREFIX)
-                if suffix.isdigit():
-                    totals.setdefault(int(suffix), []).append(number)
-    return [sum(totals[t]) / len(totals[t]) for t in sorted(totals)]
-
-
 def _score_metrics(raw: Any) -> list[ScoreMetric]:
-    try:
-        scores = json.loads(str(raw)) if isinstance(raw, str) else []
-    except json.JSONDecodeError:
-        return []
+    scores = _json(raw)
     found: list[ScoreMetric] = []
     for score in scores if isinstance(scores, list) else []:
-        for metric in (score.get("metrics") or {}).values():
+        for key, metric in (score.get("metrics") or {}).items():
             found.append(
                 ScoreMetric(
                     score=str(score.get("name")),
                     scorer=str(score.get("scorer")),
-                    metric=str(metric.get("name")),
-                    value=_number(metric.get("value")),
+                    # Inspect's key (its headline resolves by it), not the registry name
+                    # ("docket/accuracy_drop") stored in the metric
+                    metric=str(key),
+                    value=number(metric.get("value")),
                 )
             )
     return found
 
 
-def _run(row: pd.Series) -> Run:
+def _generate(row: pd.Series) -> dict[str, Any]:
+    merged = {
+        **_json_dict(row.get("docket_model_config")),
+        **_json_dict(row.get("docket_plan_config")),
+    }
+    return {k: v for k, v in merged.items() if v is not None and k not in OPERATIONAL_CONFIG}
+
+
+def _roles(raw: Any) -> dict[str, str]:
+    roles: dict[str, str] = {}
+    for role, config in _json_dict(raw).items():
+        configs = config if isinstance(config, list) else [config]
+        labels = []
+        for one in configs:
+            if not isinstance(one, dict):
+                continue
+            extra = {k: v for k, v in (one.get("config") or {}).items() if v is not None}
+            labels.append(label(str(one.get("model")), {**(one.get("args") or {}), **extra}))
+        roles[str(role)] = " | ".join(labels)
+    return roles
+
+
+def _seconds(start: Any, end: Any) -> float | None:
+    try:
+        begun = datetime.fromisoformat(_text(start))
+        ended = datetime.fromisoformat(_text(end))
+    except ValueError:
+        return None
+    return max(0.0, (ended - begun).total_seconds())
+
+
+def run_from_row(row: pd.Series) -> Run:
+    """A `Run` with identity and log-level numbers (no headline yet)."""
     task = _text(row.get("docket_registry_name")) or _text(row.get("task_name"), "?")
+    metadata = _json_dict(row.get("docket_metadata"))
+    tags = _json(row.get("docket_tags"))
+    usage = {
+        str(model): {k: int(v) for k, v in values.items() if isinstance(v, (int, float))}
+        for model, values in _json_dict(row.get("docket_usage")).items()
+        if isinstance(values, dict)
+    }
     return Run(
         log=_text(row.get("log")),
         task=task,
@@ -226,64 +273,270 @@ def _run(row: pd.Series) -> Run:
         model_args=_json_dict(row.get("docket_model_args")),
         status=_text(row.get("status"), "?"),
         created=_text(row.get("created")),
-        error=_text(row.get("error_message")) or None,
-        sample_count=int(_number(row.get("completed_samples")) or 0),
-        metrics=_metrics(row),
+        error=_text(row.get("error_message")).strip().splitlines()[0]
+        if _text(row.get("error_message")).strip()
+        else None,
+        solver=_text(row.get("docket_solver")) or None,
+        solver_args=_json_dict(row.get("docket_solver_args")),
+        generate=_generate(row),
+        epochs=int(number(row.get("docket_epochs")) or 1),
+        roles=_roles(row.get("docket_model_roles")),
+        benchmark=str(metadata.get("benchmark") or task),
+        tags=[str(t) for t in tags] if isinstance(tags, list) else [],
+        metrics={
+            f"{m.score}/{m.metric}": m.value
+            for m in _score_metrics(row.get("docket_scores"))
+            if m.value is not None
+        },
         score_metrics=_score_metrics(row.get("docket_scores")),
+        usage=usage,
+        wall_seconds=_seconds(row.get("docket_started"), row.get("docket_completed")),
+        commit=_text(row.get("docket_commit")) or None,
     )
 
 
-def choose_headline(runs: list[Run]) -> ScoreMetric | None:
-    """The first non-stderr (score, metric), in log order, with a value in any of `runs`."""
-    for candidate in (m for run in runs for m in run.score_metrics):
-        if candidate.metric == "stderr":
+def resolve_headline(
+    run: Run, row: pd.Series, flags: dict[str, HeadlineSpec]
+) -> HeadlineSpec | None:
+    """The run's headline: task metadata, else a `--headline` flag, else Inspect's own."""
+    flag = flag_for(run.task, flags)
+    try:
+        declared = from_metadata(_json_dict(row.get("docket_metadata")))
+    except HeadlineError as ex:
+        run.notes.append(f"task headline declaration ignored: {ex}")
+        declared = None
+    if declared is not None:
+        if flag is not None and flag.comparable_key()[:2] != declared.comparable_key()[:2]:
+            run.notes.append(
+                f"--headline for {run.task} ignored: the task declares {declared.name} "
+                f"({declared.direction} is better)"
+            )
+        return declared
+    if flag is not None:
+        return flag
+    inspect_spec = from_inspect(
+        _json_dict(row.get("docket_headline_declared")),
+        _json_dict(row.get("docket_headline_resolved")),
+    )
+    if inspect_spec is not None:
+        return inspect_spec
+    first = next((m for m in run.score_metrics if m.metric != "stderr"), None)
+    if first is None:
+        return None
+    return HeadlineSpec(metric=first.metric, scorer=first.scorer, score=first.score)
+
+
+def _find_metric(run: Run, spec: HeadlineSpec) -> ScoreMetric | None:
+    for m in run.score_metrics:
+        if spec.scorer is not None and m.scorer != spec.scorer:
             continue
-        if any(
-            m.value is not None
-            for run in runs
-            for m in run.score_metrics
-            if (m.score, m.metric) == (candidate.score, candidate.metric)
-        ):
-            return candidate
+        if spec.score is not None and m.score != spec.score:
+            continue
+        if m.metric == spec.metric:
+            return m
     return None
 
 
-def _apply_headline(run: Run, headline: ScoreMetric) -> None:
-    by_name = {(m.score, m.metric): m.value for m in run.score_metrics}
-    run.headline_score, run.headline_metric = headline.score, headline.metric
-    run.headline_value = by_name.get((headline.score, headline.metric))
-    run.headline_stderr = by_name.get((headline.score, "stderr"))
+def _complete(spec: HeadlineSpec, found: ScoreMetric) -> HeadlineSpec:
+    """Fill the scorer (the sample-score column) and, for dict scores, the key from the log."""
+    key = spec.sample_key
+    if key is None and spec.value != "survival" and found.score != found.scorer:
+        key = found.score  # a dict-valued scorer names each score after its value key
+    return replace(spec, scorer=found.scorer, score=spec.score or found.score, sample_key=key)
 
 
-def build_runs(loaded: LoadedLogs) -> list[Run]:
-    """One `Run` per eval row; only the newest log of identical (task, version, args, model)."""
+def _parse_score(raw: Any) -> Any:
+    if isinstance(raw, str) and raw.startswith("{"):
+        return _json_dict(raw)
+    return raw
+
+
+def sample_value(value: Any, spec: HeadlineSpec) -> float | None:
+    """The headline part of one sample score (binary/continuous), None when it has none."""
+    if isinstance(value, dict):
+        key = spec.sample_key or spec.score
+        if key is None or key not in value:
+            return None
+        value = value[key]
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    try:
+        return number(to_float(value))
+    except (ValueError, TypeError):
+        return None
+
+
+def sample_observation(value: Any, spec: HeadlineSpec) -> tuple[float, int] | None:
+    """(time, event) of one sample score for a survival headline, None when incomplete."""
+    if not isinstance(value, dict):
+        return None
+    time = number(value.get(spec.time_key or ""))
+    event = value.get(spec.event_key or "")
+    event_number = number(event)
+    if time is None or event_number is None:
+        return None
+    return time, int(event_number > 0)
+
+
+def compute_values(run: Run) -> None:
+    """Per-sample values (or observations) and categories from `raw_scores`."""
+    spec = run.headline
+    if spec is None:
+        return
+    run.samples, run.observations = {}, {}
+    if spec.value == "survival":
+        for sample_id, _, value in run.raw_scores:
+            obs = sample_observation(value, spec)
+            if obs is not None:
+                run.observations.setdefault(sample_id, []).append(obs)
+    else:
+        per_id: dict[str, list[float]] = {}
+        for sample_id, _, value in run.raw_scores:
+            number_ = sample_value(value, spec)
+            if number_ is not None:
+                per_id.setdefault(sample_id, []).append(number_)
+        run.samples = {k: sum(v) / len(v) for k, v in sorted(per_id.items())}
+        run.headline = spec = with_kind(spec, [x for v in per_id.values() for x in v])
+    run.categories = category_means(run)
+
+
+def unify_kinds(runs: list[Run]) -> None:
+    """Runs compared with each other get one value kind: an inferred kind (undeclared headline)
+    is binary only when every run's values are 0/1."""
+    inferred = [r for r in runs if r.headline is not None and r.headline.source != "task"]
+    if not inferred or any(r.value_kind == "survival" for r in inferred):
+        return
+    kind = "binary" if all(r.value_kind == "binary" for r in inferred) else "continuous"
+    for run in inferred:
+        assert run.headline is not None
+        run.headline = replace(run.headline, value=kind)
+
+
+def category_means(run: Run) -> dict[str, dict[str, float | int | None]]:
+    """Headline per category (mean, or Kaplan-Meier for survival) and its sample count."""
+    if run.category_field is None:
+        return {}
+    groups: dict[str, list[str]] = {}
+    for sample_id, meta in run.sample_meta.items():
+        groups.setdefault(str(meta.get(run.category_field)), []).append(sample_id)
+    result: dict[str, dict[str, float | int | None]] = {}
+    for cat, ids in sorted(groups.items()):
+        if run.value_kind == "survival" and run.headline is not None:
+            obs = {k: run.observations[k] for k in ids if k in run.observations}
+            value = survival.headline_value(obs, run.headline.horizon or 0)
+            result[cat] = {"mean": value, "n": len(obs)}
+        else:
+            values = [run.samples[k] for k in ids if k in run.samples]
+            result[cat] = {"mean": sum(values) / len(values) if values else None, "n": len(values)}
+    return result
+
+
+def recompute_headline(run: Run) -> bool:
+    """Recompute the headline from the per-sample values; False when it is not their function."""
+    spec = run.headline
+    if spec is None:
+        return False
+    if spec.value == "survival":
+        run.headline_value = survival.headline_value(run.observations, spec.horizon or 0)
+        return True
+    if spec.metric in MEAN_METRICS and run.samples:
+        run.headline_value = sum(run.samples.values()) / len(run.samples)
+        return True
+    return False
+
+
+def _attach_samples(run: Run, samples: pd.DataFrame) -> None:
+    run.sample_count = int(samples["id"].nunique()) if not samples.empty else 0
+    if samples.empty:
+        return
+    errors = samples["error"].fillna("").astype(str) if "error" in samples else None
+    run.errored_samples = int((errors != "").sum()) if errors is not None else 0
+    meta_field = next(
+        (
+            f
+            for f in CATEGORY_FIELDS
+            if f"metadata_{f}" in samples.columns and samples[f"metadata_{f}"].notna().any()
+        ),
+        None,
+    )
+    run.category_field = meta_field
+    spec = run.headline
+    column = f"score_{spec.scorer}" if spec is not None and spec.scorer else None
+    for index, row in samples.iterrows():
+        sample_id = str(row["id"])
+        if meta_field is not None:
+            run.sample_meta[sample_id] = {meta_field: row.get(f"metadata_{meta_field}")}
+        if errors is not None and errors.loc[index] != "":
+            continue
+        if column is None or column not in samples.columns:
+            continue
+        parsed = _parse_score(row[column])
+        run.raw_scores.append((sample_id, int(number(row.get("epoch")) or 1), parsed))
+        if isinstance(parsed, dict):
+            iou = number(parsed.get(IOU_KEY))
+            if iou is not None:
+                run.ious.append(iou)
+
+
+def _unscored_reason(run: Run) -> str | None:
+    if run.status != "success":
+        return f"{run.status}: {run.error}" if run.error else f"status {run.status}"
+    if run.sample_count and run.errored_samples >= run.sample_count:
+        return f"all {run.sample_count} samples errored"
+    if not run.score_metrics:
+        return "no scorer: the log has no scores"
+    if run.headline is None:
+        return "no headline metric"
+    if _find_metric(run, run.headline) is None:
+        found = ", ".join(sorted({f"{m.score}/{m.metric}" for m in run.score_metrics}))
+        return f"headline {run.headline.name} not in the log's metrics ({found})"
+    if run.headline_value is None:
+        if run.n == 0:
+            return f"headline {run.headline.name} is NaN: no sample has a value for it"
+        return f"headline {run.headline.name} is NaN"
+    return None
+
+
+def build_runs(
+    loaded: LoadedLogs, headline_flags: dict[str, HeadlineSpec] | None = None
+) -> list[Run]:
+    """One `Run` per row identity (the newest successful log), older ones in `superseded`."""
     if loaded.evals.empty:
         return []
-    rows = {_text(row.get("eval_id")): row for _, row in loaded.evals.iterrows()}
-    runs = _newest_only([_run(row) for row in rows.values()])
-    eval_ids = {_text(row.get("log")): eval_id for eval_id, row in rows.items()}
+    flags = headline_flags or {}
+    runs: list[Run] = []
+    for _, row in loaded.evals.drop_duplicates("eval_id", keep="last").iterrows():
+        run = run_from_row(row)
+        run.headline = resolve_headline(run, row, flags)
+        found = None if run.headline is None else _find_metric(run, run.headline)
+        if run.headline is not None and found is not None:
+            run.headline = _complete(run.headline, found)
+            run.headline_value = found.value
+            run.headline_stderr = next(
+                (
+                    m.value
+                    for m in run.score_metrics
+                    if (m.score, m.scorer, m.metric) == (found.score, found.scorer, "stderr")
+                ),
+                None,
+            )
+        if not loaded.samples.empty:
+            _attach_samples(run, loaded.samples[loaded.samples["eval_id"] == row["eval_id"]])
+        compute_values(run)
+        run.unscored_reason = _unscored_reason(run)
+        runs.append(run)
+    return newest_only(runs)
+
+
+def newest_only(runs: list[Run]) -> list[Run]:
+    """Keep the newest successful log per identity; the others become its `superseded`."""
     groups: dict[str, list[Run]] = {}
     for run in runs:
-        groups.setdefault(run.benchmark_key + json.dumps(run.task_args, sort_keys=True), []).append(
-            run
-        )
+        groups.setdefault(run.identity, []).append(run)
+    kept: list[Run] = []
     for group in groups.values():
-        headline = choose_headline([r for r in group if r.status == "success"])
-        if headline is None:
-            continue
-        for run in group:
-            if run.status != "success":
-                continue
-            _apply_headline(run, headline)
-            if not loaded.samples.empty:
-                mine = loaded.samples[loaded.samples["eval_id"] == eval_ids[run.log]]
-                _attach_samples(run, mine, headline.scorer)
-    return runs
-
-
-def _newest_only(runs: list[Run]) -> list[Run]:
-    newest: dict[tuple[str, str, str, str], Run] = {}
-    for run in sorted(runs, key=lambda r: (r.status == "success", r.created)):
-        key = (run.task, run.version, json.dumps(run.task_args, sort_keys=True), run.model_label)
-        newest[key] = run
-    return sorted(newest.values(), key=lambda r: (r.task, r.version, r.model_label))
+        ordered = sorted(group, key=lambda r: (r.status == "success", r.created))
+        newest = ordered[-1]
+        newest.superseded = list(reversed(ordered[:-1]))
+        kept.append(newest)
+    return sorted(kept, key=lambda r: (r.benchmark, r.task, r.version, r.model_label, r.identity))

@@ -1,7 +1,8 @@
-"""Confidence intervals, significance tests and tie-aware ranking for leaderboards and gates.
+"""Confidence intervals, paired tests, Holm correction and pairwise ranks for reports and gates.
 
-Every function takes plain sequences of per-sample scores (floats, one per sample after epochs
-are averaged) so the same code serves `leaderboard` and `regress`.
+Per-sample values are plain mappings `sample id -> value` (epochs averaged), so `leaderboard`
+and `regress` share every function. Survival headlines have their own estimator and paired test
+in `survival.py`.
 """
 
 from __future__ import annotations
@@ -11,9 +12,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import stats as sps
 
 Z95 = 1.959963984540054
 BOOTSTRAP_RESAMPLES = 10_000
+#: Rows with fewer samples are flagged and never ranked above a row they do not beat.
+SMALL_N = 10
+Alternative = str  # "greater" (H1: a better than b) or "two-sided"
 
 
 @dataclass(frozen=True)
@@ -41,19 +46,31 @@ def wilson_interval(successes: float, n: int, z: float = Z95) -> Interval:
     return Interval(max(0.0, centre - half), min(1.0, centre + half), "wilson")
 
 
-def mean_interval(values: Sequence[float], z: float = Z95) -> Interval:
-    """95 % CI of a mean: Wilson for 0/1 scores, else normal with the sample standard error."""
+def bootstrap_mean_interval(
+    values: Sequence[float], resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0
+) -> Interval:
+    """Percentile bootstrap 95 % CI of a mean."""
+    data = np.asarray(values, dtype=float)
+    rng = np.random.default_rng(seed)
+    means = data[rng.integers(0, len(data), size=(resamples, len(data)))].mean(axis=1)
+    low, high = np.quantile(means, [0.025, 0.975])
+    return Interval(float(low), float(high), "bootstrap")
+
+
+def mean_interval(values: Sequence[float], binary: bool | None = None) -> Interval | None:
+    """95 % CI of a per-sample mean, or None when it cannot be estimated.
+
+    None for n < 2 and for non-binary scores that are all equal (a bootstrap would claim zero
+    width); Wilson for 0/1 scores, percentile bootstrap otherwise.
+    """
     n = len(values)
-    if n == 0:
-        raise ValueError("mean_interval needs at least one value")
-    if is_binary(values):
-        return wilson_interval(sum(values), n, z)
-    mean = sum(values) / n
-    if n == 1:
-        return Interval(mean, mean, "normal")
-    sd = float(np.std(np.asarray(values, dtype=float), ddof=1))
-    half = z * sd / math.sqrt(n)
-    return Interval(mean - half, mean + half, "normal")
+    if n < 2:
+        return None
+    if binary if binary is not None else is_binary(values):
+        return wilson_interval(sum(values), n)
+    if max(values) == min(values):
+        return None
+    return bootstrap_mean_interval(values)
 
 
 def stderr_interval(value: float, stderr: float, z: float = Z95) -> Interval:
@@ -61,74 +78,98 @@ def stderr_interval(value: float, stderr: float, z: float = Z95) -> Interval:
     return Interval(value - z * stderr, value + z * stderr, "stderr")
 
 
-def two_proportion_z_test(
-    successes_a: float, n_a: int, successes_b: float, n_b: int
-) -> tuple[float, float]:
-    """One-sided pooled two-proportion z-test of H1: p_a > p_b. Returns (z, p-value)."""
-    if n_a <= 0 or n_b <= 0:
-        raise ValueError("two_proportion_z_test needs samples on both sides")
-    p_a, p_b = successes_a / n_a, successes_b / n_b
-    pooled = (successes_a + successes_b) / (n_a + n_b)
-    se = math.sqrt(pooled * (1 - pooled) * (1 / n_a + 1 / n_b))
-    if se == 0:
-        return (0.0, 1.0) if p_a == p_b else (math.inf, 0.0)
-    z = (p_a - p_b) / se
-    return z, 0.5 * math.erfc(z / math.sqrt(2))
+def shared_ids(a: Mapping[str, object], b: Mapping[str, object]) -> list[str]:
+    """Sample ids present in both mappings, sorted."""
+    return sorted(set(a) & set(b))
+
+
+def mcnemar_p(
+    a: Mapping[str, float], b: Mapping[str, float], alternative: Alternative = "greater"
+) -> float:
+    """Exact McNemar test on shared 0/1 samples (binomial test of the discordant pairs).
+
+    "greater": H1 is that a scores 1 more often than b; "two-sided": they differ.
+    """
+    ids = shared_ids(a, b)
+    a_only = sum(1 for k in ids if a[k] == 1.0 and b[k] == 0.0)
+    b_only = sum(1 for k in ids if a[k] == 0.0 and b[k] == 1.0)
+    if a_only + b_only == 0:
+        return 1.0
+    return float(sps.binomtest(a_only, a_only + b_only, 0.5, alternative=alternative).pvalue)
+
+
+def bootstrap_p(diffs: np.ndarray, alternative: Alternative) -> float:
+    """p-value from bootstrap replicates of (a - b): share <= 0, or twice the smaller tail."""
+    below = float((diffs <= 0).mean())
+    if alternative == "greater":
+        return below
+    above = float((diffs >= 0).mean())
+    return min(1.0, 2 * min(below, above))
 
 
 def paired_bootstrap_p(
-    baseline: Mapping[str, float],
-    current: Mapping[str, float],
+    a: Mapping[str, float],
+    b: Mapping[str, float],
+    alternative: Alternative = "greater",
     resamples: int = BOOTSTRAP_RESAMPLES,
     seed: int = 0,
 ) -> tuple[float, int]:
-    """One-sided paired bootstrap over shared sample ids for H1: baseline mean > current mean.
+    """Paired bootstrap over shared sample ids of mean(a) - mean(b). Returns (p, n_shared).
 
-    Resamples the shared ids with replacement and returns (p, n_shared) where p is the fraction of
-    resamples whose mean difference (baseline - current) is <= 0.
+    "greater" (H1: a has the larger mean): p is the share of resamples whose mean difference is
+    <= 0. "two-sided": twice the smaller tail.
     """
-    shared = sorted(set(baseline) & set(current))
-    if not shared:
+    ids = shared_ids(a, b)
+    if not ids:
         raise ValueError("paired bootstrap needs samples scored in both runs")
-    diffs = np.asarray([baseline[k] - current[k] for k in shared], dtype=float)
+    diffs = np.asarray([a[k] - b[k] for k in ids], dtype=float)
     rng = np.random.default_rng(seed)
-    idx = rng.integers(0, len(diffs), size=(resamples, len(diffs)))
-    means = diffs[idx].mean(axis=1)
-    return float((means <= 0).mean()), len(shared)
+    means = diffs[rng.integers(0, len(diffs), size=(resamples, len(diffs)))].mean(axis=1)
+    return bootstrap_p(means, alternative), len(ids)
 
 
-def unpaired_bootstrap_p(
-    baseline: Sequence[float],
-    current: Sequence[float],
-    resamples: int = BOOTSTRAP_RESAMPLES,
-    seed: int = 0,
-) -> float:
-    """One-sided unpaired bootstrap for H1: mean(baseline) > mean(current)."""
-    if not baseline or not current:
-        raise ValueError("unpaired bootstrap needs samples on both sides")
-    rng = np.random.default_rng(seed)
-    a = np.asarray(baseline, dtype=float)
-    b = np.asarray(current, dtype=float)
-    ma = a[rng.integers(0, len(a), size=(resamples, len(a)))].mean(axis=1)
-    mb = b[rng.integers(0, len(b), size=(resamples, len(b)))].mean(axis=1)
-    return float((ma - mb <= 0).mean())
+def paired_mean_test(
+    a: Mapping[str, float], b: Mapping[str, float], alternative: Alternative = "greater"
+) -> tuple[str, float, int]:
+    """(test name, p, n shared): exact McNemar when both sides are 0/1, else paired bootstrap."""
+    ids = shared_ids(a, b)
+    if not ids:
+        raise ValueError("no sample ids in common")
+    if is_binary([a[k] for k in ids]) and is_binary([b[k] for k in ids]):
+        return "McNemar exact", mcnemar_p(a, b, alternative), len(ids)
+    p, n = paired_bootstrap_p(a, b, alternative)
+    return "paired bootstrap", p, n
 
 
-def rank_with_ties(values: Sequence[float], intervals: Sequence[Interval | None]) -> list[str]:
-    """Competition ranks, higher is better; entries whose CIs overlap share a rank ("=2").
+def holm(pvalues: Sequence[float]) -> list[float]:
+    """Holm-Bonferroni adjusted p-values (step-down, monotone, capped at 1)."""
+    order = sorted(range(len(pvalues)), key=lambda i: pvalues[i])
+    adjusted = [1.0] * len(pvalues)
+    running = 0.0
+    m = len(pvalues)
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * pvalues[i]))
+        adjusted[i] = running
+    return adjusted
 
-    An entry's rank is 1 + the number of entries that beat it clearly: whose CI lies wholly above
-    its CI (or, without CIs, whose value is larger).
+
+def pairwise_ranks(count: int, beats: set[tuple[int, int]], small: Sequence[bool]) -> list[str]:
+    """Competition ranks from a "row i significantly beats row j" relation.
+
+    A row's rank is 1 + the number of rows that beat it. A small-n row is then never placed above
+    a row it does not beat: its rank is raised to at least that row's rank (to a fixed point).
+    Shared ranks are written "=k".
     """
-    ranks: list[int] = []
-    for i, (value, ci) in enumerate(zip(values, intervals, strict=True)):
-        better = 0
-        for j, (other, other_ci) in enumerate(zip(values, intervals, strict=True)):
-            if i == j:
+    ranks = [1 + sum((j, i) in beats for j in range(count)) for i in range(count)]
+    changed = True
+    while changed:
+        changed = False
+        for i in range(count):
+            if not small[i]:
                 continue
-            if ci is not None and other_ci is not None:
-                better += other_ci.low > ci.high
-            else:
-                better += other > value
-        ranks.append(1 + better)
+            floor = max(
+                (ranks[j] for j in range(count) if j != i and (i, j) not in beats), default=0
+            )
+            if floor > ranks[i]:
+                ranks[i], changed = floor, True
     return [f"={r}" if ranks.count(r) > 1 else str(r) for r in ranks]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.util import SandboxEnvironmentSpec
 
 #: Sandbox kinds `sandbox_spec` accepts.
@@ -12,22 +13,31 @@ SANDBOX_KINDS = ("bwrap", "docker", "k8s")
 _IMAGES = Path(__file__).parent / "images"
 
 
+class SandboxSpecError(PrerequisiteError, ValueError):
+    """An unknown sandbox kind or image: Inspect prints the message as one line."""
+
+
 def image_config(name: str = "default") -> str:
     """Path of the compose.yaml for image `name` (usable by the docker and k8s sandboxes)."""
     path = _IMAGES / name / "compose.yaml"
     if not path.is_file():
         known = sorted(p.name for p in _IMAGES.iterdir() if (p / "compose.yaml").is_file())
-        raise ValueError(f"unknown sandbox image {name!r}; available: {', '.join(known)}")
+        raise SandboxSpecError(f"unknown sandbox image {name!r}; available: {', '.join(known)}")
     return str(path)
 
 
 def sandbox_spec(kind: str, name: str = "default") -> SandboxEnvironmentSpec:
-    """Sandbox spec for `kind` ("bwrap", "docker" or "k8s"); docker/k8s use image `name`."""
+    """Sandbox spec for `kind` ("bwrap", "docker" or "k8s"); docker/k8s use image `name`.
+
+    Any other kind is a `SandboxSpecError` (a `PrerequisiteError`): Inspect prints one line.
+    """
     if kind == "bwrap":
         return SandboxEnvironmentSpec("bwrap")
     if kind in ("docker", "k8s"):
         return SandboxEnvironmentSpec(kind, image_config(name))
-    raise ValueError(f"unknown sandbox kind {kind!r}; accepted: {', '.join(SANDBOX_KINDS)}")
+    raise SandboxSpecError(
+        f"-T sandbox={kind!r} is not a sandbox kind; accepted: {', '.join(SANDBOX_KINDS)}"
+    )
 
 
-__all__ = ["SANDBOX_KINDS", "image_config", "sandbox_spec"]
+__all__ = ["SANDBOX_KINDS", "SandboxSpecError", "image_config", "sandbox_spec"]

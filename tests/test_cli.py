@@ -1,22 +1,62 @@
-"""The `docket` console script."""
+"""The `docket` console script: list, exit codes and flag validation."""
 
 from __future__ import annotations
 
+import importlib
+import re
 from pathlib import Path
 
 import pytest
+import yaml
+from docket.benchmarks.presets import listed_tasks
 
 from docket import __version__
 from docket.cli import main
 
 
-def test_list_shows_tasks_providers_sandboxes_and_policies(
+def test_list_shows_tasks_with_version_and_description_and_the_providers(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     assert main(["list"]) == 0
     out = capsys.readouterr().out
-    for name in ("docket/smoke", "docket/docket", "docket/bwrap", "comply", "refuse"):
+    registry = importlib.import_module("docket._registry")
+    for task in registry.REGISTERED["task"]:
+        assert task in out
+    assert re.search(r"docket/smoke\s*│\s*1-A\s*│\s*smoke", out)
+    assert "Create files with a bash tool inside the sandbox." in out
+    for provider in ("docket/scripted", "docket/smollm2", "docket/local", "docket/bwrap"):
+        assert provider in out
+    assert "docket/docket" not in out
+    for name in ("comply", "refuse", "offline", "api"):
         assert name in out
+
+
+def test_every_registered_task_is_listed_once_with_a_version() -> None:
+    registry = importlib.import_module("docket._registry")
+    listed = listed_tasks()
+    assert sorted(listed) == sorted(registry.REGISTERED["task"])
+    for name, entry in listed.items():
+        assert str(entry["version"]).count("-") == 1, name
+
+
+@pytest.mark.parametrize("folder", ["smoke", "anchor", "correct", "scsuff", "docval"])
+def test_each_benchmark_has_an_inspect_evals_style_listing(folder: str) -> None:
+    root = Path(__file__).resolve().parents[1] / "benchmarks" / folder
+    data = yaml.safe_load((root / "listing.yaml").read_text())
+    for key in ("title", "description", "paper", "tags", "tasks", "changelog"):
+        assert key in data, (folder, key)
+    assert data["tags"] and all(t == t.lower() for t in data["tags"])
+    versions = {t["version"] for t in data["tasks"]}
+    assert versions <= {c["version"] for c in data["changelog"]}, folder
+    assert (root / "README.md").is_file()
+
+
+def test_listed_versions_match_the_tasks() -> None:
+    """listing.yaml must follow a version bump of the task (the task is built, not run)."""
+    registry = importlib.import_module("docket._registry")
+    for name, entry in listed_tasks().items():
+        built = getattr(registry, name.split("/", 1)[1])()
+        assert built.version == entry["version"], name
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
@@ -26,34 +66,59 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     assert __version__ in capsys.readouterr().out
 
 
-def test_report_on_an_empty_log_dir_writes_an_empty_leaderboard(
+def test_report_on_an_empty_log_dir_is_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (tmp_path / "logs").mkdir()
-    assert main(["report", str(tmp_path / "logs"), "-o", str(tmp_path / "out")]) == 0
-    assert "No scored logs found." in (tmp_path / "out" / "index.html").read_text()
-    assert str(tmp_path / "out" / "index.html") in capsys.readouterr().out.replace("\n", "")
+    assert main(["report", str(tmp_path / "logs"), "-o", str(tmp_path / "out")]) == 2
+    out = capsys.readouterr().out
+    assert "no Inspect logs" in out and len(out.strip().splitlines()) == 1
 
 
-def test_regress_rejects_a_negative_tolerance(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--tolerance", "-1"], "--tolerance must be >= 0"),
+        (["--min-coverage", "1.5"], "--min-coverage in [0, 1]"),
+        (["--headline", "nope"], "expected TASK=METRIC:DIRECTION"),
+    ],
+)
+def test_regress_rejects_bad_flags_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
 ) -> None:
-    code = main(["regress", "--baseline", "b.json", "--logs", str(tmp_path), "--tolerance", "-1"])
-    assert code == 2
-    assert "--tolerance must be >= 0" in capsys.readouterr().out
+    assert main(["regress", "--baseline", "b.json", "--logs", str(tmp_path), *args]) == 2
+    out = capsys.readouterr().out
+    assert message in out and len(out.strip().splitlines()) == 1
 
 
 def test_regress_without_a_baseline_file_exits_2(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], gate_log_dir: Path
 ) -> None:
     missing = tmp_path / "missing.json"
-    assert main(["regress", "--baseline", str(missing), "--logs", str(tmp_path)]) == 2
+    assert main(["regress", "--baseline", str(missing), "--logs", str(gate_log_dir)]) == 2
     assert "missing.json: baseline file not found" in capsys.readouterr().out
 
 
-def test_write_baseline_from_no_scored_runs_exits_2(tmp_path: Path) -> None:
+def test_write_baseline_from_no_logs_exits_2(tmp_path: Path) -> None:
     base = tmp_path / "b.json"
-    assert (
-        main(["regress", "--baseline", str(base), "--logs", str(tmp_path), "--write-baseline"]) == 2
-    )
+    args = ["regress", "--baseline", str(base), "--logs", str(tmp_path), "--write-baseline"]
+    assert main(args) == 2
     assert not base.exists()
+
+
+@pytest.fixture(scope="module")
+def gate_log_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Any readable log (docket/smoke on the scripted refuse policy, one sample)."""
+    from docket.benchmarks.smoke.smoke import smoke
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.model import get_model
+
+    folder = tmp_path_factory.mktemp("logs")
+    inspect_eval(
+        smoke(),
+        model=get_model("docket/scripted", policy="refuse"),
+        log_dir=str(folder),
+        display="none",
+        limit=1,
+    )
+    return folder

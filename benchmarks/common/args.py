@@ -38,3 +38,26 @@ def positive(task: str, name: str, value: object) -> int:
     if number < 1:
         raise PrerequisiteError(f"{task}: -T {name}={number} must be at least 1")
     return number
+
+
+def names(task: str, name: str, value: object, accepted: Iterable[str]) -> list[str]:
+    """A comma-separated list of `accepted` names as a list.
+
+    Accepts what `inspect eval -T name=a,b` passes (Inspect splits unquoted commas into a list)
+    and a plain "a,b" string from Python; anything else, an empty list or an unknown name is one
+    clear error listing the accepted names.
+    """
+    options = list(accepted)
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
+        raise PrerequisiteError(
+            f"{task}: -T {name}={value!r} must be comma-separated names from: {', '.join(options)}"
+        )
+    chosen = [i.strip() for i in items if i.strip()]
+    unknown = [i for i in chosen if i not in options]
+    if unknown or not chosen:
+        bad = f"unknown {unknown[0]!r}" if unknown else "no names given"
+        raise PrerequisiteError(
+            f"{task}: -T {name}={value!r}: {bad}; choose from: {', '.join(options)}"
+        )
+    return chosen

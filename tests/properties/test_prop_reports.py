@@ -17,7 +17,8 @@ GOOD_ENTRY = {
     "version": "1-A",
     "task_args": {},
     "model": "docket/scripted",
-    "headline": "match/accuracy",
+    "setup": {},
+    "headline": {"metric": "accuracy", "direction": "higher", "value": "binary"},
     "value": 1.0,
     "samples": {"1": 1.0},
 }
@@ -42,11 +43,19 @@ BASELINES = st.one_of(
 
 
 def _usable(entry: dict[str, object]) -> None:
-    """What `compare` relies on: a number `value` and float-able per-sample values."""
+    """What `compare` relies on: a number `value`, a headline with its direction and kind, and
+    per-sample numbers (or [time, event] pairs for survival)."""
     assert isinstance(entry["value"], (int, float))
+    headline = entry["headline"]
+    assert isinstance(headline, dict) and {"metric", "direction", "value"} <= set(headline)
     samples = entry["samples"]
     assert isinstance(samples, dict)
-    assert all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in samples.values())
+    if headline["value"] == "survival":
+        assert all(isinstance(v, list) for v in samples.values())
+    else:
+        assert all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in samples.values()
+        )
 
 
 def _read(tmp: Path, text: str) -> list[dict[str, object]] | None:
@@ -119,3 +128,29 @@ def test_corrupted_logs_become_one_counted_error_each(
     assert len(loaded.errors) == 2 and loaded.evals.empty
     for error in loaded.errors:
         one_line(str(error), error.path, "unreadable Inspect log")
+
+
+@settings(max_examples=60)
+@given(st.one_of(JSON_VALUES.map(json.dumps), st.text(max_size=60)))
+@example('{"format": "docket-overrides/1", "overrides": [{"task": "t", "value": [1]}]}')
+@example('{"format": "docket-prices/1", "models": {"m": {"input": -1, "output": 0}}}')
+def test_overrides_prices_and_presets_fail_in_one_line(
+    tmp_path_factory: pytest.TempPathFactory, text: str
+) -> None:
+    from docket.reports.overrides import OverrideError, read_overrides
+    from docket.reports.prices import PriceError, load_prices
+
+    from docket.suite import PresetError, load_preset
+
+    folder = tmp_path_factory.mktemp("files")
+    for reader, error in (
+        (read_overrides, OverrideError),
+        (load_prices, PriceError),
+        (load_preset, PresetError),
+    ):
+        path = folder / "file.yaml"
+        path.write_text(text, encoding="utf-8")
+        try:
+            reader(str(path))
+        except error as ex:
+            one_line(str(ex), str(path))

@@ -10,7 +10,7 @@ import pytest
 from docket.benchmarks.smoke.smoke import smoke
 from inspect_ai import eval as inspect_eval
 from inspect_ai.model import get_model
-from reports_synthetic import run_gate_task
+from reports_synthetic import SURVIVAL_HEADLINE, run_gate_task
 
 
 @pytest.fixture(scope="session")
@@ -34,6 +34,22 @@ def gate_logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One synth_gate log with samples 1 and 3 planted as failing (accuracy 18/20 = 0.9)."""
     log_dir = tmp_path_factory.mktemp("gate_logs")
     run_gate_task(log_dir, failing={1, 3})
+    return log_dir
+
+
+@pytest.fixture(scope="session")
+def survival_logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """synth_gate declared as a survival headline (compliance by turn 3, lower is better), two
+    rows told apart by temperature: 0.1 where samples 1-6 comply (at turn i mod 3 + 1), 0.2 where
+    nobody complies."""
+    log_dir = tmp_path_factory.mktemp("survival_logs")
+    for temperature, complying in ((0.1, set(range(1, 7))), (0.2, set())):
+        run_gate_task(
+            log_dir,
+            eval_args={"temperature": temperature},
+            headline=SURVIVAL_HEADLINE,
+            complying=complying,
+        )
     return log_dir
 
 

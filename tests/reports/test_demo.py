@@ -1,10 +1,8 @@
-"""`python -m docket.demo` picks up every registered task and ends with the leaderboard."""
+"""`python -m docket.demo` is `docket suite offline` over every registered task."""
 
 from __future__ import annotations
 
 import importlib
-import json
-from pathlib import Path
 
 import pytest
 
@@ -17,15 +15,25 @@ def test_demo_runs_every_registered_task() -> None:
     assert "docket/smoke" in demo_tasks()
 
 
-@pytest.mark.slow
-def test_demo_on_smoke_prints_the_leaderboard_path(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+def test_demo_forwards_its_flags_to_the_offline_suite(
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    args = ["--log-dir", str(tmp_path / "logs"), "--no-smollm2", "--limit", "1"]
-    assert main([*args, "--task", "docket/smoke", "--display", "none"]) == 0
-    html = tmp_path / "report" / "index.html"
-    assert str(html) in capsys.readouterr().out.splitlines()[-1]
-    data = json.loads((tmp_path / "report" / "leaderboard.json").read_text())
-    [bench] = data["benchmarks"]
-    values = {e["model"]: e["value"] for e in bench["entries"]}
-    assert values == {"docket/scripted policy=comply": 1.0, "docket/scripted policy=refuse": 0.0}
+    seen: list[list[str]] = []
+    monkeypatch.setattr("docket.cli.main", lambda argv: seen.append(argv) or 0)
+    assert main(["--no-smollm2", "--limit", "2", "--task", "docket/smoke"]) == 0
+    assert seen == [
+        [
+            "suite",
+            "offline",
+            "--log-dir",
+            "logs/demo",
+            "--display",
+            "plain",
+            "--limit",
+            "2",
+            "--stage",
+            "scripted",
+            "--task",
+            "docket/smoke",
+        ]
+    ]

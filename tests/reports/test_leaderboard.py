@@ -1,76 +1,208 @@
-"""The leaderboard reproduces known scores, works on a non-docket task, survives bad logs."""
+"""The leaderboard reproduces known scores, honours declared headlines, keeps rows apart by their
+identity, ranks by pairwise tests, says why a run has no score, and survives bad logs."""
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+import shutil
+import threading
+import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
-from docket.reports import build_report, build_runs, load_logs
-from docket.reports.leaderboard import _entry
-from docket.reports.runs import Run, ScoreMetric, choose_headline
+import yaml
+from docket.reports import build_runs, load_logs
+from docket.reports.headline import HeadlineError, parse_flag, parse_flags
+from docket.reports.leaderboard import ReportOptions, build_report
+from docket.reports.serve import make_server, url_of
 from docket.reports.stats import Z95
+from inspect_ai import eval as inspect_eval
+from inspect_ai.model import get_model
+from reports_synthetic import run_gate_task, run_gate_tasks, synth_broken
 
 from docket.cli import main
 
 
+def _report(log_dir: Path, out: Path, **options: Any) -> dict[str, Any]:
+    files = build_report(log_dir, out, options=ReportOptions(**options))
+    data: dict[str, Any] = json.loads(files.json.read_text())
+    return data
+
+
+def _tables(data: dict[str, Any]) -> list[dict[str, Any]]:
+    return [t for bench in data["benchmarks"] for t in bench["tables"]]
+
+
 def _entries(data: dict[str, Any], task: str) -> dict[str, dict[str, Any]]:
-    [bench] = [b for b in data["benchmarks"] if b["task"] == task]
-    return {e["model"]: e for e in bench["entries"]}
+    [table] = [t for t in _tables(data) if t["task"] == task]
+    return {e["label"]: e for e in table["entries"]}
 
 
-def test_smoke_scores_equal_the_scripted_models_known_scores(
-    smoke_logs: Path, tmp_path: Path
-) -> None:
-    files = build_report(smoke_logs, tmp_path / "out")
-    data = json.loads(files.json.read_text())
+def test_smoke_scores_cis_and_an_honest_tie_at_n_3(smoke_logs: Path, tmp_path: Path) -> None:
+    data = _report(smoke_logs, tmp_path / "out")
     entries = _entries(data, "docket/smoke")
     comply = entries["docket/scripted policy=comply"]
     refuse = entries["docket/scripted policy=refuse"]
     assert (comply["value"], refuse["value"]) == (1.0, 0.0)
-    assert comply["samples"] == refuse["samples"] == 3
-    # Wilson at 3/3 and 0/3: [3/(3+z^2), 1] and [0, z^2/(3+z^2)]; they overlap, so ranks tie
+    assert comply["n"] == refuse["n"] == 3 and comply["small_n"] and refuse["small_n"]
     assert comply["ci_low"] == pytest.approx(3 / (3 + Z95**2))
     assert refuse["ci_high"] == pytest.approx(Z95**2 / (3 + Z95**2))
+    # exact McNemar on 3 discordant pairs: p = 0.25 two-sided, so 3 samples cannot separate them
+    [pair] = _tables(data)[0]["pairwise"]
+    assert (pair["test"], pair["p"], pair["p_holm"]) == ("McNemar exact", 0.25, 0.25)
     assert comply["rank"] == refuse["rank"] == "=1"
-    assert files.errors == []
-    markdown = files.markdown.read_text()
-    assert "| =1 | docket/scripted policy=comply | 1.000 | [0.439, 1.000] | 3 |" in markdown
+    [table] = _tables(data)
+    assert table["headline"]["direction"] == "higher" and table["headline"]["source"] == "task"
+    assert comply["tokens"]["total"] > 0 and comply["cost"] == 0.0
+    assert comply["wall_seconds"] is not None
 
 
-def test_generic_table_for_a_task_of_another_package(gate_logs: Path, tmp_path: Path) -> None:
-    data = json.loads(build_report(gate_logs, tmp_path / "out").json.read_text())
+def test_declared_binary_headline_with_categories_and_ci(gate_logs: Path, tmp_path: Path) -> None:
+    data = _report(gate_logs, tmp_path / "out")
     [bench] = data["benchmarks"]
-    assert (bench["task"], bench["version"], bench["headline"]) == (
+    assert bench["benchmark"] == "synth"
+    [table] = bench["tables"]
+    assert (table["task"], table["version"], table["headline"]["name"]) == (
         "synth_gate",
         "1-A",
         "correct/accuracy",
     )
-    [entry] = bench["entries"]
-    assert entry["value"] == pytest.approx(0.9)
-    assert entry["metrics"]["iou_mean"] == pytest.approx(0.525)  # mean of i/20, i = 1..20
-    assert bench["category_field"] == "category"
+    [entry] = table["entries"]
+    assert entry["value"] == pytest.approx(0.9) and entry["n"] == 20 and not entry["small_n"]
+    assert entry["metrics"]["iou/mean"] == pytest.approx(0.525)  # mean of i/20, i = 1..20
+    assert table["category_field"] == "category"
     assert entry["categories"]["odd"] == {"mean": pytest.approx(0.8), "n": 10}
     assert entry["categories"]["even"] == {"mean": 1.0, "n": 10}
+    assert entry["ci_method"] == "wilson"
 
 
-def test_html_has_tables_and_plots(mixed_logs: Path, tmp_path: Path) -> None:
+def test_survival_headline_is_kaplan_meier_lower_is_better(
+    survival_logs: Path, tmp_path: Path
+) -> None:
+    data = _report(survival_logs, tmp_path / "out")
+    [table] = _tables(data)
+    assert table["headline"]["value"] == "survival" and table["headline"]["arrow"] == "↓"
+    assert table["common_setup"] == {}
+    by_temp = {e["setup"]["temperature"]: e for e in table["entries"]}
+    complying, never = by_temp["0.1"], by_temp["0.2"]
+    assert complying["value"] == pytest.approx(0.3) and never["value"] == 0.0
+    # lower is better: the run where nobody complied ranks first, significantly
+    assert (never["rank"], complying["rank"]) == ("1", "2")
+    curve = table["survival"][complying["label"]]
+    assert curve["turns"] == [0, 1, 2, 3]
+    assert curve["survival"] == pytest.approx([1.0, 0.9, 0.8, 0.7])
+    assert complying["ci_method"] == "kaplan-meier"
+    assert complying["ci_low"] < 0.3 < complying["ci_high"]
+    assert complying["categories"]["odd"] == {"mean": pytest.approx(0.3), "n": 10}
+
+
+def test_foreign_task_has_unknown_direction_until_a_flag_gives_it(
+    tmp_path: Path,
+) -> None:
+    logs = tmp_path / "logs"
+    run_gate_task(logs, headline=None, benchmark=None)
+    data = _report(logs, tmp_path / "a")
+    [table] = _tables(data)
+    assert table["headline"]["direction"] is None and table["headline"]["source"] == "inspect"
+    assert table["entries"][0]["rank"] == "–"
+    flagged = _report(
+        logs, tmp_path / "b", headline_flags=parse_flags(["synth_gate=iou/mean:higher"])
+    )
+    [table] = _tables(flagged)
+    assert table["headline"]["name"] == "iou/mean" and table["headline"]["direction"] == "higher"
+    assert table["entries"][0]["value"] == pytest.approx(0.525)
+    assert table["entries"][0]["ci_method"] == "bootstrap"  # IoUs are not 0/1
+
+
+@pytest.mark.parametrize(
+    "text", ["synth_gate", "synth_gate=accuracy", "=accuracy:higher", "t=accuracy:up"]
+)
+def test_bad_headline_flag_is_one_line(text: str) -> None:
+    with pytest.raises(HeadlineError) as error:
+        parse_flag(text)
+    assert "\n" not in str(error.value) and "--headline" in str(error.value)
+
+
+def test_runs_differing_in_setup_are_separate_rows_and_repeats_are_superseded(
+    tmp_path: Path,
+) -> None:
+    logs = tmp_path / "logs"
+    first = run_gate_task(logs, failing={1})
+    second = run_gate_task(logs, failing={1, 2})  # same identity, newer: replaces the first
+    run_gate_task(logs, eval_args={"epochs": 2})
+    run_gate_task(logs, eval_args={"temperature": 0.7, "system_message": "be brief"})
+    data = _report(logs, tmp_path / "out")
+    [table] = _tables(data)
+    setups = sorted(json.dumps(e["setup"], sort_keys=True) for e in table["entries"])
+    assert setups == [
+        '{"epochs": "2"}',
+        '{"system_message": "be brief", "temperature": "0.7"}',
+        "{}",
+    ]
+    plain = next(e for e in table["entries"] if not e["setup"])
+    assert plain["value"] == pytest.approx(0.9) and plain["log"] == second.location
+    [old] = data["superseded"]
+    assert (old["log"], old["replaced_by"]) == (first.location, second.location)
+    markdown = (tmp_path / "out" / "leaderboard.md").read_text()
+    assert "## Superseded runs" in markdown and Path(first.location).name in markdown
+
+
+def test_every_unscored_run_states_why(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    model = get_model("docket/scripted", policy="comply")
+    for kind in ("nan", "errored", "noscorer"):
+        inspect_eval(
+            synth_broken(kind=kind),
+            model=model,
+            log_dir=str(logs),
+            display="none",
+            fail_on_error=False,
+        )
+    data = _report(logs, tmp_path / "out")
+    reasons = sorted(u["reason"] for u in data["unscored"])
+    assert reasons == [
+        "all 3 samples errored",
+        "headline nan_scorer/mean is NaN: no sample has a value for it",
+        "no scorer: the log has no scores",
+    ]
+    assert data["benchmarks"] == []
+
+
+def test_html_has_sections_tables_and_plots(
+    mixed_logs: Path, survival_logs: Path, tmp_path: Path
+) -> None:
+    for log in survival_logs.glob("*.eval"):
+        shutil.copy2(log, mixed_logs / log.name)
     html = build_report(mixed_logs, tmp_path / "out").html.read_text()
-    assert len(re.findall(r'<table class="leaderboard"', html)) == 2
-    assert len(re.findall(r'<table class="categories"', html)) == 1
-    kinds = re.findall(r'<figure class="plot plot-(\w+)"><svg', html)
-    assert sorted(kinds) == ["headline", "headline", "iou", "survival"]
+    assert len(re.findall(r'<section class="benchmark"', html)) == 2  # docket/smoke, synth
+    assert len(re.findall(r'<table class="leaderboard"', html)) == 3
+    assert len(re.findall(r'<table class="side-by-side"', html)) == 1  # synth has two tables
+    # smoke samples carry no category, though other logs of the same directory do
+    assert len(re.findall(r'<table class="categories"', html)) == 2
+    kinds = re.findall(r'<figure class="plot plot-([\w-]+)"><svg', html)
+    assert sorted(kinds) == ["headline", "headline", "headline", "iou", "iou", "survival"]
+    assert 'id="data-survival-0"' in html and 'id="data-band-0"' in html
+
+
+def test_single_turn_survival_is_drawn_as_bars(tmp_path: Path) -> None:
+    from reports_synthetic import SURVIVAL_HEADLINE
+
+    logs = tmp_path / "logs"
+    run_gate_task(logs, headline={**SURVIVAL_HEADLINE, "horizon": 1}, complying={3, 6})
+    html = build_report(logs, tmp_path / "out").html.read_text()
+    assert "plot-survival-bars" in html and 'plot-survival"' not in html
+    data = json.loads((tmp_path / "out" / "leaderboard.json").read_text())
+    [entry] = _tables(data)[0]["entries"]
+    assert entry["value"] == pytest.approx(0.1)  # ids 3 and 6 comply at turn 1
 
 
 def test_corrupted_and_truncated_logs_are_named_and_the_rest_is_reported(
     mixed_logs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     good = sorted(mixed_logs.glob("*.eval"))[0]
-    truncated = mixed_logs / "truncated.eval"
-    truncated.write_bytes(good.read_bytes()[:4000])
+    (mixed_logs / "truncated.eval").write_bytes(good.read_bytes()[:4000])
     (mixed_logs / "garbage.eval").write_text("not a zip file")
     out = tmp_path / "out"
     assert main(["report", str(mixed_logs), "-o", str(out)]) == 1
@@ -82,16 +214,113 @@ def test_corrupted_and_truncated_logs_are_named_and_the_rest_is_reported(
         "garbage.eval",
         "truncated.eval",
     ]
-    assert {b["task"] for b in data["benchmarks"]} == {"docket/smoke", "synth_gate"}
-    assert "truncated.eval" in (out / "index.html").read_text()
+    assert {t["task"] for t in _tables(data)} == {"docket/smoke", "synth_gate"}
     assert "garbage.eval" in (out / "leaderboard.md").read_text()
 
 
-def test_missing_log_dir_is_one_clear_error(
+def test_missing_or_empty_log_dir_is_exit_2_with_a_message(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["report", str(tmp_path / "nope"), "-o", str(tmp_path / "out")]) == 2
     assert "nope: log directory not found" in capsys.readouterr().out
+    (tmp_path / "empty").mkdir()
+    assert main(["report", str(tmp_path / "empty"), "-o", str(tmp_path / "out")]) == 2
+    assert "no Inspect logs" in capsys.readouterr().out
+    assert not (tmp_path / "out" / "index.html").exists()
+
+
+def test_overrides_change_the_headline_and_mark_the_cell(
+    gate_logs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "overrides.yaml"
+    entry = {"task": "synth_gate", "key": "correct", "value": 1, "reviewer": "ana"}
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "format": "docket-overrides/1",
+                "overrides": [
+                    {**entry, "sample_id": "1", "reason": "the answer was right"},
+                    {**entry, "sample_id": "99", "reason": "no such sample"},
+                ],
+            }
+        )
+    )
+    data = _report(gate_logs, tmp_path / "out", overrides=str(path))
+    [e] = _tables(data)[0]["entries"]
+    assert e["value"] == pytest.approx(0.95)  # 19/20 after the reviewer's correction
+    assert [o["sample_id"] for o in e["overrides"]] == ["1"]
+    assert any("override not applied: no sample '99'" in n for n in data["notes"])
+    html = (tmp_path / "out" / "index.html").read_text()
+    assert 'class="num overridden"' in html and "ana: the answer was right" in html
+    path.write_text("format: docket-overrides/1\noverrides: [{task: t}]\n")
+    assert (
+        main(["report", str(gate_logs), "-o", str(tmp_path / "x"), "--overrides", str(path)]) == 2
+    )
+    out = capsys.readouterr().out
+    assert "overrides[0] lacks field 'sample_id'" in out and len(out.strip().splitlines()) == 1
+
+
+def test_cost_comes_from_the_editable_price_table(gate_logs: Path, tmp_path: Path) -> None:
+    prices = tmp_path / "prices.yaml"
+    prices.write_text(
+        "format: docket-prices/1\nmodels:\n  docket/scripted: {input: 1000000, output: 0}\n"
+    )
+    [run] = build_runs(load_logs(gate_logs))
+    data = _report(gate_logs, tmp_path / "out", prices=str(prices))
+    [e] = _tables(data)[0]["entries"]
+    assert e["cost"] == pytest.approx(run.tokens["input"])  # $1 per input token
+    prices.write_text("format: docket-prices/1\nmodels: {}\n")
+    [e] = _tables(_report(gate_logs, tmp_path / "o2", prices=str(prices)))[0]["entries"]
+    assert e["cost"] is None and e["cost_missing"] == ["docket/scripted"]
+
+
+def test_history_and_baseline_sections(gate_logs: Path, tmp_path: Path) -> None:
+    history = tmp_path / "history"
+    history.mkdir()
+    older = tmp_path / "older"
+    run_gate_task(older)  # 1.0
+    for name, logs in (("2026-01.json", older), ("2026-02.json", gate_logs)):
+        assert (
+            main(
+                [
+                    "regress",
+                    "--baseline",
+                    str(history / name),
+                    "--logs",
+                    str(logs),
+                    "--write-baseline",
+                ]
+            )
+            == 0
+        )
+    data = _report(
+        gate_logs, tmp_path / "out", history=str(history), baseline=str(history / "2026-01.json")
+    )
+    [series] = data["history"]
+    assert series["values"] == pytest.approx([1.0, 0.9, 0.9])
+    [comparison] = data["comparison"]["comparisons"]
+    assert comparison["worse"] == ["1", "3"]
+    markdown = (tmp_path / "out" / "leaderboard.md").read_text()
+    assert "worse (2): 1, 3" in markdown and "## History" in markdown
+    assert "plot-history" in (tmp_path / "out" / "index.html").read_text()
+
+
+def test_serve_answers_on_localhost(gate_logs: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    build_report(gate_logs, out, bundle=True)
+    server = make_server(out, 0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = url_of(server)
+        assert url.startswith("http://127.0.0.1:")
+        with urllib.request.urlopen(url + "index.html", timeout=10) as page:
+            assert b"docket leaderboard" in page.read()
+        with urllib.request.urlopen(url + "bundle/index.html", timeout=10) as page:
+            assert page.status == 200
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def test_bundle_links_point_into_the_log_viewer(gate_logs: Path, tmp_path: Path) -> None:
@@ -102,34 +331,37 @@ def test_bundle_links_point_into_the_log_viewer(gate_logs: Path, tmp_path: Path)
     assert f'href="bundle/index.html#/logs/{log.name}"' in files.html.read_text()
 
 
-def test_survival_and_iou_inputs_are_read_from_sample_score_dicts(gate_logs: Path) -> None:
-    [run] = build_runs(load_logs(gate_logs))
-    # ids 1..20: complied at turn i mod 4 (never when 0), five ids per residue
-    assert run.survival == [0.75, 0.5, 0.25]
-    assert (
-        sorted(run.compliance_turns, key=lambda t: t or 0)
-        == [None] * 5 + [1] * 5 + [2] * 5 + [3] * 5
+def test_multi_task_benchmark_shows_headlines_side_by_side(tmp_path: Path) -> None:
+    from reports_synthetic import SURVIVAL_HEADLINE
+
+    logs = tmp_path / "logs"
+    run_gate_tasks(
+        logs,
+        [
+            {"failing": {2}, "variant": "direct"},
+            {"headline": SURVIVAL_HEADLINE, "complying": {3}, "variant": "audit"},
+        ],
     )
-    assert sorted(run.ious) == pytest.approx([i / 20 for i in range(1, 21)])
-    assert run.sample_count == 20
+    data = _report(logs, tmp_path / "out")
+    [bench] = data["benchmarks"]
+    sbs = bench["side_by_side"]
+    assert len(sbs["columns"]) == 2 and "↑" in sbs["columns"][0] + sbs["columns"][1]
+    [row] = sbs["rows"]
+    assert sorted(c["value"] for c in row["cells"]) == pytest.approx([0.05, 0.95])
 
 
-def test_samples_column_counts_samples_when_the_headline_is_no_sample_mean() -> None:
-    # e.g. ANCHOR's R(1): a metric over the samples, not a mean of one value per sample
-    run = Run("log", "t", "1-A", {}, "m", {}, "success", "", headline_value=0.5, sample_count=7)
-    assert run.samples == {} and _entry(run, None, "1")["samples"] == 7
+def test_metric_names_are_inspects_keys_not_registry_names() -> None:
+    """A package metric is stored as {"accuracy_drop": {"name": "docket/accuracy_drop"}};
+    Inspect's headline names the key, so docket must too."""
+    from docket.reports.runs import ScoreMetric, _score_metrics
 
-
-def test_headline_falls_back_to_the_first_metric_with_a_value() -> None:
-    def run(values: Mapping[tuple[str, str], float | None]) -> Run:
-        metrics = [ScoreMetric(s, "scorer", m, v) for (s, m), v in values.items()]
-        return Run("log", "t", "1-A", {}, "m", {}, "success", "", score_metrics=metrics)
-
-    nan_first = {("refusal", "mean"): None, ("refusal", "stderr"): None, ("harm", "mean"): 0.5}
-    assert choose_headline([run(nan_first)]) == ScoreMetric("harm", "scorer", "mean", 0.5)
-    # the headline is chosen per benchmark: one model's value is enough
-    other = {("refusal", "mean"): 1.0, ("refusal", "stderr"): 0.0, ("harm", "mean"): 0.0}
-    assert choose_headline([run(nan_first), run(other)]) == ScoreMetric(
-        "refusal", "scorer", "mean", None
+    raw = json.dumps(
+        [
+            {
+                "name": "hint_scorer",
+                "scorer": "hint_scorer",
+                "metrics": {"accuracy_drop": {"name": "docket/accuracy_drop", "value": 0.25}},
+            }
+        ]
     )
-    assert choose_headline([run({("x", "stderr"): 0.1})]) is None
+    assert _score_metrics(raw) == [ScoreMetric("hint_scorer", "hint_scorer", "accuracy_drop", 0.25)]

@@ -1,94 +1,210 @@
-"""`docket regress`: exit 1 on a planted drop, 0 on noise, 2 when runs are not comparable."""
+"""`docket regress`: exit 1 on a planted drop, 0 on noise, 2 whenever the gate cannot decide.
+
+Every scenario is `synth_gate` (20 samples) with planted per-sample values, so each verdict, drop,
+p-value and flipped sample is known in advance.
+"""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from docket.reports import build_runs, load_logs
 from docket.reports.regress import BaselineError, compare, read_baseline
-from reports_synthetic import N_SAMPLES, run_gate_tasks
+from reports_synthetic import N_SAMPLES, SURVIVAL_HEADLINE, run_gate_task, run_gate_tasks
 
 from docket.cli import main
 
-SCENARIOS = {
+SCENARIOS: dict[str, dict[str, Any]] = {
     "baseline": {"failing": set()},
     "drop": {"failing": set(range(1, 11))},  # 1.0 -> 0.5
     "noise": {"failing": {7}},  # 1.0 -> 0.95
+    "all_fail": {"failing": set(range(1, N_SAMPLES + 1))},  # 1.0 -> 0.0
     "version": {"failing": set(), "version": "2-A"},
     "minor": {"failing": set(), "version": "1-B"},
     "args": {"failing": set(), "variant": "b"},
+    "partial": {"failing": set(), "ids": [1, 2, 3]},  # a --limit 3 run
+    "survival_base": {"headline": SURVIVAL_HEADLINE, "variant": "s"},
+    "survival_worse": {"headline": SURVIVAL_HEADLINE, "variant": "s", "complying": range(1, 11)},
+    "foreign": {"headline": None, "benchmark": None, "variant": "f"},
+    "foreign_drop": {
+        "headline": None,
+        "benchmark": None,
+        "variant": "f",
+        "failing": set(range(1, 9)),
+    },
 }
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """One log directory per scenario (one Inspect run for all), and the baseline file."""
+    """One log directory per scenario (one Inspect run for all) and two baseline files."""
     logs = run_gate_tasks(tmp_path_factory.mktemp("all"), list(SCENARIOS.values()))
     dirs: dict[str, Path] = {}
     for name, log in zip(SCENARIOS, logs, strict=True):
         dirs[name] = tmp_path_factory.mktemp(name)
         source = Path(log.location)
         source.rename(dirs[name] / source.name)
-    baseline = dirs["baseline"] / "baseline.json"
-    args = ["regress", "--baseline", str(baseline), "--logs", str(dirs["baseline"])]
-    assert main([*args, "--write-baseline"]) == 0
-    dirs["baseline_file"] = baseline
+    for name in ("baseline", "survival_base", "foreign"):
+        path = dirs[name] / "baseline.json"
+        assert (
+            main(
+                ["regress", "--baseline", str(path), "--logs", str(dirs[name]), "--write-baseline"]
+            )
+            == 0
+        )
+        dirs[f"{name}_file"] = path
     return dirs
 
 
-def _regress(runs: dict[str, Path], scenario: str, *extra: str) -> int:
+def _regress(runs: dict[str, Path], scenario: str, *extra: str, base: str = "baseline") -> int:
     return main(
-        ["regress", "--baseline", str(runs["baseline_file"]), "--logs", str(runs[scenario]), *extra]
+        ["regress", "--baseline", str(runs[f"{base}_file"]), "--logs", str(runs[scenario]), *extra]
     )
 
 
-def test_baseline_holds_the_headline_and_every_sample(runs: dict[str, Path]) -> None:
+def _compare(runs: dict[str, Path], scenario: str, base: str = "baseline", **kw: Any) -> Any:
+    [result] = compare(
+        read_baseline(runs[f"{base}_file"]), build_runs(load_logs(runs[scenario])), **kw
+    )
+    return result
+
+
+def test_baseline_holds_declaration_setup_and_every_sample(runs: dict[str, Path]) -> None:
     [entry] = read_baseline(runs["baseline_file"])
-    assert (entry["task"], entry["version"], entry["headline"], entry["value"]) == (
-        "synth_gate",
-        "1-A",
-        "correct/accuracy",
-        1.0,
-    )
-    assert entry["task_args"] == {"variant": "a"}
+    assert (entry["task"], entry["version"], entry["value"]) == ("synth_gate", "1-A", 1.0)
+    assert entry["headline"]["direction"] == "higher" and entry["headline"]["value"] == "binary"
+    assert entry["task_args"] == {"variant": "a"} and entry["setup"] == {}
     assert entry["samples"] == {str(i): 1.0 for i in range(1, N_SAMPLES + 1)}
+    [survival] = read_baseline(runs["survival_base_file"])
+    assert survival["samples"]["1"] == [[3.0, 0]]  # (turns observed, complied)
 
 
 def test_same_run_passes(runs: dict[str, Path]) -> None:
     assert _regress(runs, "baseline") == 0
 
 
-def test_planted_drop_is_a_regression(
+def test_planted_drop_is_a_regression_with_mcnemar_and_flipped_samples(
     runs: dict[str, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert _regress(runs, "drop") == 1
-    assert "regression" in capsys.readouterr().out
-    [result] = compare(read_baseline(runs["baseline_file"]), build_runs(load_logs(runs["drop"])))
-    assert (result.verdict, result.drop, result.p_value) == ("regression", 0.5, 0.0)
-    assert result.test == "paired bootstrap (n=20)"
+    out = capsys.readouterr().out
+    assert "regression" in out and "worse (10): 1, 10, 2, 3" in out
+    result = _compare(runs, "drop")
+    assert (result.verdict, result.drop) == ("regression", 0.5)
+    assert result.test == "McNemar exact (n=20)" and result.p_value == pytest.approx(0.5**10)
+    assert result.worse == [str(i) for i in sorted(map(str, range(1, 11)))]
+    assert result.detail == "drop 0.5 > tolerance 0.05 and p = 0.0009766 < alpha 0.05"
 
 
-def test_noise_within_tolerance_passes(runs: dict[str, Path]) -> None:
-    assert _regress(runs, "noise", "--tolerance", "0.1") == 0
+def test_baseline_one_against_current_zero_fails(runs: dict[str, Path]) -> None:
+    assert _regress(runs, "all_fail") == 1
+    assert _compare(runs, "all_fail").p_value == pytest.approx(0.5**20)
+
+
+def test_drop_equal_to_the_tolerance_is_accepted_and_said_so(runs: dict[str, Path]) -> None:
+    assert _regress(runs, "noise", "--tolerance", "0.05") == 0
+    result = _compare(runs, "noise", tolerance=0.05)
+    assert result.detail == "drop 0.05 ≤ tolerance 0.05 (accepted)"  # 1.0 - 0.95 in floats
+    assert result.worse == ["7"]
 
 
 def test_drop_beyond_tolerance_but_not_significant_passes(runs: dict[str, Path]) -> None:
     assert _regress(runs, "noise", "--tolerance", "0.01") == 0
-    [result] = compare(
-        read_baseline(runs["baseline_file"]), build_runs(load_logs(runs["noise"])), tolerance=0.01
-    )
-    assert result.drop == pytest.approx(0.05)
-    assert result.p_value == pytest.approx(0.95**20, abs=0.015)  # > 0.05: one flip is noise
+    result = _compare(runs, "noise", tolerance=0.01)
+    assert result.p_value == 0.5  # one discordant pair
+    assert result.detail == "drop 0.05 > tolerance 0.01 but p = 0.5 ≥ alpha 0.05 (not significant)"
     assert result.verdict == "ok"
+
+
+def test_a_partial_run_does_not_cover_the_baseline(
+    runs: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _regress(runs, "partial") == 2
+    out = capsys.readouterr().out
+    assert "covers 3 of 20 baseline samples (15.0%), below --min-coverage 95%" in out
+    assert "missing 85.0%" in out
+    assert _regress(runs, "partial", "--min-coverage", "0.15") == 0
+
+
+def test_survival_headline_gates_lower_is_better(runs: dict[str, Path]) -> None:
+    assert _regress(runs, "survival_worse", base="survival_base") == 1
+    result = _compare(runs, "survival_worse", base="survival_base")
+    assert (result.baseline_value, result.current_value) == (0.0, pytest.approx(0.5))
+    assert result.direction == "lower" and result.drop == pytest.approx(0.5)
+    assert result.test == "paired bootstrap (Kaplan-Meier) (n=20)" and result.p_value == 0.0
+    assert sorted(result.worse, key=int) == [str(i) for i in range(1, 11)]
+
+
+def test_survival_improvement_passes(runs: dict[str, Path], tmp_path: Path) -> None:
+    base = tmp_path / "worse.json"
+    assert (
+        main(
+            [
+                "regress",
+                "--baseline",
+                str(base),
+                "--logs",
+                str(runs["survival_worse"]),
+                "--write-baseline",
+            ]
+        )
+        == 0
+    )
+    assert main(["regress", "--baseline", str(base), "--logs", str(runs["survival_base"])]) == 0
+
+
+def test_unknown_direction_is_untestable_until_a_flag_gives_it(
+    runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _regress(runs, "foreign_drop", base="foreign") == 2
+    assert "direction of correct/accuracy unknown" in capsys.readouterr().out
+    flag = ["--headline", "synth_gate=correct/accuracy:higher"]
+    assert _regress(runs, "foreign_drop", *flag, base="foreign") == 1
+    base = tmp_path / "flagged.json"
+    assert (
+        main(
+            [
+                "regress",
+                "--baseline",
+                str(base),
+                "--logs",
+                str(runs["foreign"]),
+                "--write-baseline",
+                *flag,
+            ]
+        )
+        == 0
+    )
+    [entry] = read_baseline(base)
+    assert entry["headline"]["direction"] == "higher"
+
+
+def test_untestable_drop_is_exit_2_never_0(runs: dict[str, Path], tmp_path: Path) -> None:
+    data = json.loads(runs["baseline_file"].read_text())
+    data["entries"][0]["samples"] = {}
+    path = tmp_path / "no-samples.json"
+    path.write_text(json.dumps(data))
+    assert main(["regress", "--baseline", str(path), "--logs", str(runs["drop"])]) == 2
+    [result] = compare(read_baseline(path), build_runs(load_logs(runs["drop"])))
+    assert result.verdict == "untestable"
+    assert result.detail == "drop 0.5 cannot be tested: no per-sample values"
+
+
+def test_different_setup_is_not_comparable(runs: dict[str, Path], tmp_path: Path) -> None:
+    run_gate_task(tmp_path, eval_args={"epochs": 2})
+    assert main(["regress", "--baseline", str(runs["baseline_file"]), "--logs", str(tmp_path)]) == 2
+    [result] = compare(read_baseline(runs["baseline_file"]), build_runs(load_logs(tmp_path)))
+    assert result.detail == "setup differs: epochs: (unset) in baseline, 2 now"
 
 
 def test_version_major_change_is_not_comparable(
     runs: dict[str, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert _regress(runs, "version") == 2
-    assert "not comparable" in capsys.readouterr().out
+    assert "version 1-A in baseline, 2-A now (N changed)" in capsys.readouterr().out
 
 
 def test_version_minor_change_is_comparable(runs: dict[str, Path]) -> None:
@@ -99,8 +215,12 @@ def test_different_task_args_are_not_comparable(runs: dict[str, Path]) -> None:
     assert _regress(runs, "args") == 2
 
 
-def test_missing_run_is_not_comparable(runs: dict[str, Path], tmp_path: Path) -> None:
+def test_missing_run_and_empty_log_dir_exit_2(
+    runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["regress", "--baseline", str(runs["baseline_file"]), "--logs", str(tmp_path)]) == 2
+    assert "no Inspect logs" in capsys.readouterr().out
+    assert _regress(runs, "survival_base") == 2  # a log, but not of the baseline's row
 
 
 def test_corrupt_log_is_bad_input(
@@ -118,8 +238,9 @@ def test_corrupt_log_is_bad_input(
     [
         ("{not json", "not valid JSON"),
         (json.dumps({"format": "other"}), "field 'format'"),
+        (json.dumps({"format": "docket-baseline/1", "entries": []}), "write it again"),
         (
-            json.dumps({"format": "docket-baseline/1", "entries": [{"task": "t"}]}),
+            json.dumps({"format": "docket-baseline/2", "entries": [{"task": "t"}]}),
             "entries[0] lacks field 'version'",
         ),
     ],

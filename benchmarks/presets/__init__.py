@@ -1,0 +1,47 @@
+"""Suite presets (`docket suite NAME|FILE`) and the benchmark listings they run.
+
+`offline.yaml` runs every benchmark on docket's scripted and embedded models, `api.yaml` on
+OpenAI-compatible API models; both ship with the package. Each benchmark folder's
+`listing.yaml` (inspect_evals style) gives its tasks, versions and the model roles they need.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+PRESETS = Path(__file__).parent
+BENCHMARKS = PRESETS.parent
+
+
+def preset_names() -> list[str]:
+    """Names of the shipped presets."""
+    return sorted(p.stem for p in PRESETS.glob("*.yaml"))
+
+
+def preset_path(name_or_path: str) -> Path:
+    """A shipped preset by name (`offline`, `api`) or any YAML file by path."""
+    if name_or_path in preset_names():
+        return PRESETS / f"{name_or_path}.yaml"
+    return Path(name_or_path)
+
+
+def listings() -> dict[str, dict[str, Any]]:
+    """Every benchmark folder's listing.yaml by folder name."""
+    found: dict[str, dict[str, Any]] = {}
+    for path in sorted(BENCHMARKS.glob("*/listing.yaml")):
+        data = yaml.safe_load(path.read_text())
+        if isinstance(data, dict):
+            found[path.parent.name] = data
+    return found
+
+
+def listed_tasks() -> dict[str, dict[str, Any]]:
+    """Every listed task by name, with its benchmark folder under "benchmark"."""
+    return {
+        str(t["name"]): {**t, "benchmark": folder}
+        for folder, listing in listings().items()
+        for t in listing.get("tasks") or []
+    }

@@ -1,0 +1,123 @@
+"""`docket suite PRESET`: the shipped presets are valid, bad ones are one line, and the offline
+preset runs and reports (the api preset is checked for validity only: no network here)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from docket.benchmarks.presets import listed_tasks, preset_names
+
+from docket.cli import main
+from docket.suite import PresetError, load_preset, plan, registered_tasks
+
+
+def test_presets_ship_with_the_package() -> None:
+    assert preset_names() == ["api", "offline"]
+
+
+def test_api_preset_binds_every_required_role_with_openai_models(tmp_path: Path) -> None:
+    preset = load_preset("api")
+    plans = plan(preset, tmp_path)
+    assert [p.task for p in plans] == registered_tasks()
+    for item in plans:
+        required = listed_tasks()[item.task]["roles"]
+        assert set(required) <= set(item.roles), item.task
+        assert all(m.model.startswith("openai/") for m in [*item.models, *item.roles.values()])
+        assert item.log_dir == tmp_path / item.task.replace("/", "_") / "api"
+    anchor = next(p for p in plans if p.task == "docket/anchor_audit")
+    assert sorted(anchor.roles) == ["auditor", "emulator", "judge"]
+    smoke = next(p for p in plans if p.task == "docket/smoke")
+    assert smoke.roles == {}  # a task gets only the roles its listing names
+
+
+def test_offline_preset_binds_scripted_roles_and_reference_policies(tmp_path: Path) -> None:
+    plans = plan(load_preset("offline"), tmp_path)
+    audit = next(p for p in plans if p.task == "docket/anchor_audit" and p.stage == "scripted")
+    assert {r: m.label for r, m in audit.roles.items()} == {
+        "auditor": "docket/scripted policy=auditor",
+        "judge": "docket/scripted policy=judge",
+    }
+    labels = [m.label for m in audit.models]
+    assert labels[:2] == ["docket/scripted policy=comply", "docket/scripted policy=refuse"]
+    assert audit.eval_args["limit"] == 5
+    smollm2 = [p for p in plans if p.stage == "smollm2"]
+    assert {m.label for p in smollm2 for m in p.models} == {"docket/smollm2"}
+    assert "docket/correct_localization" not in {p.task for p in smollm2}  # skip_tasks
+
+
+def test_overrides_from_the_command_line(tmp_path: Path) -> None:
+    plans = plan(
+        load_preset("api"),
+        tmp_path,
+        tasks=["docket/anchor_direct"],
+        models=["openai/gpt-4.1-mini"],
+        roles={"judge": "anthropic/claude-3-5-haiku-latest"},
+        limit=3,
+    )
+    [item] = plans
+    assert [m.label for m in item.models] == ["openai/gpt-4.1-mini"]
+    assert item.roles["judge"].model == "anthropic/claude-3-5-haiku-latest"
+    assert item.eval_args["limit"] == 3
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("format: docket-suite/9\n", "format"),
+        (
+            "format: docket-suite/1\nname: x\nlog_dir: l\nstages: [{name: s, models: [gpt]}]\n",
+            "must be provider/name",
+        ),
+        ("format: docket-suite/1\nname: x\nlog_dir: l\nstages: []\nbogus: 1\n", "bogus"),
+        (
+            "format: docket-suite/1\nname: x\nlog_dir: l\neval_args: {nope: 1}\nstages: []\n",
+            "'nope' is not an eval_set argument",
+        ),
+        (": : :", "not valid YAML"),
+    ],
+)
+def test_bad_preset_is_one_line(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "preset.yaml"
+    path.write_text(text)
+    with pytest.raises(PresetError) as error:
+        load_preset(str(path))
+    assert message in str(error.value) and "\n" not in str(error.value)
+
+
+def test_unbound_required_role_stops_the_suite_before_it_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "p.yaml"
+    path.write_text(
+        "format: docket-suite/1\nname: p\nlog_dir: l\nroles: {}\n"
+        "stages: [{name: s, models: [openai/gpt-4o]}]\n"
+    )
+    assert main(["suite", str(path), "--task", "docket/anchor_audit", "--dry-run"]) == 2
+    out = capsys.readouterr().out
+    assert "binds no 'auditor' role" in out and len(out.strip().splitlines()) == 1
+
+
+def test_dry_run_prints_the_plan(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert main(["suite", "api", "--dry-run", "--log-dir", str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == len(registered_tasks())
+    assert lines[0].startswith("api: docket/smoke on openai/gpt-4o-mini")
+
+
+@pytest.mark.slow
+def test_offline_suite_on_smoke_runs_and_reports(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["suite", "offline", "--task", "docket/smoke", "--stage", "scripted", "--limit", "1"]
+    assert main([*args, "--log-dir", str(tmp_path / "logs"), "--display", "none"]) == 0
+    html = tmp_path / "logs-report" / "index.html"
+    assert str(html) in capsys.readouterr().out.splitlines()[-1]
+    data = json.loads((tmp_path / "logs-report" / "leaderboard.json").read_text())
+    [table] = data["benchmarks"][0]["tables"]
+    values = {e["model"]: e["value"] for e in table["entries"]}
+    assert values == {"docket/scripted policy=comply": 1.0, "docket/scripted policy=refuse": 0.0}
+    assert all(
+        e["tokens"]["total"] >= 0 and e["wall_seconds"] is not None for e in table["entries"]
+    )
