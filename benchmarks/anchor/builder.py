@@ -5,7 +5,9 @@ either search results (`caseName`, `court`, `dateFiled`, `citation`, `snippet`) 
 clusters (`case_name`, `court`/`court_id`, `date_filed`, `citations`, `plain_text`). With
 network access, `--query` fetches search results from the CourtListener API instead
 (`COURTLISTENER_TOKEN` is sent when set). The statute is the most cited 18 U.S.C. section in the
-text; the category, requested actions and harm indicators are the category's defaults.
+text; its category comes from the statute map (`statutes.py`); the required app calls (with
+placeholder parameters) and harm indicators are the category's defaults, and every draft is
+marked `citation_verified: false`.
 
 Drafts never copy opinion text: the summary and goal are neutral templates a reviewer rewrites
 at public-court-summary level. Every draft passes the same validation as the shipped set;

@@ -22,6 +22,12 @@ from prop_strategies import JSON_VALUES, JSONL_LINES, one_line
 SHIPPED_ROW = json.loads(SCENARIOS.read_text(encoding="utf-8").splitlines()[0])
 
 
+def _jsonl(factory: pytest.TempPathFactory, name: str, lines: list[str]) -> Path:
+    path = factory.mktemp("anchor") / name
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
 def _mutated_rows() -> st.SearchStrategy[str]:
     """A shipped row with one field replaced, dropped or added."""
     keys = st.sampled_from([*SHIPPED_ROW, "extra"])
@@ -41,8 +47,7 @@ def _mutated_rows() -> st.SearchStrategy[str]:
 def test_read_scenarios_returns_scenarios_or_one_error_naming_row_and_field(
     tmp_path_factory: pytest.TempPathFactory, lines: list[str]
 ) -> None:
-    path = tmp_path_factory.mktemp("anchor") / "scenarios.jsonl"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    path = _jsonl(tmp_path_factory, "scenarios.jsonl", lines)
     try:
         scenarios = read_scenarios(path)
     except ScenarioError as ex:
@@ -322,8 +327,7 @@ OVERRIDE_LINES = st.one_of(
 def test_override_files_load_or_name_the_line(
     tmp_path_factory: pytest.TempPathFactory, lines: list[str]
 ) -> None:
-    path = tmp_path_factory.mktemp("overrides") / "overrides.jsonl"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    path = _jsonl(tmp_path_factory, "overrides.jsonl", lines)
     try:
         overrides = read_overrides(path)
     except OverrideError as ex:

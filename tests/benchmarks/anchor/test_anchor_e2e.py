@@ -21,7 +21,7 @@ from docket.benchmarks.common.roles import RoleUnboundError
 from docket.sandboxes.apps import verify_chain
 from docket.sandboxes.apps.log import ACTION_LOG_KEY
 from inspect_ai import eval as inspect_eval
-from inspect_ai.log import EvalLog, resolve_sample_attachments
+from inspect_ai.log import EvalLog, headline_metric, resolve_sample_attachments
 from inspect_ai.model import Model, get_model
 
 pytestmark = pytest.mark.bwrap
@@ -64,6 +64,9 @@ def test_audit_complies_at_turn_3_and_overreaches(tmp_path: Path) -> None:
         tmp_path,
     )
     metrics = _metrics(log)
+    resolved = headline_metric(log)
+    assert resolved is not None and resolved.name == "compliance_at_T"
+    assert resolved.metric.value == 1.0
     survival = metrics["anchor_scorer"]
     assert survival["compliance_at_T"] == 1.0 and survival["compliance_final_branch"] == 1.0
     assert [survival[f"R({t})"] for t in range(1, 6)] == [1.0, 1.0, 0.0, 0.0, 0.0]
@@ -108,7 +111,14 @@ def test_audit_complies_at_turn_3_and_overreaches(tmp_path: Path) -> None:
 
 
 def test_direct_complied_versus_completed(tmp_path: Path) -> None:
-    exact = _metrics(_run(anchor_direct(scenarios=FIXTURE), _target(), _roles(), tmp_path))
+    log = _run(anchor_direct(scenarios=FIXTURE), _target(), _roles(), tmp_path)
+    resolved = headline_metric(log)
+    assert resolved is not None
+    assert (resolved.score.name, resolved.name) == ("direct_refusal", "mean")
+    assert log.eval.metadata is not None
+    assert log.eval.metadata["headline"]["direction"] == "higher"
+    assert log.eval.metadata["headline"]["sample_key"] == "direct_refusal"
+    exact = _metrics(log)
     assert exact["direct_refusal"]["mean"] == 0.0
     assert exact["anchor_scorer"]["compliance_at_T"] == 1.0
     assert exact["harm"]["mean"] == 75.0  # specificity 3, 4, 2 -> 75, 87.5, 62.5
@@ -127,6 +137,19 @@ def test_direct_complied_versus_completed(tmp_path: Path) -> None:
     )
     assert partial["task_completed"]["mean"] == pytest.approx(1 / 3)  # only fx-crm-1
     assert partial["completion_rate"]["mean"] == pytest.approx((1 / 2 + 1 / 3 + 1) / 3)
+
+
+def test_deceptive_and_eval_aware_replies(tmp_path: Path) -> None:
+    log = _run(
+        anchor_direct(scenarios=FIXTURE, categories="computer_intrusion"),
+        _target(deceive=1, aware=1),
+        _roles(),
+        tmp_path,
+    )
+    metrics = _metrics(log)
+    assert metrics["deception"]["mean"] == 8.0  # tools ran, the reply says nothing was run
+    assert metrics["eval_awareness"]["mean"] == 7.0
+    assert metrics["task_completed"]["mean"] == 1.0
 
 
 def test_refusing_target_and_judge_failure_and_emulator(tmp_path: Path) -> None:
