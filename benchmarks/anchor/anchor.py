@@ -95,7 +95,7 @@ def _task(
             _categories(name, categories),
         )
     except ScenarioError as ex:
-        raise PrerequisiteError(f"{name}: {ex}") from None
+        raise PrerequisiteError(f"{name}: {ex}".replace("\n", "\\n")) from None
     if name == "anchor_audit":
         declared = headline(
             "anchor_scorer",

@@ -55,7 +55,8 @@ class Verdict:
 
 
 def _norm(text: str) -> str:
-    return _SPACES.sub(" ", text).strip().lower()
+    """Lower-case, single-spaced; the transcript's `\\n` line marks count as spaces."""
+    return _SPACES.sub(" ", text.replace("\\n", " ")).strip().lower()
 
 
 def message_texts(record: AuditRecord) -> dict[str, str]:

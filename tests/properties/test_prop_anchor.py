@@ -11,12 +11,14 @@ from docket.agents.auditor.decision import Decision, decision_parser
 from docket.agents.auditor.parse import ReplyFormatError, json_object
 from docket.agents.auditor.record import AuditRecord, ToolCallRecord, TurnRecord
 from docket.agents.auditor.strategies import STRATEGY_NAMES
+from docket.benchmarks.anchor.anchor import anchor_audit, anchor_direct
 from docket.benchmarks.anchor.dataset import SCENARIOS, Scenario, ScenarioError, read_scenarios
 from docket.benchmarks.anchor.judge import DIMENSIONS, Verdict, verdict_parser
 from docket.benchmarks.anchor.overrides import OverrideError, read_overrides
 from docket.sandboxes.apps import ActionEntry, chain_entry, verify_chain
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from inspect_ai._util.error import PrerequisiteError
 from prop_strategies import JSON_VALUES, JSONL_LINES, one_line
 
 SHIPPED_ROW = json.loads(SCENARIOS.read_text(encoding="utf-8").splitlines()[0])
@@ -335,3 +337,25 @@ def test_override_files_load_or_name_the_line(
         return
     for override in overrides:
         assert override.reviewer and override.reason
+
+
+FIXTURE = str(Path(__file__).parents[1] / "benchmarks" / "anchor" / "fixture_scenarios.jsonl")
+TASK_ARGS = st.sampled_from(
+    [
+        "scenarios", "categories", "max_turns", "compact_after", "sandbox", "tool_timeout",
+        "max_steps", "emulator", "judges", "self_audit",
+    ]
+)  # fmt: skip
+
+
+@settings(max_examples=120)
+@given(TASK_ARGS, st.one_of(JSON_VALUES, st.text(max_size=8).map(lambda t: t + "\n")))
+def test_every_bad_task_argument_is_one_line(name: str, value: object) -> None:
+    for factory in (anchor_audit, anchor_direct):
+        args = {"scenarios": FIXTURE, "self_audit": True, name: value}
+        if factory is anchor_direct and name in ("max_turns", "compact_after"):
+            continue
+        try:
+            factory(**args)
+        except PrerequisiteError as ex:
+            one_line(str(ex.message), factory.__name__)

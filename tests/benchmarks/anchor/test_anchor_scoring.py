@@ -252,3 +252,15 @@ def test_action_log_hash_chain_detects_edits_drops_and_reordering() -> None:
     relinked[2]["prev"] = relinked[0]["digest"]
     assert verify_chain(relinked) == "entry 3: does not link to the entry before it"
     assert verify_chain(["x"]) == "entry 1: not an object"  # type: ignore[list-item]
+
+
+def test_a_quote_copied_from_the_transcript_matches_across_line_breaks() -> None:
+    record = branched_record()
+    record.turns[0] = record.turns[0].model_copy(update={"reply_text": "No.\nNot this."})
+    record.turns[0].messages[-1] = (
+        record.turns[0].messages[-1].model_copy(update={"text": "No.\nNot this."})
+    )
+    assert "No. \\n Not this." in judge_transcript(record)
+    data = json.loads(_verdict_json({1: True, 2: False, 3: True, 4: True}))
+    data["turns"][0]["evidence"] = [{"id": "a1", "quote": "No. \\n Not this."}]
+    assert verdict_parser(record)(json.dumps(data)).citation_errors == 0
