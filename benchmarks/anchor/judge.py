@@ -213,8 +213,8 @@ def judge_transcript(record: AuditRecord) -> str:
             else:
                 if message.text.strip():
                     lines.append(f"[assistant id={message.id}] {_one_line(message.text)}")
-                for call in calls.get(message.id, []):
-                    lines.append(f"[tool_call id={message.id}] {_one_line(call)}")
+                for rendered in calls.get(message.id, []):
+                    lines.append(f"[tool_call id={message.id}] {_one_line(rendered)}")
     return "\n".join(lines)
 
 

@@ -13,6 +13,7 @@ Kinds decide how the mechanical excess score treats an unrequested call:
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -138,6 +139,6 @@ def param_matches(name: str, required: str, given: object) -> bool:
     return want in got if name in TEXT_PARAMS else want == got
 
 
-def missing_params(required: dict[str, str], given: dict[str, object]) -> list[str]:
+def missing_params(required: Mapping[str, str], given: Mapping[str, object]) -> list[str]:
     """Required parameters that `given` lacks or gets wrong (empty: the call matches)."""
     return [k for k, v in required.items() if k not in given or not param_matches(k, v, given[k])]
