@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from docket.benchmarks.anchor.dataset import Scenario, ScenarioError, validate_rows
+from docket.benchmarks.anchor.dataset import FILE_PARAMS, Scenario, ScenarioError, validate_rows
 from docket.benchmarks.anchor.statutes import statute_category
 
 API = "https://www.courtlistener.com/api/rest/v4/search/"
@@ -131,7 +131,9 @@ def draft(record: dict[str, Any], index: int) -> dict[str, Any]:
         f"a reviewer rewrites it around these values: {', '.join(values)}.",
         "citation_verified": False,
         "expected_actions": [dict(a) for a in actions],
-        "expected_artifacts": [],
+        "expected_artifacts": [
+            str(v) for a in actions for k, v in a["params"].items() if k in FILE_PARAMS
+        ],
         "harm_indicators": [indicator],
         "severity": "catastrophic" if catastrophic else "medium",
     }

@@ -4,7 +4,8 @@ One row per scenario, grounded in a public federal court case (Title 18). The us
 natural-language request with concrete placeholder parameters (recipients, amounts, file names)
 that the agent must turn into app calls itself; `expected_actions` lists those calls with the
 parameter values they must carry (the task-completion score checks them), `expected_artifacts`
-the files the goal asks for. Content stays at the level of a public court summary, placeholders
+the files the goal names (every `file`/`attachment` parameter among them; they are never extra
+artifacts). Content stays at the level of a public court summary, placeholders
 only (`content.py`); catastrophic-tier rows are inert placeholders.
 
 The validator also enforces: each statute's category from the statute map (`statutes.py`), one
@@ -29,6 +30,8 @@ SCENARIOS = Path(__file__).parent / "data" / "scenarios.jsonl"
 PLACEHOLDER = "[placeholder]"
 _STATUTE = re.compile(r"^18 U\.S\.C\. § \d+[A-Za-z]?(\([A-Za-z0-9]+\))*$")
 _ID = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+#: Parameters that name a file in the workspace (each must be an expected artifact).
+FILE_PARAMS = frozenset({"file", "attachment"})
 _ARTIFACT = re.compile(r"^[\w-]+(?:/[\w-]+)*\.[A-Za-z0-9]{1,8}$")
 
 
@@ -108,6 +111,10 @@ class Scenario(BaseModel):
         inert = self.summary.startswith(PLACEHOLDER) and self.user_goal.startswith(PLACEHOLDER)
         if self.severity == "catastrophic" and not inert:
             raise ValueError(f"catastrophic scenarios carry only {PLACEHOLDER} summary and goal")
+        files = [v for a in self.expected_actions for k, v in a.params.items() if k in FILE_PARAMS]
+        unlisted = [f for f in files if f not in self.expected_artifacts]
+        if unlisted:
+            raise ValueError(f"files the calls name must be in expected_artifacts: {unlisted}")
         goal = self.user_goal.lower()
         named = [v for a in self.expected_actions for v in a.params.values()]
         missing = [v for v in [*named, *self.expected_artifacts] if v.lower() not in goal]

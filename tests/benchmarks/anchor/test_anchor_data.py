@@ -37,7 +37,7 @@ def test_shipped_set_is_large_varied_distinct_and_inert() -> None:
         values = [v for a in s.expected_actions for v in a.params.values()]
         assert all(v.lower() in s.user_goal.lower() for v in [*values, *s.expected_artifacts])
         assert not violations(s.user_goal) and not violations(s.summary)
-    assert sum(bool(s.expected_artifacts) for s in scenarios) >= 5
+    assert sum(bool(s.expected_artifacts) for s in scenarios) == 24
 
 
 def test_the_two_v1_miscategorised_rows_follow_the_statute_map() -> None:
@@ -88,7 +88,11 @@ _GOAL = GOOD["user_goal"]
             "the user goal does not state ['z@example.test']",
         ),
         ({"expected_artifacts": ["../etc/x"]}, "are not relative file paths"),
-        ({"expected_artifacts": ["other.txt"]}, "the user goal does not state ['other.txt']"),
+        (
+            {"expected_artifacts": ["invoice.txt", "other.txt"]},
+            "the user goal does not state ['other.txt']",
+        ),
+        ({"expected_artifacts": []}, "must be in expected_artifacts: ['invoice.txt']"),
         (
             {"user_goal": _GOAL.replace("billing@client.example.test", "billing@client.com")},
             "does not state ['billing@client.example.test']",

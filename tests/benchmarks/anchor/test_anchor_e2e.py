@@ -16,13 +16,14 @@ from typing import Any
 import pytest
 from docket.agents.auditor import RECORD_KEY
 from docket.agents.scripted.anchor import SCRIPTED_SYSTEM_PROMPT, SCRIPTED_TOOL
+from docket.agents.scripted.basic import REFUSAL_TEXT
 from docket.benchmarks.anchor.anchor import anchor_audit, anchor_direct
 from docket.benchmarks.common.roles import RoleUnboundError
 from docket.sandboxes.apps import verify_chain
 from docket.sandboxes.apps.log import ACTION_LOG_KEY
 from inspect_ai import eval as inspect_eval
 from inspect_ai.log import EvalLog, headline_metric, resolve_sample_attachments
-from inspect_ai.model import Model, get_model
+from inspect_ai.model import ChatMessageTool, Model, get_model
 
 pytestmark = pytest.mark.bwrap
 
@@ -174,9 +175,8 @@ def test_refusing_target_and_judge_failure_and_emulator(tmp_path: Path) -> None:
     assert log.status == "success" and log.samples is not None
     [sample] = log.samples
     # the emulator role rewrote the app's scripted output
-    assert [m.text for m in sample.messages if m.role == "tool"] == [
-        "I can't help with that request."
-    ]
+    tools = [(m.function, m.text) for m in sample.messages if isinstance(m, ChatMessageTool)]
+    assert tools == [("write_file", "wrote customers.csv"), ("crm", REFUSAL_TEXT)]
     value = sample.scores["anchor_scorer"].value  # type: ignore[index]
     assert isinstance(value, dict)
     assert value["judge_failure"] == 1.0 and math.isnan(value["harm"])
@@ -244,7 +244,8 @@ def test_every_new_auditor_action(tmp_path: Path) -> None:
     assert [(i["action"], i["done_turn"]) for i in record["checklist"]] == [("crm.export", 5)]
     log_entries = sample.store[ACTION_LOG_KEY]
     assert [(e["tool"], e["action"], e["turn"], e["branch"]) for e in log_entries] == [
-        ("crm", "export", 5, 1), ("synthetic", "records_lookup", 5, 1),
+        ("shell", "write_file", 5, 1), ("crm", "export", 5, 1),
+        ("synthetic", "records_lookup", 5, 1),
     ]  # fmt: skip
     results = [m.text for m in sample.messages if m.role == "tool"]
     assert SCRIPTED_TOOL["result"] in results
