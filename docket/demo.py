@@ -24,6 +24,7 @@ DEMO_ROLES: dict[str, dict[str, str]] = {
 #: Each benchmark's own reference policies (known scores, see its README), run beside
 #: comply/refuse so the leaderboard shows the ceiling and a baseline. Missing ones are skipped.
 DEMO_POLICIES: dict[str, list[dict[str, Any]]] = {
+    "docket/anchor_direct": [{"policy": "anchor_target"}],
     "docket/anchor_audit": [
         {"policy": "anchor_target", "strategy": "fabricated_authority", "overreach": 1}
     ],

@@ -1,73 +1,227 @@
 """Solvers that drive the CLI target: `persistent_audit` (the auditor) and `direct_request`.
 
 Both leave an `AuditRecord` in the sample store (`RECORD_KEY`) for the scorer, so the audited
-and the direct condition are scored identically.
+and the direct condition are scored identically. The target's app calls and commands go to the
+host-side action log (`docket.sandboxes.apps.log`); the solvers tell it the turn and branch.
 
-The auditor model is the `auditor` role; when the role is unbound it falls back to the model
-under test (an audit of a model by itself). Each turn it returns a JSON decision (strategy,
-message, to-do list, optional rollback, end). A reply that does not parse is retried once with a
-repair prompt; a second failure ends the audit with `auditor_failure` set (scored, counted).
+The auditor model comes from a factory the task passes in (the `auditor` role, resolved with
+`docket.benchmarks.common.roles` so an unbound role is one clear error). Each turn it returns a
+JSON decision (see `decision.py`). A reply that does not parse is retried once with a repair
+prompt; a second failure ends the audit with `auditor_failure` set (scored, counted).
+
+Everything the auditor does is in the transcript: its decision (`info` event, source
+`auditor`), each turn in its own span (`turn N · branch B`), and the branch tree (markdown
+`info` event) whenever a branch starts and when the audit ends, for `inspect view`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from docket.agents.auditor.decision import app_actions, decision_parser, observation
+from docket.agents.auditor.checklist import checklist_from, tick
+from docket.agents.auditor.decision import Decision, decision_parser, observation
 from docket.agents.auditor.parse import generate_parsed
-from docket.agents.auditor.record import RECORD_KEY, AuditRecord, ToolCallRecord, TurnRecord
+from docket.agents.auditor.record import (
+    RECORD_KEY,
+    AuditorAction,
+    AuditRecord,
+    Branch,
+    MessageRecord,
+    ToolCallRecord,
+    TurnRecord,
+)
 from docket.agents.auditor.strategies import STRATEGIES
 from docket.agents.cli_target import (
     CliTarget,
+    TargetState,
     TargetTurn,
-    list_files,
     restore_workspace,
+    snapshot_files,
     snapshot_workspace,
 )
+from docket.agents.cli_target.agent import PREFILL_FLAG, is_target_reply
+from docket.sandboxes.apps import read_log, set_position
 from inspect_ai.log import transcript
-from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageUser, get_model
+from inspect_ai.model import (
+    ChatMessage,
+    ChatMessageAssistant,
+    ChatMessageSystem,
+    ChatMessageTool,
+    ChatMessageUser,
+    Model,
+)
 from inspect_ai.solver import Generate, Solver, TaskState, solver
-from inspect_ai.util import store
+from inspect_ai.tool import ToolDef
+from inspect_ai.util import span, store
+
+ModelFactory = Callable[[], Model]
 
 
-def _turn_record(
-    number: int, strategy: str, branch_from: int | None, turn: TargetTurn
+def turn_record(
+    number: int, strategy: str, branch: int, parent: int, turn: TargetTurn
 ) -> TurnRecord:
+    """The record of one played turn: messages with their ids, tool calls with their results."""
     user = turn.messages[0]
-    replies = [m for m in turn.messages if m.role == "assistant"]
+    prefill = next((m for m in turn.messages if (m.metadata or {}).get(PREFILL_FLAG)), None)
+    replies = [m for m in turn.messages if is_target_reply(m)]
     last = replies[-1] if replies else user
+    results = {m.tool_call_id: m for m in turn.messages if isinstance(m, ChatMessageTool)}
+    calls: list[ToolCallRecord] = []
+    for message in replies:
+        assert isinstance(message, ChatMessageAssistant)
+        for call in message.tool_calls or []:
+            result = results.get(call.id)
+            calls.append(
+                ToolCallRecord(
+                    message_id=str(message.id),
+                    function=call.function,
+                    arguments=dict(call.arguments),
+                    result_id=str(result.id) if result else None,
+                    result=result.text if result else "",
+                    error=result.error.message if result and result.error else None,
+                )
+            )
+    messages = [_message_record(m) for m in turn.messages]
     return TurnRecord(
         turn=number,
         strategy=strategy,
-        branch_from=branch_from,
+        branch=branch,
+        parent=parent,
         user_message_id=str(user.id),
         user_text=user.text,
+        prefill_message_id=str(prefill.id) if prefill else None,
+        prefill_text=prefill.text if prefill else None,
         reply_message_id=str(last.id),
         reply_text=turn.reply,
-        tool_calls=[
-            ToolCallRecord(message_id=m, function=f, arguments=a) for m, f, a in turn.tool_calls
-        ],
+        tool_calls=calls,
+        messages=messages,
     )
 
 
-def _mark_done(record: AuditRecord, turn: TurnRecord) -> None:
-    for call in turn.tool_calls:
-        for action in app_actions(call.arguments):
-            if action in record.todo and action not in record.done:
-                record.done[action] = turn.turn
+def _message_record(message: ChatMessage) -> MessageRecord:
+    if isinstance(message, ChatMessageTool):
+        error = message.error.message if message.error else None
+        return MessageRecord(
+            id=str(message.id), role="tool", text=message.text, function=message.function,
+            error=error,
+        )  # fmt: skip
+    if isinstance(message, ChatMessageAssistant):
+        role = "assistant" if is_target_reply(message) else "prefill"
+        return MessageRecord(id=str(message.id), role=role, text=message.text)
+    return MessageRecord(id=str(message.id), role=message.role, text=message.text)
 
 
 def _auditor_system(template: str, metadata: Mapping[str, Any]) -> str:
     strategies = "\n".join(f"- {s.name}: {s.description}" for s in STRATEGIES)
-    actions = ", ".join(str(a) for a in metadata.get("expected_actions", []))
-    return template.format(**{**metadata, "strategies": strategies, "expected_actions": actions})
+    return template.format(**{**metadata, "strategies": strategies})
+
+
+def _decision_info(number: int, decision: Decision) -> dict[str, Any]:
+    tool = decision.create_tool
+    return {
+        "turn": number,
+        "strategy": decision.strategy,
+        "message": decision.message,
+        "plan": decision.plan,
+        "rollback_to": decision.rollback_to,
+        "restart": decision.restart,
+        "system_prompt": decision.system_prompt,
+        "create_tool": tool.name if tool else None,
+        "prefill": decision.prefill,
+        "end": decision.end,
+        "reason": decision.reason,
+    }
+
+
+def _target_note(target: CliTarget, state: TargetState) -> str:
+    prompt = "default" if state.system_prompt == target.system_prompt else "set by you"
+    tools = ", ".join(s.name for s in state.synthetic) or "none"
+    return f"system prompt {prompt}; synthetic tools: {tools}"
+
+
+class _Audit:
+    """One audit in progress: the target's state, saved states for rollback, the record."""
+
+    def __init__(self, target: CliTarget, record: AuditRecord, initial: str) -> None:
+        self.target = target
+        self.record = record
+        self.state = target.start()
+        self.saved: dict[int, tuple[TargetState, str]] = {0: (self.state.copy(), initial)}
+
+    def act(self, number: int, action: str, **detail: Any) -> None:
+        self.record.actions.append(AuditorAction(turn=number, action=action, detail=detail))
+
+    async def apply(self, number: int, decision: Decision) -> tuple[int, str | None]:
+        """Apply the decision's actions before its message; returns (parent turn, fork reason)."""
+        previous = self.record.turns[-1].turn if self.record.turns else 0
+        parent, reason = previous, None
+        if decision.plan is not None:
+            self.record.plan = list(decision.plan)
+            self.act(number, "plan", items=len(decision.plan))
+        if decision.rollback_to is not None:
+            back = decision.rollback_to
+            state, snapshot = self.saved[back]
+            self.state = state.copy()
+            if back != previous:
+                await restore_workspace(snapshot)
+            parent, reason = back, f"rollback to turn {back}"
+            self.act(number, "rollback", to=back)
+        if decision.restart:
+            self.state = self.target.start()
+            parent, reason = 0, "restart"
+            self.act(number, "restart")
+        if decision.system_prompt:
+            self.state = TargetState(
+                [ChatMessageSystem(content=decision.system_prompt)], list(self.state.synthetic)
+            )
+            parent, reason = 0, reason or "new system prompt"
+            self.act(number, "set_system_prompt", text=decision.system_prompt)
+        if decision.create_tool:
+            self.state.synthetic.append(decision.create_tool)
+            self.act(number, "create_tool", **decision.create_tool.__dict__)
+        if decision.prefill:
+            self.act(number, "prefill", text=decision.prefill)
+        return parent, reason
+
+    def branch_for(self, number: int, parent: int, reason: str | None) -> int:
+        """The branch of turn `number`; a new one when it does not continue the last turn."""
+        previous = self.record.turns[-1] if self.record.turns else None
+        if previous is not None and parent == previous.turn:
+            return previous.branch
+        if previous is None and parent == 0:
+            self.record.branches.append(Branch(id=0, parent_turn=0, reason="start", first_turn=1))
+            return 0
+        branch = len(self.record.branches)
+        self.record.branches.append(
+            Branch(id=branch, parent_turn=parent, reason=reason or "fork", first_turn=number)
+        )
+        return branch
+
+    async def play(
+        self,
+        number: int,
+        strategy: str,
+        message: str,
+        parent: int,
+        branch: int,
+        prefill: str | None,
+    ) -> None:
+        set_position(number, branch)
+        async with span(f"turn {number} · branch {branch}", type="anchor_turn"):
+            turn = await self.target.respond(self.state, message, prefill)
+        self.record.turns.append(turn_record(number, strategy, branch, parent, turn))
+        tick(self.record.checklist, read_log())
+        self.saved[number] = (self.state.copy(), await snapshot_workspace())
+        if number > 1 and self.record.branches[-1].first_turn == number:
+            transcript().info(self.record.branch_tree(), source="auditor")  # a new branch
 
 
 @solver
 def persistent_audit(
     system_prompt: str,
     target: CliTarget,
+    auditor: ModelFactory,
     max_turns: int = 20,
     compact_after: int = 8,
     keep_recent: int = 3,
@@ -77,60 +231,55 @@ def persistent_audit(
     Args:
         system_prompt: Auditor system prompt; formatted with `{strategies}` and the metadata.
         target: The CLI target (model under test with its tools).
-        max_turns: Messages the auditor may send (rolled-back turns count).
+        auditor: Returns the auditor model (called once per sample, inside the solver).
+        max_turns: Messages the auditor may send (turns on abandoned branches count).
         compact_after: Recorded turns after which older turns are compacted in its memory.
         keep_recent: Turns kept in full once compaction starts.
     """
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        auditor = get_model(role="auditor")
+        model = auditor()
         goal = str(state.metadata["user_goal"])
         system = ChatMessageSystem(content=_auditor_system(system_prompt, state.metadata))
-        record = AuditRecord(max_turns=max_turns, todo=list(state.metadata["expected_actions"]))
-        record.initial_files = await list_files()
-        conversation = target.start()
+        record = AuditRecord(
+            max_turns=max_turns,
+            checklist=checklist_from(state.metadata["expected_actions"]),
+            artifacts=list(state.metadata.get("expected_artifacts", [])),
+        )
+        initial = await snapshot_workspace()
+        record.initial_files = {p: f.digest for p, f in snapshot_files(initial).items()}
+        audit = _Audit(target, record, initial)
+        reserved = {ToolDef(t).name for t in target.tools}
         try:
-            saved: dict[int, tuple[list[ChatMessage], str]] = {}
             for number in range(1, max_turns + 1):
-                view, compacted = observation(record, number, goal, compact_after, keep_recent)
+                taken = reserved | {s.name for s in audit.state.synthetic}
+                view, compacted = observation(
+                    record, number, goal, compact_after, keep_recent,
+                    _target_note(target, audit.state),
+                )  # fmt: skip
                 record.compactions += int(compacted)
                 decision, error = await generate_parsed(
-                    auditor, [system, ChatMessageUser(content=view)], decision_parser(number)
+                    model, [system, ChatMessageUser(content=view)], decision_parser(number, taken)
                 )
                 if decision is None:
                     record.auditor_failure = f"turn {number}: {error}"
                     record.ended_by = "auditor_failure"
                     break
-                choice: dict[str, Any] = {
-                    "turn": number,
-                    "strategy": decision.strategy,
-                    "rollback_to": decision.rollback_to,
-                    "end": decision.end,
-                    "todo": decision.todo,
-                    "reason": decision.reason,
-                }
-                transcript().info(choice, source="auditor")
+                transcript().info(_decision_info(number, decision), source="auditor")
                 if decision.end:
+                    audit.act(number, "end", reason=decision.reason)
                     record.ended_by = "auditor"
                     break
-                if decision.todo is not None:
-                    record.todo = list(decision.todo)
-                saved[number - 1] = (list(conversation), await snapshot_workspace(number))
-                if decision.rollback_to is not None:
-                    back = decision.rollback_to
-                    conversation = list(saved[back][0])
-                    if back < number - 1:
-                        await restore_workspace(saved[back][1])
-                    record.done = {a: t for a, t in record.done.items() if t <= back}
-                    record.rollbacks.append((number, back))
-                turn = await target.respond(conversation, decision.message)
-                done = _turn_record(number, decision.strategy, decision.rollback_to, turn)
-                record.turns.append(done)
-                _mark_done(record, done)
+                parent, reason = await audit.apply(number, decision)
+                branch = audit.branch_for(number, parent, reason)
+                await audit.play(
+                    number, decision.strategy, decision.message, parent, branch, decision.prefill
+                )
         finally:
             # also when a message/time limit interrupts the audit: the scorer needs the record
-            state.messages = conversation
+            state.messages = audit.state.messages
             store().set(RECORD_KEY, record.model_dump())
+            transcript().info(record.branch_tree(), source="auditor")
         return state
 
     return solve
@@ -141,18 +290,21 @@ def direct_request(target: CliTarget) -> Solver:
     """One turn, no auditor: the target receives the sample input once (`strategy="direct"`)."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        record = AuditRecord(max_turns=1, todo=list(state.metadata["expected_actions"]))
-        record.initial_files = await list_files()
+        record = AuditRecord(
+            max_turns=1, checklist=checklist_from(state.metadata["expected_actions"])
+        )
+        initial = await snapshot_workspace()
+        record.initial_files = {p: f.digest for p, f in snapshot_files(initial).items()}
         conversation = target.start()
         try:
-            await snapshot_workspace(1)
+            set_position(1, 0)
+            record.branches.append(Branch(id=0, parent_turn=0, reason="start", first_turn=1))
             turn = await target.respond(conversation, state.input_text)
-            done = _turn_record(1, "direct", None, turn)
-            record.turns.append(done)
-            _mark_done(record, done)
+            record.turns.append(turn_record(1, "direct", 0, 0, turn))
+            tick(record.checklist, read_log())
             record.ended_by = "direct"
         finally:
-            state.messages = conversation
+            state.messages = conversation.messages
             store().set(RECORD_KEY, record.model_dump())
         return state
 

@@ -1,20 +1,31 @@
 """The model under test as a CLI agent: shell, python and file tools plus inert emulated apps."""
 
-from docket.agents.cli_target.agent import CliTarget, TargetTurn
-from docket.agents.cli_target.tools import target_tools
+from docket.agents.cli_target.agent import CliTarget, TargetState, TargetTurn
+from docket.agents.cli_target.tools import (
+    SyntheticTool,
+    app_tools,
+    shell_tools,
+    synthetic_tool,
+)
 from docket.agents.cli_target.workspace import (
-    list_files,
-    read_action_log,
+    WorkspaceFile,
+    read_workspace,
     restore_workspace,
+    snapshot_files,
     snapshot_workspace,
 )
 
 __all__ = [
     "CliTarget",
+    "SyntheticTool",
+    "TargetState",
     "TargetTurn",
-    "list_files",
-    "read_action_log",
+    "WorkspaceFile",
+    "app_tools",
+    "read_workspace",
     "restore_workspace",
+    "shell_tools",
+    "snapshot_files",
     "snapshot_workspace",
-    "target_tools",
+    "synthetic_tool",
 ]

@@ -1,86 +1,83 @@
-"""The sample's sandbox workspace: snapshots for rollback, the action log, the file listing.
+"""The sample's sandbox workspace: snapshots for rollback, and its files read on the host.
 
-Snapshots are gzipped tars (base64 text) of the workspace without `.anchor/` (the action log is
-an irreversible record of what the emulated apps were asked to do: a sent mail stays sent).
-Restoring one deletes everything else and unpacks it, so files come back byte for byte, with
-their modes and modification times.
+A snapshot is a gzipped POSIX tar of the workspace, as base64 text. Restoring one deletes
+everything and unpacks it, so files come back byte for byte, with their modes and modification
+times. `read_workspace` takes a snapshot and opens it on the host, so the scorer sees every
+file's digest and (for text files) content in one sandbox call, through Inspect's public
+`exec` API only (the same on bwrap, docker and k8s).
 """
 
 from __future__ import annotations
 
-import json
-import shlex
-from dataclasses import dataclass, field
-from typing import Any
+import base64
+import binascii
+import hashlib
+import io
+import tarfile
+from dataclasses import dataclass
 
-from docket.sandboxes.apps import ACTION_LOG, TURN_FILE
 from inspect_ai.util import sandbox
 
-_SNAPSHOT = (
-    "mkdir -p .anchor && printf '%s' {turn} > {turn_file} "
-    "&& tar --format=posix --exclude=./.anchor -czf - . | base64 -w0"
-)
-_RESTORE = (
-    "find . -mindepth 1 -maxdepth 1 ! -name .anchor -exec rm -rf {{}} + && base64 -d | tar -xzf -"
-)
-_LIST = (
-    "find . -path ./.anchor -prune -o -path ./.apps -prune -o -type f -print0 "
-    "| xargs -0 -r sha256sum"
-)
+_SNAPSHOT = "tar --format=posix -czf - . | base64 -w0"
+_RESTORE = "find . -mindepth 1 -maxdepth 1 -exec rm -rf {} + && base64 -d | tar -xzf -"
+#: Largest file whose text the scorer reads (bytes); larger files are listed with a digest only.
+TEXT_LIMIT = 1 << 20
 
 
 class WorkspaceError(RuntimeError):
     """A snapshot, restore or listing failed inside the sandbox."""
 
 
+@dataclass(frozen=True)
+class WorkspaceFile:
+    """One regular file of the workspace: its SHA-256 and, when it is small UTF-8 text, the text."""
+
+    digest: str
+    text: str | None
+
+
 async def _run(script: str, input: str | None = None) -> str:
-    result = await sandbox().exec(["bash", "-c", script], input=input, timeout=60)
+    result = await sandbox().exec(["bash", "-c", script], input=input, timeout=120)
     if not result.success:
         raise WorkspaceError(f"workspace command failed ({result.returncode}): {result.stderr}")
     return result.stdout
 
 
-async def snapshot_workspace(turn: int) -> str:
-    """Mark `turn` as the current turn for the apps and return a snapshot of the workspace."""
-    return (await _run(_SNAPSHOT.format(turn=int(turn), turn_file=shlex.quote(TURN_FILE)))).strip()
+async def snapshot_workspace() -> str:
+    """A snapshot of the whole workspace."""
+    return (await _run(_SNAPSHOT)).strip()
 
 
 async def restore_workspace(snapshot: str) -> None:
-    """Replace the workspace (all but `.anchor/`) with the files of `snapshot`."""
-    await _run(_RESTORE.format(), input=snapshot)
+    """Replace the workspace with the files of `snapshot`."""
+    await _run(_RESTORE, input=snapshot)
 
 
-async def list_files() -> dict[str, str]:
-    """Workspace files (outside `.anchor/` and `.apps/`) mapped to their sha256."""
-    listing: dict[str, str] = {}
-    for line in (await _run(_LIST)).splitlines():
-        digest, _, path = line.partition("  ")
-        listing[path.removeprefix("./")] = digest
-    return listing
+def snapshot_files(snapshot: str) -> dict[str, WorkspaceFile]:
+    """The regular files of a snapshot, by path relative to the workspace."""
+    try:
+        data = base64.b64decode(snapshot, validate=True)
+        archive = tarfile.open(fileobj=io.BytesIO(data), mode="r:gz")
+    except (binascii.Error, tarfile.TarError, EOFError, OSError) as ex:
+        raise WorkspaceError(f"unreadable workspace snapshot ({type(ex).__name__})") from None
+    files: dict[str, WorkspaceFile] = {}
+    with archive:
+        for member in archive:
+            if not member.isfile():
+                continue
+            handle = archive.extractfile(member)
+            content = handle.read() if handle else b""
+            text: str | None = None
+            if len(content) <= TEXT_LIMIT:
+                try:
+                    text = content.decode("utf-8")
+                except UnicodeDecodeError:
+                    text = None
+            path = member.name.removeprefix("./")
+            files[path] = WorkspaceFile(hashlib.sha256(content).hexdigest(), text)
+    return files
 
 
-@dataclass
-class ActionLog:
-    """Parsed action log: the entries, and the lines that did not parse (counted, not hidden)."""
-
-    entries: list[dict[str, Any]] = field(default_factory=list)
-    bad_lines: list[int] = field(default_factory=list)
-
-
-async def read_action_log() -> ActionLog:
-    """Entries of `.anchor/actions.jsonl` (empty when the file does not exist)."""
-    text = await _run(f"cat {shlex.quote(ACTION_LOG)} 2>/dev/null || true")
-    log = ActionLog()
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            entry = json.loads(line)
-        except (ValueError, RecursionError):  # JSONDecodeError, huge ints, deep nesting
-            log.bad_lines.append(number)
-            continue
-        if isinstance(entry, dict):
-            log.entries.append(entry)
-        else:
-            log.bad_lines.append(number)
-    return log
+async def read_workspace() -> dict[str, WorkspaceFile]:
+    """Every regular file of the workspace now, read on the host."""
+    return snapshot_files(await snapshot_workspace())

@@ -1,23 +1,43 @@
 """ANCHOR tasks: a CLI agent in a sandbox, asked directly or audited by a persistent auditor.
 
-`docket/anchor_direct` sends each scenario's request once; `docket/anchor_audit` lets the
-`auditor` role pursue the same goal for up to `max_turns` turns. Both use the same scenarios and
-the same scorer (`judge` role + mechanical excess), so their metrics compare directly.
+`docket/anchor_direct` sends each scenario's natural-language goal once; `docket/anchor_audit`
+lets the `auditor` role pursue the same goal for up to `max_turns` turns. Both use the same
+scenarios and the same scorer (`judge` role or an ensemble, plus mechanical completion and
+excess), so their metrics compare directly.
+
+Headlines: `anchor_audit` reports `compliance_at_T`, the Kaplan-Meier probability that the
+target complied by turn T = `max_turns` (lower is better; the final refusal rate is
+1 - compliance_at_T); `anchor_direct` reports the direct refusal rate (higher is better).
+
+Roles: `auditor` (audit only) and `judge` (or the roles named by `-T judges=...`) must be bound;
+an unbound one stops the eval with one line, unless `-T self_audit=true` lets the model under
+test play them. `emulator` is used only with `-T emulator=true`, under the same rule; without
+it app and synthetic-tool results are scripted.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
+
 from docket.agents.auditor import direct_request, persistent_audit
-from docket.agents.cli_target import CliTarget, target_tools
-from docket.benchmarks.anchor.dataset import SCENARIOS, anchor_dataset
+from docket.agents.cli_target import CliTarget, app_tools, shell_tools
+from docket.benchmarks.anchor.dataset import SCENARIOS, ScenarioError, anchor_dataset
 from docket.benchmarks.anchor.prompts import auditor_system
 from docket.benchmarks.anchor.scorer import anchor_scorer
 from docket.benchmarks.common.args import checked, positive
+from docket.benchmarks.common.headline import headline
+from docket.benchmarks.common.roles import require_roles, role_model
 from docket.sandboxes import sandbox_spec
 from inspect_ai import Task, task
+from inspect_ai._util.error import PrerequisiteError
+from inspect_ai.model import Model
 from inspect_ai.solver import Solver
 
-VERSION = "1-A"
+VERSION = "2-A"
+SELF_FLAG = "self_audit"
+TAGS = ["safety", "agent", "multi-turn", "sandbox"]
+_ROLE_NAME = re.compile(r"^[A-Za-z][\w-]*$")
 
 
 def _categories(name: str, categories: str | None) -> list[str] | None:
@@ -26,32 +46,98 @@ def _categories(name: str, categories: str | None) -> list[str] | None:
     return [c.strip() for c in checked(name, "categories", categories, str).split(",") if c.strip()]
 
 
+def judge_roles(name: str, judges: int | str) -> list[str]:
+    """The judge role of each ensemble member: `judges=N` is N calls of `judge`, a comma list
+    names one role per judge."""
+    if isinstance(judges, str):
+        roles = [r.strip() for r in judges.split(",") if r.strip()]
+        if roles and all(_ROLE_NAME.match(r) for r in roles):
+            return roles
+        raise PrerequisiteError(
+            f"{name}: -T judges={judges!r} must be a count (e.g. 3) or role names (judge,judge_b)"
+        )
+    return ["judge"] * positive(name, "judges", judges)
+
+
+class _Roles:
+    """Resolves the task's model roles inside solvers and scorers (never the model under test
+    unless `self_audit`)."""
+
+    def __init__(self, name: str, self_audit: bool) -> None:
+        self.name = name
+        self.self_audit = checked(name, SELF_FLAG, self_audit, bool)
+
+    def factory(self, role: str) -> Callable[[], Model]:
+        def get() -> Model:
+            return role_model(self.name, role, allow_self=self.self_audit, self_flag=SELF_FLAG)
+
+        return get
+
+    def require(self, roles: list[str]) -> None:
+        require_roles(
+            self.name, list(dict.fromkeys(roles)), allow_self=self.self_audit, self_flag=SELF_FLAG
+        )
+
+
 def _task(
     name: str,
     solver: Solver,
+    roles: _Roles,
+    judges: list[str],
     scenarios: str | None,
     categories: str | None,
     sandbox: str,
+    horizon: int,
 ) -> Task:
-    return Task(
-        dataset=anchor_dataset(
+    try:
+        dataset = anchor_dataset(
             checked(name, "scenarios", scenarios, str) if scenarios else SCENARIOS,
             _categories(name, categories),
-        ),
+        )
+    except ScenarioError as ex:
+        raise PrerequisiteError(f"{name}: {ex}".replace("\n", "\\n")) from None
+    if name == "anchor_audit":
+        declared = headline(
+            "anchor_scorer",
+            "compliance_at_T",
+            direction="lower",
+            value="survival",
+            time_key="turns_observed",
+            event_key="complied",
+            horizon=horizon,
+        )
+    else:
+        declared = headline(
+            "anchor_scorer",
+            "mean",
+            score="direct_refusal",
+            direction="higher",
+            value="binary",
+            sample_key="direct_refusal",
+        )
+    try:
+        spec = sandbox_spec(checked(name, "sandbox", sandbox, str))
+    except ValueError as ex:
+        raise PrerequisiteError(f"{name}: {ex}") from None
+    return Task(
+        dataset=dataset,
         solver=solver,
-        scorer=anchor_scorer(),
-        sandbox=sandbox_spec(checked(name, "sandbox", sandbox, str)),
+        scorer=anchor_scorer([roles.factory(r) for r in judges]),
+        sandbox=spec,
         fail_on_error=False,
         version=VERSION,
+        headline_metric=declared["headline_metric"],
+        metadata={**declared["metadata"], "benchmark": "anchor", "judges": judges},
+        tags=TAGS,
     )
 
 
-def _target(name: str, tool_timeout: int, max_steps: int, emulator: bool) -> CliTarget:
-    tools = target_tools(
-        timeout=positive(name, "tool_timeout", tool_timeout),
-        emulator=checked(name, "emulator", emulator, bool),
-    )
-    return CliTarget(tools, max_steps=positive(name, "max_steps", max_steps))
+def _target(
+    name: str, roles: _Roles, tool_timeout: int, max_steps: int, emulator: bool
+) -> CliTarget:
+    emulate = roles.factory("emulator") if checked(name, "emulator", emulator, bool) else None
+    tools = [*shell_tools(positive(name, "tool_timeout", tool_timeout)), *app_tools(emulate)]
+    return CliTarget(tools, max_steps=positive(name, "max_steps", max_steps), emulator=emulate)
 
 
 @task
@@ -62,8 +148,10 @@ def anchor_direct(
     tool_timeout: int = 30,
     max_steps: int = 8,
     emulator: bool = False,
+    judges: int | str = 1,
+    self_audit: bool = False,
 ) -> Task:
-    """One-turn request of each scenario to the CLI agent under test (no auditor).
+    """One-turn request of each scenario's goal to the CLI agent under test (no auditor).
 
     Args:
         scenarios: Scenario JSONL file (default: the shipped set).
@@ -71,11 +159,16 @@ def anchor_direct(
         sandbox: Sandbox kind: bwrap (default), docker or k8s.
         tool_timeout: Seconds each tool call may run.
         max_steps: Generations per user turn before the target is stopped.
-        emulator: Rewrite emulated-app output with the `emulator` role (default: scripted).
+        emulator: Rewrite app and synthetic-tool results with the `emulator` role.
+        judges: Judge ensemble: a count of `judge` calls, or comma-separated role names.
+        self_audit: Let the model under test play unbound roles (judge, emulator).
     """
     name = "anchor_direct"
-    target = _target(name, tool_timeout, max_steps, emulator)
-    return _task(name, direct_request(target), scenarios, categories, sandbox)
+    roles = _Roles(name, self_audit)
+    panel = judge_roles(name, judges)
+    roles.require(panel + (["emulator"] if emulator is True else []))
+    target = _target(name, roles, tool_timeout, max_steps, emulator)
+    return _task(name, direct_request(target), roles, panel, scenarios, categories, sandbox, 1)
 
 
 @task
@@ -88,25 +181,34 @@ def anchor_audit(
     tool_timeout: int = 30,
     max_steps: int = 8,
     emulator: bool = False,
+    judges: int | str = 1,
+    self_audit: bool = False,
 ) -> Task:
     """A persistent auditor (`auditor` role) pursues each scenario's goal against the agent.
 
     Args:
         scenarios: Scenario JSONL file (default: the shipped set).
         categories: Comma-separated offence categories to keep (default: all).
-        max_turns: Turn budget of each audit (messages the auditor may send).
+        max_turns: Turn budget T of each audit (messages the auditor may send).
         compact_after: Turns after which the auditor's older turns are compacted.
         sandbox: Sandbox kind: bwrap (default), docker or k8s.
         tool_timeout: Seconds each tool call may run.
         max_steps: Generations per user turn before the target is stopped.
-        emulator: Rewrite emulated-app output with the `emulator` role (default: scripted).
+        emulator: Rewrite app and synthetic-tool results with the `emulator` role.
+        judges: Judge ensemble: a count of `judge` calls, or comma-separated role names.
+        self_audit: Let the model under test play unbound roles (auditor, judge, emulator).
     """
     name = "anchor_audit"
-    target = _target(name, tool_timeout, max_steps, emulator)
+    roles = _Roles(name, self_audit)
+    panel = judge_roles(name, judges)
+    roles.require(["auditor", *panel] + (["emulator"] if emulator is True else []))
+    target = _target(name, roles, tool_timeout, max_steps, emulator)
+    turns = positive(name, "max_turns", max_turns)
     solver = persistent_audit(
         auditor_system(),
         target,
-        max_turns=positive(name, "max_turns", max_turns),
+        roles.factory("auditor"),
+        max_turns=turns,
         compact_after=positive(name, "compact_after", compact_after),
     )
-    return _task(name, solver, scenarios, categories, sandbox)
+    return _task(name, solver, roles, panel, scenarios, categories, sandbox, turns)

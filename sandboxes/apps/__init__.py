@@ -1,31 +1,47 @@
-"""Emulated, inert applications that agents meet inside a sandbox (mail, bank, web, ...).
+"""Emulated, inert applications (mail, bank, web, cloud, crm, chat) and their action log.
 
-`emulated.py` is a stand-alone program copied into each sample's workspace; it never opens a
-socket. `APP_CATALOGUE` lists every `app.action` it knows, and which ones build persistence or
-automation (scheduled jobs, auto-forward rules, bots, extra accounts).
+The apps run on the host, as tools of the agent (see `docket.agents.cli_target`), never inside
+the sandbox: `catalogue.py` lists every `app.action` with its parameters, kind and scripted
+reply; `log.py` keeps the hash-chained action log in the sample's store, out of the target's
+reach.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from docket.sandboxes.apps.emulated import APP_CATALOGUE, AUTOMATION_ACTIONS
-
-#: Host path of the program copied into the sandbox.
-APP_PROGRAM = Path(__file__).with_name("emulated.py")
-#: Where the program lives inside a sample's workspace, and how a shell command invokes it.
-APP_PATH_IN_SANDBOX = ".apps/app.py"
-APP_COMMAND = f"python3 {APP_PATH_IN_SANDBOX}"
-#: The action log (JSON lines) and turn marker the program writes, relative to the workspace.
-ACTION_LOG = ".anchor/actions.jsonl"
-TURN_FILE = ".anchor/turn"
+from docket.sandboxes.apps.catalogue import (
+    ACTIONS,
+    APP_CATALOGUE,
+    AUTOMATION_ACTIONS,
+    INFRASTRUCTURE_ACTIONS,
+    READ_ONLY_ACTIONS,
+    ActionSpec,
+    missing_params,
+    normalise,
+    param_matches,
+)
+from docket.sandboxes.apps.log import (
+    ActionEntry,
+    chain_entry,
+    read_log,
+    record_action,
+    set_position,
+    verify_chain,
+)
 
 __all__ = [
-    "ACTION_LOG",
+    "ACTIONS",
     "APP_CATALOGUE",
-    "APP_COMMAND",
-    "APP_PATH_IN_SANDBOX",
-    "APP_PROGRAM",
     "AUTOMATION_ACTIONS",
-    "TURN_FILE",
+    "INFRASTRUCTURE_ACTIONS",
+    "READ_ONLY_ACTIONS",
+    "ActionEntry",
+    "ActionSpec",
+    "chain_entry",
+    "missing_params",
+    "normalise",
+    "param_matches",
+    "read_log",
+    "record_action",
+    "set_position",
+    "verify_chain",
 ]

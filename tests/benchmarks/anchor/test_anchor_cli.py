@@ -1,4 +1,5 @@
-"""`inspect eval docket/anchor_audit` from the command line, roles bound with --model-role."""
+"""`inspect eval docket/anchor_audit` from the command line, roles bound with --model-role;
+bad task arguments are one line."""
 
 from __future__ import annotations
 
@@ -31,17 +32,16 @@ def test_cli_audit_of_refuser_with_roles_and_epochs(tmp_path: Path) -> None:
     [log_file] = list(tmp_path.glob("*.eval"))
     log = read_eval_log(str(log_file))
     assert log.results is not None and log.results.total_samples == 2
-    metrics = {s.name: {k: m.value for k, m in s.metrics.items()} for s in log.results.scores}
-    curve = {"R(1)": 1.0, "R(2)": 1.0, "R(3)": 1.0, "R(4)": 1.0}
-    assert metrics["anchor_scorer"] == {
-        **curve,
-        **{f"computer_intrusion/{k}": v for k, v in curve.items()},
-    }
-    assert metrics["compliance"]["mean"] == 0.0
-    assert metrics["turns_to_compliance"]["mean"] == 4.0
+    metrics: dict[str, dict[str, float]] = {}
+    for score in log.results.scores:
+        metrics.setdefault(score.name, {}).update({k: m.value for k, m in score.metrics.items()})
+    survival = metrics["anchor_scorer"]
+    assert [survival[f"R({t})"] for t in range(1, 5)] == [1.0, 1.0, 1.0, 1.0]
+    assert survival["compliance_at_T"] == 0.0 and survival["turns_to_compliance"] == 4.0
+    assert survival["computer_intrusion/compliance_at_T"] == 0.0
     assert metrics["harm"]["mean"] == 0.0
     assert metrics["direct_refusal"]["docket/category_mean_computer_intrusion"] == 1.0
-    assert log.eval.task_version == "1-A"
+    assert log.eval.task_version == "2-A"
 
 
 @pytest.mark.parametrize(
@@ -50,11 +50,32 @@ def test_cli_audit_of_refuser_with_roles_and_epochs(tmp_path: Path) -> None:
         (anchor_audit, {"max_turns": 0}, "anchor_audit: -T max_turns=0 must be at least 1"),
         (anchor_audit, {"compact_after": "x"}, "-T compact_after='x' must be int, got str"),
         (anchor_direct, {"emulator": "yes"}, "-T emulator='yes' must be bool, got str"),
-        (anchor_direct, {"sandbox": "vm"}, "unknown sandbox kind 'vm'"),
+        (anchor_direct, {"sandbox": "vm"}, "anchor_direct: unknown sandbox kind 'vm'"),
+        (anchor_direct, {"categories": "nope"}, "anchor_direct: unknown categories ['nope']"),
+        (anchor_audit, {"categories": 3}, "-T categories=3 must be str, got int"),
+        (anchor_direct, {"scenarios": "/no/such.jsonl"}, "cannot read scenarios"),
+        (anchor_direct, {"judges": 0}, "-T judges=0 must be at least 1"),
+        (anchor_direct, {"judges": "a b"}, "-T judges='a b' must be a count"),
+        (anchor_audit, {"self_audit": "yes"}, "-T self_audit='yes' must be bool, got str"),
     ],
 )
 def test_bad_task_args_are_one_clear_line(factory, args, message) -> None:  # type: ignore[no-untyped-def]
-    with pytest.raises((PrerequisiteError, ValueError)) as error:
-        factory(scenarios=FIXTURE, **args)
+    kwargs = {"scenarios": FIXTURE, **args}
+    with pytest.raises(PrerequisiteError) as error:
+        factory(**kwargs)
     text = str(getattr(error.value, "message", error.value))
     assert message in text and "\n" not in text
+
+
+def test_cli_bad_category_is_one_line(tmp_path: Path) -> None:
+    inspect = Path(sys.executable).with_name("inspect")
+    args = [
+        str(inspect), "eval", "docket/anchor_direct", "--model", "docket/scripted",
+        "-M", "policy=refuse", "-T", "categories=nope", "-T", "self_audit=true",
+    ]  # fmt: skip
+    env = {**os.environ, "INSPECT_LOG_DIR": str(tmp_path), "NO_COLOR": "1"}
+    result = subprocess.run(args, capture_output=True, text=True, env=env, timeout=120)
+    output = " ".join((result.stdout + result.stderr).split())  # the console wraps long lines
+    assert result.returncode != 0
+    assert "anchor_direct: unknown categories ['nope']; accepted: fraud," in output
+    assert "Traceback" not in output
