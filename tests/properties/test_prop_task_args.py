@@ -39,10 +39,6 @@ TASK_ARGS = [
 #: Per-task fixes that belong to the task's own engineer (their error is one line but not a
 #: PrerequisiteError, so `inspect eval` prints a traceback). Strict: remove once fixed.
 NEEDS_TASK_FIX: dict[tuple[str, str], str] = {
-    ("docket/anchor_direct", "scenarios"): "ScenarioError should be a PrerequisiteError",
-    ("docket/anchor_direct", "categories"): "ScenarioError should be a PrerequisiteError",
-    ("docket/anchor_audit", "scenarios"): "ScenarioError should be a PrerequisiteError",
-    ("docket/anchor_audit", "categories"): "ScenarioError should be a PrerequisiteError",
     ("docket/docval_grounding", "data"): "DocvalDataError should be a PrerequisiteError",
     ("docket/docval_teacher", "data"): "DocvalDataError should be a PrerequisiteError",
 }
