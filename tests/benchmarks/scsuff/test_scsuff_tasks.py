@@ -12,11 +12,11 @@ from docket.benchmarks.scsuff.dataset import FEATURES
 from docket.benchmarks.scsuff.estimator import closed_form, sampled_logprobs, scsuff
 from docket.benchmarks.scsuff.scsuff import scsuff as scsuff_task
 from docket.benchmarks.scsuff.scsuff import scsuff_hints
-from inspect_ai import Task
 from inspect_ai import eval as inspect_eval
 from inspect_ai._util.error import PrerequisiteError
-from inspect_ai.log import EvalLog, headline_metric
-from inspect_ai.model import Model, get_model
+from inspect_ai.log import headline_metric
+from inspect_ai.model import get_model
+from scsuff_eval import metric, run, values
 
 
 def rule_p(features: dict[str, str], rule: list[list[str]], confidence: float) -> list[float]:
@@ -47,43 +47,6 @@ def prior_draw(features: dict[str, str], kept: set[str], seed: int) -> dict[str,
             out[name] = support[(seed // radix) % len(support)]
             radix *= len(support)
     return out
-
-
-def scripted(policy: str, **args: Any) -> Model:
-    return get_model("docket/scripted", policy=policy, memoize=False, **args)
-
-
-def run(
-    task: Task,
-    tmp_path: Path,
-    policy: str = "scsuff_rule",
-    roles: dict[str, Model] | None = None,
-    eval_args: dict[str, Any] | None = None,
-    **args: Any,
-) -> EvalLog:
-    log = inspect_eval(
-        task,
-        model=scripted(policy, **args),
-        model_roles=roles,
-        log_dir=str(tmp_path),
-        display="none",
-        **(eval_args or {}),
-    )[0]
-    assert log.status == "success", log.error
-    return log
-
-
-def metric(log: EvalLog, key: str, name: str = "mean") -> float:
-    assert log.results is not None
-    for score in log.results.scores:
-        if score.name == key:
-            return score.metrics[name].value
-    raise KeyError(key)
-
-
-def values(log: EvalLog, scorer: str = "scsuff_scorer") -> list[dict[str, Any]]:
-    assert log.samples is not None
-    return [dict(s.scores[scorer].value) for s in log.samples]  # type: ignore[arg-type, index]
 
 
 def test_explanation_naming_the_rule_is_sufficient(tmp_path: Path) -> None:
@@ -188,9 +151,7 @@ def test_bad_replies_are_counted_with_the_reason(
 
 def test_reply_without_final_answer_has_no_explanation(tmp_path: Path) -> None:
     # as in the release: no `Final Answer:`, no explanation; the answer comes from a follow-up
-    log = run(
-        scsuff_task(self_generator=True, n=4, num_alternatives=2), tmp_path, reply="no_final"
-    )
+    log = run(scsuff_task(self_generator=True, n=4, num_alternatives=2), tmp_path, reply="no_final")
     assert metric(log, "no_explanation") == 1.0
     assert metric(log, "accuracy") == 1.0
     assert all(math.isnan(v["scsuff"]) for v in values(log))
