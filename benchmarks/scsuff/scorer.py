@@ -60,6 +60,9 @@ def sufficiency_value(
         "no_answer": 0.0,
         "no_alternatives": 0.0,
     }
+    reference = record.get("reference")
+    if reference is not None:
+        value |= {f"{key}_reference": NAN, f"{key}_gain": NAN, "no_reference": 0.0}
     meta: dict[str, Any] = {
         "estimator": estimator,
         "base_source": base["source"],
@@ -81,7 +84,7 @@ def sufficiency_value(
             else "the reply has no 'Final Answer:' (its answer was read from a follow-up turn)"
         )
         return value, f"{NO_EXPLANATION}: {why}", meta
-    valid = [r for r in record["reanswers"] if r is not None and _has_mass(r["logprobs"])]
+    valid = _valid(record)
     total = len(record["alternatives"])
     unparsed = sum(a is None for a in record["alternatives"])
     meta |= {"valid_alternatives": len(valid), "unparsed_alternatives": unparsed}
@@ -107,7 +110,34 @@ def sufficiency_value(
         f"{len(valid)}/{total} valid alternatives {_fmt(q)}; H_base {result.h_base:.4f}, "
         f"H_alt {result.h_alt:.4f}; alternatives kept the answer {remain:.0%}"
     )
+    if reference is not None:
+        explanation += "; " + _reference_value(value, meta, key, result.score, base, reference)
     return value, explanation, meta
+
+
+def _valid(part: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Re-answers of parsed alternatives that give some option a non-zero probability."""
+    return [r for r in part["reanswers"] if r is not None and _has_mass(r["logprobs"])]
+
+
+def _reference_value(
+    value: dict[str, float],
+    meta: dict[str, Any],
+    key: str,
+    score: float,
+    base: Mapping[str, Any],
+    reference: Mapping[str, Any],
+) -> str:
+    """Fill the explanation-free reference and the gain over it; returns the explanation."""
+    valid = _valid(reference)
+    if not valid:
+        value["no_reference"] = 1.0
+        return "no valid explanation-free alternative: no reference, no gain"
+    baseline = scsuff(base["logprobs"], [r["logprobs"] for r in valid]).score
+    value[f"{key}_reference"] = baseline
+    value[f"{key}_gain"] = score - baseline
+    meta["valid_reference_alternatives"] = len(valid)
+    return f"explanation-free reference {baseline:.4f}, gain {score - baseline:+.4f}"
 
 
 SUFFICIENCY_FIELDS = ("accuracy", "answer_remain", "no_explanation", "no_alternatives")
@@ -125,9 +155,12 @@ HINT_FIELDS = (
 )
 
 
-def _unfinished(fields: tuple[str, ...], estimator: str) -> Score:
+def _unfinished(fields: tuple[str, ...], estimator: str, reference: bool = False) -> Score:
     """A counted `no_answer` for a sample whose solver left no record (e.g. a time limit)."""
-    value = {name: NAN for name in (SCORE_KEYS[estimator], *fields)}
+    key = SCORE_KEYS[estimator]
+    extra = (f"{key}_reference", f"{key}_gain", "no_reference") if reference else ()
+    fields = (*fields, *extra)
+    value = {name: NAN for name in (key, *fields)}
     value |= {name: 0.0 for name in fields if name.startswith("no_")} | {"no_answer": 1.0}
     return Score(
         value=value,
@@ -145,13 +178,14 @@ def _unfinished(fields: tuple[str, ...], estimator: str) -> Score:
         }
     ]
 )
-def scsuff_scorer(estimator: str = "logprob") -> Scorer:
-    """Self-consistent sufficiency of the explanation (per sample) plus accuracy and failures."""
+def scsuff_scorer(estimator: str = "logprob", reference: bool = False) -> Scorer:
+    """Self-consistent sufficiency of the explanation (per sample) plus accuracy and failures;
+    with `reference`, also the explanation-free reference and the gain over it."""
 
     async def score(state: TaskState, target: Target) -> Score:
         record = state.metadata.get("scsuff")
         if record is None:  # a limit or error stopped the solver before it had an answer
-            return _unfinished(SUFFICIENCY_FIELDS, estimator)
+            return _unfinished(SUFFICIENCY_FIELDS, estimator, reference)
         value, explanation, meta = sufficiency_value(record, target.text)
         base = record["base"]
         return Score(

@@ -54,6 +54,7 @@ def _settings(
     max_tokens: int | None,
     generator_max_tokens: int | None,
     seed: int,
+    reference: bool = False,
 ) -> Settings:
     top_p = checked(name, "generator_top_p", generator_top_p, float)
     if not 0.0 < top_p <= 1.0:
@@ -75,6 +76,7 @@ def _settings(
             if generator_max_tokens is None
             else positive(name, "generator_max_tokens", generator_max_tokens)
         ),
+        reference=checked(name, "reference", reference, bool),
         seed=checked(name, "seed", seed, int),
     )
 
@@ -104,6 +106,7 @@ def scsuff(
     generator_top_k: int = 50,
     generator_max_tokens: int | None = None,
     self_generator: bool = False,
+    reference: bool = False,
     few_shot: int = 0,
     estimator: str = "logprob",
     num_samples: int = 10,
@@ -126,6 +129,10 @@ def scsuff(
             when set, else 2048 as in the release).
         self_generator: Let the model under test write its own alternatives when role
             `generator` is unbound (the paper's self-consistent setting).
+        reference: Also score the explanation-free reference (alternatives written for an
+            empty explanation, same seeds; twice the generator and answer calls) and report
+            `scsuff_gain` = SCSuff - reference, 0 for an explanation that says nothing and for
+            a model that ignores its input; the gain is then the headline.
         few_shot: Number of worked chain-of-thought examples before each question.
         estimator: logprob (top_logprobs at the answer position, the paper's) or sampling
             (answer frequencies over num_samples samples, for providers without logprobs).
@@ -150,10 +157,13 @@ def scsuff(
         max_tokens,
         generator_max_tokens,
         seed,
+        reference,
     )
     items = _items(name, dataset, n, seed, data_file, hf)
     demos = few_shot_demos(dataset, checked(name, "few_shot", few_shot, int), seed)
     key = SCORE_KEYS[settings.estimator]
+    if settings.reference:
+        key = f"{key}_gain"
     declared = headline(
         "scsuff_scorer",
         "mean",
@@ -165,9 +175,14 @@ def scsuff(
     return Task(
         dataset=MemoryDataset([to_sample(item) for item in items], name=f"scsuff_{dataset}"),
         solver=sufficiency(settings, demos, task=name, self_generator=allow_self),
-        scorer=scsuff_scorer(settings.estimator),
+        scorer=scsuff_scorer(settings.estimator, settings.reference),
         headline_metric=declared["headline_metric"],
-        metadata={**declared["metadata"], "benchmark": "scsuff", "estimator": settings.estimator},
+        metadata={
+            **declared["metadata"],
+            "benchmark": "scsuff",
+            "estimator": settings.estimator,
+            "reference": settings.reference,
+        },
         tags=TAGS,
         version=VERSION,
     )

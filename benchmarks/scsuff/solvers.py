@@ -67,6 +67,7 @@ class Settings:
     top_logprobs: int = 20
     max_tokens: int | None = None
     generator_max_tokens: int | None = None
+    reference: bool = False
     seed: int = 42
 
 
@@ -259,6 +260,27 @@ async def alternatives(
     return list(await asyncio.gather(*(one(j) for j in range(settings.num_alternatives))))
 
 
+async def _alternatives_answered(
+    model: Model,
+    generator: Model,
+    passage: str,
+    explanation: str,
+    item: Mapping[str, Any],
+    run: Run,
+) -> dict[str, Any]:
+    """M alternatives consistent with `explanation`, each re-answered (None where unparsable)."""
+    format = str(item.get("format", "mmlu"))
+    alts = await alternatives(generator, passage, explanation, format, run)
+
+    async def reanswer(alt: str | None) -> dict[str, Any] | None:
+        if alt is None:
+            return None
+        return asdict(await answer(model, alt, item, run))
+
+    reanswers = await asyncio.gather(*(reanswer(alt) for alt in alts))
+    return {"alternatives": alts, "reanswers": list(reanswers)}
+
+
 async def sufficiency_run(
     model: Model,
     generator: Model,
@@ -267,7 +289,11 @@ async def sufficiency_run(
     run: Run,
     base: Answer | None = None,
 ) -> dict[str, Any]:
-    """Base answer, alternatives and their re-answers, as a JSON-ready record."""
+    """Base answer, alternatives and their re-answers, as a JSON-ready record.
+
+    With `settings.reference`, also the explanation-free reference: alternatives written for
+    an empty explanation (same seeds), re-answered, under `record["reference"]`.
+    """
     base = base or await answer(model, passage, item, run)
     record: dict[str, Any] = {
         "estimator": run.settings.estimator,
@@ -275,17 +301,13 @@ async def sufficiency_run(
         "base": asdict(base),
     }
     if base.failure or not base.explanation:
-        return record | {"alternatives": [], "reanswers": []}
-    format = str(item.get("format", "mmlu"))
-    alts = await alternatives(generator, passage, base.explanation, format, run)
-
-    async def reanswer(alt: str | None) -> dict[str, Any] | None:
-        if alt is None:
-            return None
-        return asdict(await answer(model, alt, item, run))
-
-    reanswers = await asyncio.gather(*(reanswer(alt) for alt in alts))
-    return record | {"alternatives": alts, "reanswers": list(reanswers)}
+        empty = {"alternatives": [], "reanswers": []}
+        return record | empty | ({"reference": empty} if run.settings.reference else {})
+    runs = [_alternatives_answered(model, generator, passage, base.explanation, item, run)]
+    if run.settings.reference:
+        runs.append(_alternatives_answered(model, generator, passage, "", item, run))
+    found = await asyncio.gather(*runs)
+    return record | found[0] | ({"reference": found[1]} if run.settings.reference else {})
 
 
 def start_run(settings: Settings, demos: Sequence[tuple[str, str]]) -> Run:

@@ -188,26 +188,32 @@ def _records(draw: st.DrawFn) -> tuple[dict[str, object], str]:
         "logprobs": draw(vectors),
         "source": "inline",
     }
-    alternatives = draw(st.lists(st.one_of(st.none(), st.just("alt")), max_size=3))
-    reanswers = [
-        None
-        if a is None
-        else draw(
-            st.one_of(
-                st.none(),
-                st.fixed_dictionaries(
-                    {"answer": answer, "logprobs": st.one_of(st.none(), vectors)}
-                ),
+    base["has_final"] = draw(st.booleans())
+
+    def answered_alternatives() -> dict[str, object]:
+        alternatives = draw(st.lists(st.one_of(st.none(), st.just("alt")), max_size=3))
+        reanswers = [
+            None
+            if a is None
+            else draw(
+                st.one_of(
+                    st.none(),
+                    st.fixed_dictionaries(
+                        {"answer": answer, "logprobs": st.one_of(st.none(), vectors)}
+                    ),
+                )
             )
-        )
-        for a in alternatives
-    ]
+            for a in alternatives
+        ]
+        return {"alternatives": alternatives, "reanswers": reanswers}
+
     record: dict[str, object] = {
         "estimator": draw(st.sampled_from(["logprob", "sampling"])),
         "base": base,
-        "alternatives": alternatives,
-        "reanswers": reanswers,
+        **answered_alternatives(),
     }
+    if draw(st.booleans()):
+        record["reference"] = answered_alternatives()
     return record, draw(st.sampled_from(options))
 
 
@@ -242,6 +248,13 @@ def test_sufficiency_value_scores_or_counts_the_failure(
         assert math.isnan(value[key])
     else:
         assert 0.0 <= value[key] <= 1.0, (value, explanation)
+    if "reference" in record:
+        gain, reference = value[f"{key}_gain"], value[f"{key}_reference"]
+        assert value["no_reference"] in (0.0, 1.0)
+        if failures or value["no_reference"]:
+            assert math.isnan(gain) and math.isnan(reference)
+        else:
+            assert 0.0 <= reference <= 1.0 and gain == value[key] - reference
 
 
 # --- the judge's verdict and the generator's passage -------------------------------------------

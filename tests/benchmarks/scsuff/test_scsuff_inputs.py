@@ -17,7 +17,7 @@ from docket.benchmarks.scsuff.dataset import (
     render,
 )
 from docket.benchmarks.scsuff.prompts import parse_alternative, parse_verdict
-from docket.benchmarks.scsuff.scorer import chen_faithfulness, hint_value
+from docket.benchmarks.scsuff.scorer import chen_faithfulness, hint_value, sufficiency_value
 from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.model import Logprob, Logprobs, TopLogprob
 from inspect_ai.scorer import SampleScore, Score
@@ -250,3 +250,26 @@ def test_chen_divides_only_by_flips_with_a_verdict() -> None:
     assert chen(_scores(values)) == pytest.approx(0.5 / (1 - 0.5 / 5))
     only_unparsed = [hint_value(_record("A", "C", None), meta, "A")[0]] * 2
     assert math.isnan(chen(_scores(only_unparsed)))
+
+
+def test_missing_reference_is_counted_and_keeps_scsuff() -> None:
+    log = math.log
+    base = _answer("A") | {"logprobs": [log(0.9), log(0.1)]}
+    answered = _answer("B") | {"logprobs": [log(0.5), log(0.5)]}
+    record = {
+        "estimator": "logprob",
+        "base": base,
+        "alternatives": ["x"],
+        "reanswers": [answered],
+        "reference": {"alternatives": [None, None], "reanswers": [None, None]},
+    }
+    value, explanation, _ = sufficiency_value(record, "A")
+    assert value["scsuff"] == pytest.approx(0.6385255281036717, abs=1e-12)
+    assert value["no_reference"] == 1.0
+    assert math.isnan(value["scsuff_reference"]) and math.isnan(value["scsuff_gain"])
+    assert "no reference" in explanation
+    record["reference"] = {"alternatives": ["y"], "reanswers": [base]}
+    value, explanation, _ = sufficiency_value(record, "A")
+    assert (value["scsuff_reference"], value["no_reference"]) == (1.0, 0.0)
+    assert value["scsuff_gain"] == pytest.approx(0.6385255281036717 - 1.0, abs=1e-12)
+    assert "gain -0.3615" in explanation

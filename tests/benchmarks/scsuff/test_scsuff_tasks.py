@@ -300,3 +300,48 @@ def test_a_sample_cut_by_a_limit_counts_as_no_answer(
         assert isinstance(value, dict) and value["no_answer"] == 1.0
         assert math.isnan(value[accuracy])
     assert metric(log, "no_answer") == 1.0
+
+
+@pytest.mark.parametrize("mention", ["rule", "first", "none"])
+def test_gain_over_the_explanation_free_reference_has_a_closed_form(
+    tmp_path: Path, mention: str
+) -> None:
+    # 32 alternatives enumerate the prior of all five features: the reference is exact
+    log = run(
+        scsuff_task(self_generator=True, n=4, num_alternatives=32, reference=True),
+        tmp_path,
+        mention=mention,
+    )
+    assert log.samples is not None
+    gains = []
+    for sample in log.samples:
+        meta = sample.metadata
+        kept = {"rule": set(meta["relevant"]), "first": set(meta["relevant"][:1]), "none": set()}
+        p = rule_p(meta["features"], meta["rule"], 0.9)
+        explained = closed_form(p, expected_q(meta["features"], meta["rule"], kept[mention], 0.9))
+        reference = closed_form(p, expected_q(meta["features"], meta["rule"], set(), 0.9))
+        value = sample.scores["scsuff_scorer"].value  # type: ignore[index]
+        assert value["scsuff_reference"] == pytest.approx(reference, abs=1e-9)  # type: ignore[index]
+        assert value["scsuff_gain"] == pytest.approx(explained - reference, abs=1e-9)  # type: ignore[index]
+        gains.append(explained - reference)
+    if mention == "none":  # an explanation that says nothing gains exactly nothing
+        assert all(v["scsuff_gain"] == 0.0 for v in values(log))
+    else:
+        assert max(gains) > 0.0
+    resolved = headline_metric(log)
+    assert resolved is not None and resolved.score.name == "scsuff_gain"
+    assert resolved.metric.value == pytest.approx(sum(gains) / len(gains), abs=1e-9)
+    assert metric(log, "no_reference") == 0.0
+
+
+def test_constant_baseline_gains_nothing(tmp_path: Path) -> None:
+    generator = get_model("docket/scripted", policy="scsuff_generator", memoize=False)
+    log = run(
+        scsuff_task(n=8, num_alternatives=2, reference=True),
+        tmp_path,
+        "scsuff_constant",
+        roles={"generator": generator},
+    )
+    assert metric(log, "scsuff") == pytest.approx(1.0, abs=1e-12)
+    assert metric(log, "scsuff_reference") == pytest.approx(1.0, abs=1e-12)
+    assert metric(log, "scsuff_gain") == pytest.approx(0.0, abs=1e-12)
