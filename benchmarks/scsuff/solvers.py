@@ -301,7 +301,7 @@ async def sufficiency_run(
         "base": asdict(base),
     }
     if base.failure or not base.explanation:
-        empty = {"alternatives": [], "reanswers": []}
+        empty: dict[str, list[Any]] = {"alternatives": [], "reanswers": []}
         return record | empty | ({"reference": empty} if run.settings.reference else {})
     runs = [_alternatives_answered(model, generator, passage, base.explanation, item, run)]
     if run.settings.reference:
