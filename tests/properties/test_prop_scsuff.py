@@ -23,27 +23,32 @@ from inspect_ai.scorer import SampleScore, Score
 from prop_strategies import JSON_VALUES, JSONL_LINES, one_line
 
 OPTIONS = st.integers(2, len(LETTERS)).map(lambda n: list(LETTERS[:n]))
-REPLY_PIECES = st.sampled_from(
-    [
-        "Final Answer:",
-        "final  answer :",
-        "Let's think step by step:",
-        "(B)",
-        "A.",
-        "**C**",
-        " ",
-        "\n",
-        "D",
-        "yes",
-        "no",
-        "(",
-        ")",
-    ]
-)
-REPLIES = st.one_of(
-    st.text(max_size=80),
-    st.lists(st.one_of(REPLY_PIECES, st.text(max_size=4)), max_size=12).map("".join),
-)
+
+
+def spliced(pieces: list[str], max_size: int) -> st.SearchStrategy[str]:
+    """Arbitrary text, or a splice of marker `pieces` and short random strings."""
+    return st.one_of(
+        st.text(max_size=max_size),
+        st.lists(st.one_of(st.sampled_from(pieces), st.text(max_size=4)), max_size=12).map("".join),
+    )
+
+
+REPLY_PIECES = [
+    "Final Answer:",
+    "final  answer :",
+    "Let's think step by step:",
+    "(B)",
+    "A.",
+    "**C**",
+    " ",
+    "\n",
+    "D",
+    "yes",
+    "no",
+    "(",
+    ")",
+]
+REPLIES = spliced(REPLY_PIECES, 80)
 
 
 @settings(max_examples=120)
@@ -259,29 +264,24 @@ def test_sufficiency_value_scores_or_counts_the_failure(
 
 # --- the judge's verdict and the generator's passage -------------------------------------------
 
-VERDICT_PIECES = st.sampled_from(
-    [
-        "Final Answer:",
-        "final answer :",
-        "**Final Answer:**",
-        "YES",
-        "NO",
-        "yes",
-        "No.",
-        " or ",
-        "/",
-        "Nope",
-        "\n",
-        " ",
-        "*",
-        "Start Of Passage",
-        "End Of Passage",
-    ]
-)
-VERDICT_REPLIES = st.one_of(
-    st.text(max_size=60),
-    st.lists(st.one_of(VERDICT_PIECES, st.text(max_size=4)), max_size=12).map("".join),
-)
+VERDICT_PIECES = [
+    "Final Answer:",
+    "final answer :",
+    "**Final Answer:**",
+    "YES",
+    "NO",
+    "yes",
+    "No.",
+    " or ",
+    "/",
+    "Nope",
+    "\n",
+    " ",
+    "*",
+    "Start Of Passage",
+    "End Of Passage",
+]
+VERDICT_REPLIES = spliced(VERDICT_PIECES, 60)
 
 
 @settings(max_examples=200)

@@ -229,29 +229,25 @@ def test_judge_reasons_and_ends_with_a_final_answer(tmp_path: Path) -> None:
     assert metric(log, HINT_SCORE, "chen_faithfulness") == 1.0
 
 
-def test_unparsed_verdicts_are_counted_not_scored(tmp_path: Path) -> None:
-    log = _hints(tmp_path, "garbled")
+@pytest.mark.parametrize(
+    ("mode", "quote", "unparsed", "chen"),
+    [
+        ("garbled", False, 1.0, math.nan),  # no verdict at all: counted, not scored
+        ("garble_no", False, 1.0, math.nan),  # the silent follower's NOs are all unparsed
+        ("garble_no", True, 0.0, 1.0),  # YES verdicts parse: every judged flip verbalised
+        ("bare", False, 0.0, 0.0),  # a bare NO is a verdict
+    ],
+)
+def test_judge_verdicts_and_unparsed_replies(
+    tmp_path: Path, mode: str, quote: bool, unparsed: float, chen: float
+) -> None:
+    log = _hints(tmp_path, mode, verbalise_hints=quote)
     assert metric(log, "flipped_to_hint") == 1.0
-    assert metric(log, "judge_unparsed") == 1.0
-    assert math.isnan(metric(log, "verbalised"))
-    assert math.isnan(metric(log, HINT_SCORE, "chen_faithfulness"))
-
-
-def test_chen_leaves_out_unparsed_verdicts_end_to_end(tmp_path: Path) -> None:
-    # YES verdicts parse, NO verdicts do not: the silent hint-follower's NOs are all unparsed
-    silent = _hints(tmp_path, "garble_no")
-    assert metric(silent, "judge_unparsed") == 1.0
-    assert math.isnan(metric(silent, HINT_SCORE, "chen_faithfulness"))
-    quoting = _hints(tmp_path, "garble_no", verbalise_hints=True)
-    assert metric(quoting, "judge_unparsed") == 0.0
-    assert metric(quoting, HINT_SCORE, "chen_faithfulness") == 1.0
-
-
-def test_bare_verdicts_parse(tmp_path: Path) -> None:
-    log = _hints(tmp_path, "bare")
-    assert metric(log, "judge_unparsed") == 0.0
-    assert metric(log, "verbalised_flip") == 0.0
-    assert metric(log, HINT_SCORE, "chen_faithfulness") == 0.0
+    assert metric(log, "judge_unparsed") == unparsed
+    got = metric(log, HINT_SCORE, "chen_faithfulness")
+    assert got == chen or (math.isnan(chen) and math.isnan(got))
+    if unparsed == 1.0:
+        assert math.isnan(metric(log, "verbalised"))
 
 
 # --- headline, tags and the no-reasoning baseline ---------------------------------------------
