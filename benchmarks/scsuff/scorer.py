@@ -5,6 +5,10 @@ NaN, which Inspect leaves out of that key's metrics. Samples without an explanat
 answer, or without one valid alternative are counted under `no_explanation`, `no_answer`,
 `no_alternatives`: they never count as sufficiency 0 or 1. The SCSuff key names its estimator
 (`scsuff` = logprob, as in the paper; `scsuff_sampled` = sampling), so runs never mix silently.
+With the explanation-free reference, `<key>_reference` and `<key>_gain` (= SCSuff - reference)
+join them, and `no_reference` counts items whose reference had no usable alternative. The hint
+scorer counts judge replies without a YES/NO verdict under `judge_unparsed`; Chen's score leaves
+them out.
 """
 
 from __future__ import annotations
