@@ -1,4 +1,4 @@
-"""Scripted SCSuff actors: a known-rule answerer with logprobs and a known-prior generator.
+"""Scripted SCSuff actors: a known-rule answerer, a known-prior generator, a verbatim judge.
 
 They read the feature-rule passages of `docket/scsuff` (lines `- name: value (possible: a, b)`,
 `Rule: ... when its colour is red and its size is large.`, `(A) yes`), so every SCSuff value
@@ -10,14 +10,19 @@ they produce has a closed form (see `benchmarks/scsuff/README.md`).
   `verbalise_hints`, quotes the hint sentence. The answer token carries top_logprobs = log p.
   Follow-up "final answer" probes: greedy = argmax; with temperature > 0 the option whose CDF
   interval holds u = (seed mod 10 + 0.5) / 10, so 10 consecutive seeds give exact frequencies.
-  Asked to write an alternative or to judge a hint, it behaves like `scsuff_generator` / the
-  verbatim judge. Items without a rule (e.g. MMLU) get a uniform p and answer (A).
+  Asked to write an alternative or to judge a hint (self-play), it behaves like
+  `scsuff_generator` / `scsuff_judge`. Items without a rule (e.g. MMLU) get a uniform p and
+  answer (A).
 * `scsuff_generator`: keeps every feature the explanation names and every other line it quotes
   verbatim; every unnamed feature is redrawn from its uniform prior, enumerated in mixed radix
   by the call's seed (first unnamed feature = fastest digit), so M consecutive seeds cover the
   prior exactly when M is a multiple of its support size. Unquoted extra lines (hints) are
   dropped. `mode`: prior | identity (returns the passage) | unparsable | alternate (odd seeds
-  unparsable).
+  unparsable) | unterminated (no `End Of Passage`, as when cut by the token limit).
+* `scsuff_judge`: YES when the judged reasoning quotes the hint sentence named in its
+  instruction; `mode` verdict | bare | garbled | garble_no (see `judge_reply`).
+* `scsuff_constant`: the no-reasoning baseline. It ignores the input: the same content-free
+  explanation, answer (A) and p(A) = `confidence` (the rest shared) on every item.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from docket.agents.scripted.policy import PolicyInput, PolicyReply, policy
-from inspect_ai.model import ChatMessageUser, Logprob, Logprobs, TopLogprob
+from inspect_ai.model import ChatMessageSystem, ChatMessageUser, Logprob, Logprobs, TopLogprob
 
 _OPTION = re.compile(r"^\(([A-H])\) (.*)$")
 _FEATURE = re.compile(r"^- (\w+): (\w+) \(possible: ([^)]*)\)$")
@@ -47,8 +52,13 @@ _STRUCTURE = (
     "Review:",
     "Context:",
 )
+PROBE_MARKER = "which option is your final answer?"
+CONSTANT_EXPLANATION = "I considered the item as a whole."
 _TOKEN = re.compile(r"\s*\S+|\s+$")
 _FINAL = "Final Answer:"
+#: Markers of the generator's and the judge's prompts (benchmarks/scsuff/prompts.py).
+_GENERATOR_MARKER = "Start Of Explanation:"
+_JUDGE_MARKER = "You are an expert-level evaluator."
 
 
 @dataclass(frozen=True)
@@ -145,14 +155,15 @@ def explanation(passage: Passage, mention: str, hint: bool) -> str:
     sentences = [f"The {name} is {values[name]}." for name in names if name in values]
     if hint and passage.hint_line:
         sentences.append(f'The input says: "{passage.hint_line}" I go with that.')
-    return " ".join(sentences) or "I considered the item as a whole."
+    return " ".join(sentences) or CONSTANT_EXPLANATION
 
 
 # --- generator ------------------------------------------------------------------------------
 
 
-def _between(text: str, tag: str) -> str | None:
-    found = re.search(rf"<{tag}>\n?(.*?)\n?</{tag}>", text, re.DOTALL)
+def _block(text: str, name: str) -> str | None:
+    """The body of a `Start Of <name>:` ... `End Of <name>` block of a generator prompt."""
+    found = re.search(rf"Start Of {name}:\n(.*?)\nEnd Of {name}", text, re.DOTALL)
     return found.group(1) if found else None
 
 
@@ -178,14 +189,17 @@ def rewrite(passage: str, said: str, index: int) -> str:
     return "\n".join(out)
 
 
+GENERATOR_MODES = ("prior", "identity", "unparsable", "alternate", "unterminated")
+
+
 def generator_reply(state: PolicyInput, mode: str) -> PolicyReply:
     """Write one alternative passage for the generator prompt in the last user message."""
     prompt = state.last_user_text
-    passage, said = _between(prompt, "passage"), _between(prompt, "explanation")
+    passage, said = _block(prompt, "Passage"), _block(prompt, "Explanation")
     index = state.config.seed or 0
-    if mode not in ("prior", "identity", "unparsable", "alternate"):
+    if mode not in GENERATOR_MODES:
         raise ValueError(
-            f"scsuff generator: -M mode={mode!r}; accepted: prior, identity, unparsable, alternate"
+            f"scsuff generator: -M mode={mode!r}; accepted: {', '.join(GENERATOR_MODES)}"
         )
     if (
         passage is None
@@ -195,25 +209,47 @@ def generator_reply(state: PolicyInput, mode: str) -> PolicyReply:
     ):
         return PolicyReply(text="I cannot rewrite this passage.")
     new = passage if mode == "identity" else rewrite(passage, said, index)
+    end = "" if mode == "unterminated" else "\nEnd Of Passage"
     return PolicyReply(
-        text=f"I keep what the explanation names.\nStart Of Passage\n{new}\nEnd Of Passage"
+        text=f"Let's think step by step: I keep what the explanation names.\n"
+        f"Start Of Passage\n{new}{end}"
     )
+
+
+# --- judge ----------------------------------------------------------------------------------
+
+JUDGE_MODES = ("verdict", "bare", "garbled", "garble_no")
+_JUDGE_HINT = re.compile(r'had been added: "(.*)"')
+
+
+def judge_reply(state: PolicyInput, mode: str = "verdict") -> PolicyReply:
+    """The verbatim judge: YES when the passage quotes the hint sentence of the instruction.
+
+    `mode`: verdict (reasons, then `Final Answer: YES/NO`), bare (only `YES`/`NO`), garbled
+    (no verdict at all), garble_no (YES verdicts as usual, NO ones without a verdict).
+    """
+    if mode not in JUDGE_MODES:
+        raise ValueError(f"scsuff judge: -M mode={mode!r}; accepted: {', '.join(JUDGE_MODES)}")
+    system = "\n".join(m.text for m in state.messages if isinstance(m, ChatMessageSystem))
+    hint = _JUDGE_HINT.search(system)
+    passage = state.last_user_text
+    said = hint is not None and hint.group(1).lower() in passage.lower()
+    label = "YES" if said else "NO"
+    if mode == "bare":
+        return PolicyReply(text=label)
+    if mode == "garbled" or (mode == "garble_no" and not said):
+        return PolicyReply(text="The passage is about the item; hard to say.")
+    why = "quotes the hint sentence" if said else "does not quote the hint sentence"
+    return PolicyReply(text=f"Let's think step by step: the passage {why}.\nFinal Answer: {label}")
 
 
 # --- policies -------------------------------------------------------------------------------
 
 
-def _judge_reply(prompt: str) -> PolicyReply:
-    hint = re.search(r'A hint was added to a question: "(.*)"', prompt)
-    reasoning = _between(prompt, "reasoning") or ""
-    said = bool(hint) and hint is not None and hint.group(1).lower() in reasoning.lower()
-    return PolicyReply(text="YES" if said else "NO")
-
-
 def _item_text(state: PolicyInput) -> str:
     """The passage being answered: the last user message that is not the probe."""
     users = [m.text for m in state.messages if isinstance(m, ChatMessageUser)]
-    body = [text for text in users if "which option is your final answer?" not in text]
+    body = [text for text in users if PROBE_MARKER not in text]
     return body[-1] if body else ""
 
 
@@ -227,15 +263,16 @@ def _item_text(state: PolicyInput) -> str:
         "reply": str,
         "emit_logprobs": str,
         "generator_mode": str,
+        "judge_mode": str,
     },
 )
 def scsuff_rule(state: PolicyInput) -> PolicyReply:
     """Answers feature-rule items by a known rule with logprobs (see module docstring)."""
     prompt = state.last_user_text
-    if "<passage>" in prompt and "Start Of Passage" in prompt:
+    if _GENERATOR_MARKER in prompt:
         return generator_reply(state, str(state.args.get("generator_mode", "prior")))
-    if "Does the reasoning mention the hint" in prompt:
-        return _judge_reply(prompt)
+    if any(isinstance(m, ChatMessageSystem) and _JUDGE_MARKER in m.text for m in state.messages):
+        return judge_reply(state, str(state.args.get("judge_mode", "verdict")))
     confidence = float(state.args.get("confidence", 0.9))
     if not 0.0 < confidence <= 1.0:
         raise ValueError(f"scsuff_rule: -M confidence={confidence} must be in (0, 1]")
@@ -249,7 +286,7 @@ def scsuff_rule(state: PolicyInput) -> PolicyReply:
         "False",
         "0",
     )
-    if "which option is your final answer?" in prompt:
+    if PROBE_MARKER in prompt:
         if mode == "garbled":
             text = "I am not sure."
             return PolicyReply(text=text, logprobs=reply_logprobs(text, p, 0) if emit else None)
@@ -298,6 +335,29 @@ def _probe_reply(state: PolicyInput, p: dict[str, float], emit: bool) -> PolicyR
 def scsuff_generator(state: PolicyInput) -> PolicyReply:
     """Writes SCSuff alternatives from a known prior (see module docstring)."""
     return generator_reply(state, str(state.args.get("mode", "prior")))
+
+
+@policy("scsuff_judge", args={"mode": str})
+def scsuff_judge(state: PolicyInput) -> PolicyReply:
+    """Judges hint verbalisation verbatim: YES when the passage quotes the hint sentence."""
+    return judge_reply(state, str(state.args.get("mode", "verdict")))
+
+
+@policy("scsuff_constant", args={"confidence": float})
+def scsuff_constant(state: PolicyInput) -> PolicyReply:
+    """No-reasoning baseline: the same explanation and answer distribution on every input."""
+    confidence = float(state.args.get("confidence", 0.6))
+    if not 0.0 < confidence <= 1.0:
+        raise ValueError(f"scsuff_constant: -M confidence={confidence} must be in (0, 1]")
+    letters = [letter for letter, _ in parse_passage(_item_text(state)).options] or ["A"]
+    rest = (1.0 - confidence) / (len(letters) - 1) if len(letters) > 1 else 0.0
+    p = {letter: confidence if letter == "A" else rest for letter in letters}
+    emit = bool(state.config.logprobs)
+    if PROBE_MARKER in state.last_user_text:
+        return _probe_reply(state, p, emit)
+    text = f"Let's think step by step: {CONSTANT_EXPLANATION}\n{_FINAL} A"
+    logprobs = reply_logprobs(text, p, text.find(_FINAL) + len(_FINAL)) if emit else None
+    return PolicyReply(text=text, logprobs=logprobs)
 
 
 def options_of(passage: str) -> Sequence[str]:

@@ -48,12 +48,16 @@ def parse_letter(text: str, options: Sequence[str], texts: Sequence[str] = ()) -
 
 
 def parse_reply(text: str, options: Sequence[str], texts: Sequence[str] = ()) -> ParsedReply:
-    """Explanation (text before `Final Answer:`, CoT prefix removed) and the parsed answer."""
+    """Explanation (text before `Final Answer:`, CoT prefix removed) and the parsed answer.
+
+    As in the release, a reply without `Final Answer:` has no explanation (and no answer).
+    """
     found = FINAL.search(text)
-    before = text[: found.start()] if found else text
-    explanation = _LEAD.sub("", before, count=1).strip()
-    answer = parse_letter(text[found.end() :], options, texts) if found else None
-    return ParsedReply(explanation=explanation, answer=answer, has_final=found is not None)
+    if found is None:
+        return ParsedReply(explanation="", answer=None, has_final=False)
+    explanation = _LEAD.sub("", text[: found.start()], count=1).strip()
+    answer = parse_letter(text[found.end() :], options, texts)
+    return ParsedReply(explanation=explanation, answer=answer, has_final=True)
 
 
 def _options_at(

@@ -7,19 +7,25 @@ Everything a scorer needs is stored as plain JSON in `state.metadata["scsuff"]` 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from docket.benchmarks.common.roles import role_model
 from docket.benchmarks.scsuff.answers import answer_logprobs, parse_letter, parse_reply
 from docket.benchmarks.scsuff.estimator import sampled_logprobs
 from docket.benchmarks.scsuff.prompts import (
+    GENERATOR_INSTRUCTION,
+    JUDGE_INPUT,
     PROBE,
-    alternative_prompt,
+    generator_input,
+    judge_instruction,
     parse_alternative,
+    parse_verdict,
     system_prompt,
-    verbalisation_prompt,
+    task_prompt,
 )
+from inspect_ai.log import transcript
 from inspect_ai.model import (
     ChatMessage,
     ChatMessageAssistant,
@@ -29,28 +35,87 @@ from inspect_ai.model import (
     Model,
     get_model,
 )
+from inspect_ai.model._generate_config import active_generate_config
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 Estimator = Literal["logprob", "sampling"]
 NO_ANSWER = "no answer"
-NO_EXPLANATION = "no explanation"
 NO_LOGPROBS = "no logprobs"
+#: The release's `max_new_tokens` for answers, alternatives and the judge.
+RELEASE_MAX_TOKENS = 2048
+#: Tokens of the one-token "Final Answer:" follow-up turns (probe and sampling estimator).
+PROBE_TOKENS = 4
+SAMPLE_TOKENS = 8
 
 
 @dataclass(frozen=True)
 class Settings:
-    """Decoding and estimator settings shared by every call of one task."""
+    """Decoding and estimator settings shared by every call of one task.
+
+    `max_tokens` (answers and the judge) and `generator_max_tokens` (alternatives) are None
+    when the task leaves them to the eval: see `token_budget`.
+    """
 
     estimator: Estimator = "logprob"
     num_alternatives: int = 5
     generator_temperature: float = 0.1
     generator_top_p: float = 0.95
+    generator_top_k: int = 50
     num_samples: int = 10
     sample_temperature: float = 1.0
     alpha: float = 0.5
     top_logprobs: int = 20
-    max_tokens: int = 512
+    max_tokens: int | None = None
+    generator_max_tokens: int | None = None
+    reference: bool = False
     seed: int = 42
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Token limits of one sample's calls, where they came from, and any override stated."""
+
+    answer: int
+    generator: int
+    eval_max_tokens: int | None
+    source: dict[str, str]
+    overrides: list[str]
+
+
+def token_budget(settings: Settings) -> Budget:
+    """Token limits: the task's `-T` value, else the eval's `max_tokens`, else the release's 2048.
+
+    Every call passes its limit explicitly (a generator bound to another model does not inherit
+    the eval's settings), so a `-T` value that differs from the eval's `max_tokens` is stated in
+    `overrides` (and in the sample transcript by the solver).
+    """
+    eval_max = active_generate_config().max_tokens
+    source: dict[str, str] = {}
+    overrides: list[str] = []
+
+    def pick(value: int | None, option: str, role: str) -> int:
+        if value is not None:
+            source[role] = f"-T {option}"
+            if eval_max is not None and value != eval_max:
+                overrides.append(
+                    f"-T {option}={value} overrides the eval's max_tokens={eval_max} for {role}"
+                )
+            return value
+        source[role] = "eval max_tokens" if eval_max is not None else "release default"
+        return eval_max if eval_max is not None else RELEASE_MAX_TOKENS
+
+    answer = pick(settings.max_tokens, "max_tokens", "answers")
+    generator = pick(settings.generator_max_tokens, "generator_max_tokens", "alternatives")
+    return Budget(answer, generator, eval_max, source, overrides)
+
+
+@dataclass(frozen=True)
+class Run:
+    """What every call of one sample shares: settings, token budget, few-shot demos."""
+
+    settings: Settings
+    budget: Budget
+    demos: Sequence[tuple[str, str]] = ()
 
 
 @dataclass
@@ -64,11 +129,12 @@ class Answer:
     source: str
     failure: str | None = None
     counts: list[int] | None = field(default=None)
+    has_final: bool = True
 
 
-def conversation(passage: str, demos: Sequence[tuple[str, str]]) -> list[ChatMessage]:
-    """System prompt, few-shot (passage, reply) turns, then the passage."""
-    messages: list[ChatMessage] = [ChatMessageSystem(content=system_prompt())]
+def conversation(passage: str, format: str, demos: Sequence[tuple[str, str]]) -> list[ChatMessage]:
+    """System prompt with the format's task prompt, few-shot (passage, reply) turns, passage."""
+    messages: list[ChatMessage] = [ChatMessageSystem(content=system_prompt(task_prompt(format)))]
     for demo_passage, reply in demos:
         messages += [ChatMessageUser(content=demo_passage), ChatMessageAssistant(content=reply)]
     messages.append(ChatMessageUser(content=passage))
@@ -84,7 +150,7 @@ async def _probe_logprobs(
 ) -> tuple[list[float] | None, bool]:
     """Option log-probs from a one-token follow-up turn; (None, provider gave logprobs?)."""
     config = GenerateConfig(
-        temperature=0.0, max_tokens=4, logprobs=True, top_logprobs=settings.top_logprobs
+        temperature=0.0, max_tokens=PROBE_TOKENS, logprobs=True, top_logprobs=settings.top_logprobs
     )
     out = await model.generate(messages, config=config)
     logprobs = out.choices[0].logprobs if out.choices else None
@@ -103,7 +169,9 @@ async def _probe_samples(
 
     async def one(i: int) -> str | None:
         config = GenerateConfig(
-            temperature=settings.sample_temperature, max_tokens=8, seed=settings.seed + i
+            temperature=settings.sample_temperature,
+            max_tokens=SAMPLE_TOKENS,
+            seed=settings.seed + i,
         )
         out = await model.generate(messages, config=config)
         return parse_letter(out.completion, options, texts)
@@ -112,20 +180,19 @@ async def _probe_samples(
     return [sum(letter == option for letter in letters) for option in options]
 
 
-async def answer(
-    model: Model,
-    passage: str,
-    options: Sequence[str],
-    texts: Sequence[str],
-    demos: Sequence[tuple[str, str]],
-    settings: Settings,
-) -> Answer:
-    """Greedy chain of thought, then p(option | passage, explanation) by the chosen estimator."""
-    messages = conversation(passage, demos)
+async def answer(model: Model, passage: str, item: Mapping[str, Any], run: Run) -> Answer:
+    """Greedy chain of thought, then p(option | passage, explanation) by the chosen estimator.
+
+    A reply without `Final Answer:` has no explanation (the scorer counts it); its answer
+    distribution is still read from a follow-up turn, so accuracy and re-answers use it.
+    """
+    settings = run.settings
+    options, texts = item["options"], item["option_texts"]
+    messages = conversation(passage, str(item.get("format", "mmlu")), run.demos)
     logprob = settings.estimator == "logprob"
     config = GenerateConfig(
         temperature=0.0,
-        max_tokens=settings.max_tokens,
+        max_tokens=run.budget.answer,
         logprobs=logprob or None,
         top_logprobs=settings.top_logprobs if logprob else None,
     )
@@ -137,7 +204,9 @@ async def answer(
         ChatMessageAssistant(content=parsed.explanation or text),
         ChatMessageUser(content=PROBE),
     ]
-    result = Answer(text, parsed.explanation, parsed.answer, None, "inline")
+    result = Answer(
+        text, parsed.explanation, parsed.answer, None, "inline", has_final=parsed.has_final
+    )
     if logprob:
         found = (
             answer_logprobs(out.choices[0].logprobs, options, True) if parsed.has_final else None
@@ -168,66 +237,106 @@ async def answer(
 
 
 async def alternatives(
-    generator: Model, passage: str, explanation: str, settings: Settings
+    generator: Model, passage: str, explanation: str, format: str, run: Run
 ) -> list[str | None]:
     """M alternative passages consistent with `explanation` (None where unparsable)."""
+    settings = run.settings
+    messages: list[ChatMessage] = [
+        ChatMessageSystem(content=system_prompt(GENERATOR_INSTRUCTION)),
+        ChatMessageUser(content=generator_input(passage, explanation, format)),
+    ]
 
     async def one(j: int) -> str | None:
         config = GenerateConfig(
             temperature=settings.generator_temperature,
             top_p=settings.generator_top_p,
-            max_tokens=settings.max_tokens,
+            top_k=settings.generator_top_k,
+            max_tokens=run.budget.generator,
             seed=settings.seed + j,
         )
-        out = await generator.generate(alternative_prompt(passage, explanation), config=config)
+        out = await generator.generate(messages, config=config)
         return parse_alternative(out.completion)
 
     return list(await asyncio.gather(*(one(j) for j in range(settings.num_alternatives))))
+
+
+async def _alternatives_answered(
+    model: Model,
+    generator: Model,
+    passage: str,
+    explanation: str,
+    item: Mapping[str, Any],
+    run: Run,
+) -> dict[str, Any]:
+    """M alternatives consistent with `explanation`, each re-answered (None where unparsable)."""
+    format = str(item.get("format", "mmlu"))
+    alts = await alternatives(generator, passage, explanation, format, run)
+
+    async def reanswer(alt: str | None) -> dict[str, Any] | None:
+        if alt is None:
+            return None
+        return asdict(await answer(model, alt, item, run))
+
+    reanswers = await asyncio.gather(*(reanswer(alt) for alt in alts))
+    return {"alternatives": alts, "reanswers": list(reanswers)}
 
 
 async def sufficiency_run(
     model: Model,
     generator: Model,
     passage: str,
-    metadata: dict[str, Any],
-    demos: Sequence[tuple[str, str]],
-    settings: Settings,
+    item: Mapping[str, Any],
+    run: Run,
     base: Answer | None = None,
 ) -> dict[str, Any]:
-    """Base answer, alternatives and their re-answers, as a JSON-ready record."""
-    options, texts = metadata["options"], metadata["option_texts"]
-    base = base or await answer(model, passage, options, texts, demos, settings)
-    record: dict[str, Any] = {"estimator": settings.estimator, "base": asdict(base)}
+    """Base answer, alternatives and their re-answers, as a JSON-ready record.
+
+    With `settings.reference`, also the explanation-free reference: alternatives written for
+    an empty explanation (same seeds), re-answered, under `record["reference"]`.
+    """
+    base = base or await answer(model, passage, item, run)
+    record: dict[str, Any] = {
+        "estimator": run.settings.estimator,
+        "token_budget": asdict(run.budget),
+        "base": asdict(base),
+    }
     if base.failure or not base.explanation:
-        return record | {"alternatives": [], "reanswers": []}
-    alts = await alternatives(generator, passage, base.explanation, settings)
-
-    async def reanswer(alt: str | None) -> dict[str, Any] | None:
-        if alt is None:
-            return None
-        return asdict(await answer(model, alt, options, texts, demos, settings))
-
-    reanswers = await asyncio.gather(*(reanswer(alt) for alt in alts))
-    return record | {"alternatives": alts, "reanswers": list(reanswers)}
+        empty: dict[str, list[Any]] = {"alternatives": [], "reanswers": []}
+        return record | empty | ({"reference": empty} if run.settings.reference else {})
+    runs = [_alternatives_answered(model, generator, passage, base.explanation, item, run)]
+    if run.settings.reference:
+        runs.append(_alternatives_answered(model, generator, passage, "", item, run))
+    found = await asyncio.gather(*runs)
+    return record | found[0] | ({"reference": found[1]} if run.settings.reference else {})
 
 
-def role_model(role: str) -> Model:
-    """The model bound to `role`, else the model under test."""
-    return get_model(role=role, default=get_model())
+def start_run(settings: Settings, demos: Sequence[tuple[str, str]]) -> Run:
+    """This sample's run: resolves the token budget and states any override in the transcript."""
+    budget = token_budget(settings)
+    if budget.overrides:
+        transcript().info("; ".join(budget.overrides), source="scsuff token budget")
+    return Run(settings, budget, demos)
 
 
 @solver
-def sufficiency(settings: Settings, demos: Sequence[tuple[str, str]] = ()) -> Solver:
-    """Run SCSuff's generation steps; alternatives come from role `generator` (default: model)."""
+def sufficiency(
+    settings: Settings,
+    demos: Sequence[tuple[str, str]] = (),
+    task: str = "scsuff",
+    self_generator: bool = False,
+) -> Solver:
+    """Run SCSuff's generation steps; alternatives come from role `generator`."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        model, generator = get_model(), role_model("generator")
-        record = await sufficiency_run(
-            model, generator, state.input_text, state.metadata, demos, settings
+        model = get_model()
+        generator = role_model(
+            task, "generator", allow_self=self_generator, self_flag="self_generator"
         )
+        run = start_run(settings, demos)
+        record = await sufficiency_run(model, generator, state.input_text, state.metadata, run)
         state.metadata["scsuff"] = record
         state.messages = [
-            *conversation(state.input_text, demos),
+            *conversation(state.input_text, str(state.metadata.get("format", "mmlu")), demos),
             ChatMessageAssistant(content=record["base"]["text"]),
         ]
         state.output.completion = record["base"]["text"]
@@ -236,23 +345,37 @@ def sufficiency(settings: Settings, demos: Sequence[tuple[str, str]] = ()) -> So
     return solve
 
 
+@dataclass(frozen=True)
+class Verdict:
+    """Whether an explanation verbalises the hint (None: the judge's reply did not say)."""
+
+    verbalised: bool | None
+    reply: str | None = None
+
+
 async def judge_verbalised(
-    judge: str, hint_text: str, keywords: Sequence[str], explanation: str
-) -> bool | None:
-    """Does `explanation` mention the hint? keyword search, or a YES/NO question to role judge."""
-    if judge == "keyword":
+    judge: Model | None,
+    hint_type: str,
+    hint_text: str,
+    keywords: Sequence[str],
+    explanation: str,
+    max_tokens: int,
+) -> Verdict:
+    """Does `explanation` mention the hint? Keyword search (judge None) or the judge's verdict.
+
+    The judge reasons, then ends with `Final Answer: YES` or `NO` (as in the release).
+    """
+    if judge is None:
         lowered = explanation.lower()
-        return any(word in lowered for word in keywords)
-    config = GenerateConfig(temperature=0.0, max_tokens=8)
-    out = await role_model("judge").generate(
-        verbalisation_prompt(hint_text, explanation), config=config
+        return Verdict(any(word in lowered for word in keywords))
+    messages: list[ChatMessage] = [
+        ChatMessageSystem(content=system_prompt(judge_instruction(hint_type, hint_text))),
+        ChatMessageUser(content=JUDGE_INPUT.format(explanation=explanation)),
+    ]
+    out = await judge.generate(
+        messages, config=GenerateConfig(temperature=0.0, max_tokens=max_tokens)
     )
-    reply = out.completion.strip().upper()
-    if reply.startswith("YES"):
-        return True
-    if reply.startswith("NO"):
-        return False
-    return None
+    return Verdict(parse_verdict(out.completion), out.completion)
 
 
 @solver
@@ -262,37 +385,53 @@ def hint_test(
     biased_demos: Sequence[tuple[str, str]],
     judge: str = "model",
     with_scsuff: bool = True,
+    self_judge: bool = False,
+    self_generator: bool = False,
 ) -> Solver:
     """Answer the unbiased and the biased input; judge verbalisation; SCSuff on the biased one."""
+    task = "scsuff_hints"
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         model = get_model()
         meta = state.metadata
-        options, texts = meta["options"], meta["option_texts"]
-        unbiased, biased = await asyncio.gather(
-            answer(model, state.input_text, options, texts, demos, settings),
-            answer(model, meta["biased_input"], options, texts, biased_demos, settings),
+        judge_model = (
+            role_model(task, "judge", allow_self=self_judge, self_flag="self_judge")
+            if judge == "model"
+            else None
         )
-        verbalised = None
+        generator = (
+            role_model(task, "generator", allow_self=self_generator, self_flag="self_generator")
+            if with_scsuff
+            else None
+        )
+        run = start_run(settings, demos)
+        biased_run = Run(settings, run.budget, biased_demos)
+        unbiased, biased = await asyncio.gather(
+            answer(model, state.input_text, meta, run),
+            answer(model, meta["biased_input"], meta, biased_run),
+        )
+        verdict = Verdict(None)
         if biased.explanation:
-            verbalised = await judge_verbalised(
-                judge, meta["hint_text"], meta["hint_keywords"], biased.explanation
+            verdict = await judge_verbalised(
+                judge_model,
+                str(meta["hint"]),
+                meta["hint_text"],
+                meta["hint_keywords"],
+                biased.explanation,
+                run.budget.answer,
             )
         record: dict[str, Any] = {
             "unbiased": asdict(unbiased),
             "biased": asdict(biased),
-            "verbalised": verbalised,
+            "judged": bool(biased.explanation),
+            "verbalised": verdict.verbalised,
+            "judge_reply": verdict.reply,
             "estimator": settings.estimator,
+            "token_budget": asdict(run.budget),
         }
-        if with_scsuff:
+        if generator is not None:
             record["scsuff"] = await sufficiency_run(
-                model,
-                role_model("generator"),
-                meta["biased_input"],
-                meta,
-                biased_demos,
-                settings,
-                base=biased,
+                model, generator, meta["biased_input"], meta, biased_run, base=biased
             )
         state.metadata["hints"] = record
         state.output.completion = biased.text

@@ -1,4 +1,4 @@
-"""SCSuff parsers under adversarial input: replies, option log-probs, JSONL rows."""
+"""SCSuff parsers under adversarial input: replies, verdicts, passages, log-probs, JSONL rows."""
 
 from __future__ import annotations
 
@@ -8,35 +8,47 @@ from pathlib import Path
 import pytest
 from docket.benchmarks.scsuff.answers import answer_logprobs, parse_letter, parse_reply
 from docket.benchmarks.scsuff.dataset import FORMATS, LETTERS, Item, format_items, read_jsonl
-from docket.benchmarks.scsuff.scorer import SCORE_KEYS, sufficiency_value
+from docket.benchmarks.scsuff.prompts import parse_alternative, parse_verdict
+from docket.benchmarks.scsuff.scorer import (
+    SCORE_KEYS,
+    chen_faithfulness,
+    hint_value,
+    sufficiency_value,
+)
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.model import Logprob, Logprobs, TopLogprob
+from inspect_ai.scorer import SampleScore, Score
 from prop_strategies import JSON_VALUES, JSONL_LINES, one_line
 
 OPTIONS = st.integers(2, len(LETTERS)).map(lambda n: list(LETTERS[:n]))
-REPLY_PIECES = st.sampled_from(
-    [
-        "Final Answer:",
-        "final  answer :",
-        "Let's think step by step:",
-        "(B)",
-        "A.",
-        "**C**",
-        " ",
-        "\n",
-        "D",
-        "yes",
-        "no",
-        "(",
-        ")",
-    ]
-)
-REPLIES = st.one_of(
-    st.text(max_size=80),
-    st.lists(st.one_of(REPLY_PIECES, st.text(max_size=4)), max_size=12).map("".join),
-)
+
+
+def spliced(pieces: list[str], max_size: int) -> st.SearchStrategy[str]:
+    """Arbitrary text, or a splice of marker `pieces` and short random strings."""
+    return st.one_of(
+        st.text(max_size=max_size),
+        st.lists(st.one_of(st.sampled_from(pieces), st.text(max_size=4)), max_size=12).map("".join),
+    )
+
+
+REPLY_PIECES = [
+    "Final Answer:",
+    "final  answer :",
+    "Let's think step by step:",
+    "(B)",
+    "A.",
+    "**C**",
+    " ",
+    "\n",
+    "D",
+    "yes",
+    "no",
+    "(",
+    ")",
+]
+REPLIES = spliced(REPLY_PIECES, 80)
 
 
 @settings(max_examples=120)
@@ -181,26 +193,32 @@ def _records(draw: st.DrawFn) -> tuple[dict[str, object], str]:
         "logprobs": draw(vectors),
         "source": "inline",
     }
-    alternatives = draw(st.lists(st.one_of(st.none(), st.just("alt")), max_size=3))
-    reanswers = [
-        None
-        if a is None
-        else draw(
-            st.one_of(
-                st.none(),
-                st.fixed_dictionaries(
-                    {"answer": answer, "logprobs": st.one_of(st.none(), vectors)}
-                ),
+    base["has_final"] = draw(st.booleans())
+
+    def answered_alternatives() -> dict[str, object]:
+        alternatives = draw(st.lists(st.one_of(st.none(), st.just("alt")), max_size=3))
+        reanswers = [
+            None
+            if a is None
+            else draw(
+                st.one_of(
+                    st.none(),
+                    st.fixed_dictionaries(
+                        {"answer": answer, "logprobs": st.one_of(st.none(), vectors)}
+                    ),
+                )
             )
-        )
-        for a in alternatives
-    ]
+            for a in alternatives
+        ]
+        return {"alternatives": alternatives, "reanswers": reanswers}
+
     record: dict[str, object] = {
         "estimator": draw(st.sampled_from(["logprob", "sampling"])),
         "base": base,
-        "alternatives": alternatives,
-        "reanswers": reanswers,
+        **answered_alternatives(),
     }
+    if draw(st.booleans()):
+        record["reference"] = answered_alternatives()
     return record, draw(st.sampled_from(options))
 
 
@@ -235,3 +253,122 @@ def test_sufficiency_value_scores_or_counts_the_failure(
         assert math.isnan(value[key])
     else:
         assert 0.0 <= value[key] <= 1.0, (value, explanation)
+    if "reference" in record:
+        gain, reference = value[f"{key}_gain"], value[f"{key}_reference"]
+        assert value["no_reference"] in (0.0, 1.0)
+        if failures or value["no_reference"]:
+            assert math.isnan(gain) and math.isnan(reference)
+        else:
+            assert 0.0 <= reference <= 1.0 and gain == value[key] - reference
+
+
+# --- the judge's verdict and the generator's passage -------------------------------------------
+
+VERDICT_PIECES = [
+    "Final Answer:",
+    "final answer :",
+    "**Final Answer:**",
+    "YES",
+    "NO",
+    "yes",
+    "No.",
+    " or ",
+    "/",
+    "Nope",
+    "\n",
+    " ",
+    "*",
+    "Start Of Passage",
+    "End Of Passage",
+]
+VERDICT_REPLIES = spliced(VERDICT_PIECES, 60)
+
+
+@settings(max_examples=200)
+@given(VERDICT_REPLIES)
+@example("Final Answer: YES or NO")
+@example("Final Answer: **no**")
+def test_parse_verdict_is_yes_no_or_none_and_reads_a_word_it_saw(text: str) -> None:
+    verdict = parse_verdict(text)
+    assert verdict in (True, False, None)
+    if verdict is not None:
+        assert ("yes" if verdict else "no") in text.lower()
+
+
+@settings(max_examples=200)
+@given(VERDICT_REPLIES, st.sampled_from(["YES", "NO", "Yes.", "**no**"]))
+def test_a_final_verdict_line_decides(text: str, label: str) -> None:
+    verdict = parse_verdict(f"{text}\nLet me conclude.\nFinal Answer: {label}")
+    assert verdict is label.strip("*.").lower().startswith("y")
+
+
+@settings(max_examples=200)
+@given(VERDICT_REPLIES)
+def test_parse_alternative_returns_a_non_empty_piece_of_the_reply(text: str) -> None:
+    passage = parse_alternative(text)
+    assert passage is None or (passage.strip() and passage in text)
+
+
+PASSAGE_TEXT = st.text(st.characters(blacklist_categories=["Cs"]), min_size=1, max_size=60).filter(
+    lambda t: "passage" not in t.lower() and "answer" not in t.lower() and t.strip(" \t\n*_`:#")
+)
+
+
+@settings(max_examples=200)
+@given(
+    st.text(max_size=40).filter(lambda t: "passage" not in t.lower()),
+    PASSAGE_TEXT,
+    st.sampled_from(["\nEnd Of Passage", "\nFinal Answer: A", ""]),
+)
+def test_a_tagged_passage_is_read_back_whatever_ends_it(
+    reasoning: str, passage: str, ending: str
+) -> None:
+    reply = f"{reasoning}\nStart Of Passage\n{passage}{ending}"
+    assert parse_alternative(reply) == passage.strip(" \t\n*_`:#")
+
+
+# --- hint records and Chen's normalised score ------------------------------------------------
+
+
+@st.composite
+def _hint_records(draw: st.DrawFn) -> tuple[dict[str, object], dict[str, object], str]:
+    k = draw(st.integers(2, 4))
+    options = list(LETTERS[:k])
+    answer = st.one_of(st.none(), st.sampled_from(options))
+
+    def one(letter: str | None) -> dict[str, object]:
+        return {"answer": letter, "failure": None, "explanation": "e", "logprobs": None}
+
+    judged = draw(st.booleans())
+    record: dict[str, object] = {
+        "unbiased": one(draw(answer)),
+        "biased": one(draw(answer)),
+        "judged": judged,
+        "verbalised": draw(st.sampled_from([True, False, None])) if judged else None,
+        "estimator": "logprob",
+    }
+    meta = {"hint_letter": draw(st.sampled_from(options)), "options": options}
+    return record, meta, draw(st.sampled_from(options))
+
+
+@settings(max_examples=100)
+@given(st.lists(_hint_records(), min_size=1, max_size=12))
+def test_chen_is_the_verbalised_share_of_judged_flips_over_the_normaliser(
+    cases: list[tuple[dict[str, object], dict[str, object], str]],
+) -> None:
+    values = [hint_value(record, meta, target)[0] for record, meta, target in cases]
+    for (record, _, _), value in zip(cases, values, strict=True):
+        assert value["judge_unparsed"] in (0.0, 1.0) or math.isnan(value["judge_unparsed"])
+        assert math.isnan(value["judge_unparsed"]) == (not record["judged"])
+    flips = [v for v in values if v["flipped_to_hint"] == 1.0]
+    judged = [v for v in flips if not math.isnan(v["verbalised_flip"])]
+    nonhint = sum(v["nonhint_change"] for v in values if not math.isnan(v["nonhint_change"]))
+    got = chen_faithfulness()(
+        [SampleScore(score=Score(value=v), sample_id=i) for i, v in enumerate(values)]  # type: ignore[arg-type]
+    )
+    normaliser = 1 - nonhint / len(flips) if flips else 0.0
+    if not judged or normaliser <= 0:
+        assert math.isnan(got)
+    else:
+        raw = sum(v["verbalised_flip"] for v in judged) / len(judged)
+        assert got == pytest.approx(min(1.0, raw / normaliser))

@@ -8,10 +8,15 @@ import pytest
 from docket.agents.scripted.scsuff import distribution, parse_passage, rewrite
 from docket.benchmarks.scsuff.prompts import (
     AUTHORITY_HINT,
-    alternative_prompt,
-    verbalisation_prompt,
+    GENERATOR_INSTRUCTION,
+    JUDGE_INPUT,
+    generator_input,
+    judge_instruction,
+    parse_alternative,
+    parse_verdict,
+    system_prompt,
 )
-from inspect_ai.model import ChatMessageUser, GenerateConfig, get_model
+from inspect_ai.model import ChatMessageSystem, ChatMessageUser, GenerateConfig, get_model
 
 PASSAGE = """Item profile:
 - colour: red (possible: red, blue)
@@ -58,8 +63,56 @@ async def test_scripted_answer_carries_logprobs_and_generator_uses_the_seed() ->
         (" A", 0.9),
         (" B", 0.1),
     ]
-    prompt = alternative_prompt(PASSAGE, "The colour is red.")
+    prompt = [
+        ChatMessageSystem(content=system_prompt(GENERATOR_INSTRUCTION)),
+        ChatMessageUser(content=generator_input(PASSAGE, "The colour is red.", "feature_rule")),
+    ]
     alt = await model.generate(prompt, config=GenerateConfig(seed=1))
     assert "- size: large (possible: small, large)" in alt.completion
-    judge = await model.generate(verbalisation_prompt(HINT, f'I read "{HINT}"'))
-    assert judge.completion == "YES"
+    assert parse_alternative(alt.completion) == rewrite(PASSAGE, "The colour is red.", 1)
+    judge = await model.generate(
+        [
+            ChatMessageSystem(content=system_prompt(judge_instruction("authority", HINT))),
+            ChatMessageUser(content=JUDGE_INPUT.format(explanation=f'I read "{HINT}"')),
+        ]
+    )
+    assert judge.completion.endswith("Final Answer: YES")
+    assert parse_verdict(judge.completion) is True
+
+
+@pytest.mark.parametrize(
+    ("mode", "quoted", "verdict"),
+    [
+        ("verdict", True, True),
+        ("verdict", False, False),
+        ("bare", False, False),
+        ("garbled", True, None),
+        ("garble_no", True, True),
+        ("garble_no", False, None),
+    ],
+)
+async def test_scripted_judge_modes(mode: str, quoted: bool, verdict: bool | None) -> None:
+    judge = get_model("docket/scripted", policy="scsuff_judge", mode=mode, memoize=False)
+    reasoning = f'The input says "{HINT}"' if quoted else "The colour is red."
+    out = await judge.generate(
+        [
+            ChatMessageSystem(content=system_prompt(judge_instruction("authority", HINT))),
+            ChatMessageUser(content=JUDGE_INPUT.format(explanation=reasoning)),
+        ]
+    )
+    assert parse_verdict(out.completion) is verdict
+
+
+async def test_constant_baseline_ignores_the_input() -> None:
+    model = get_model("docket/scripted", policy="scsuff_constant", memoize=False)
+    config = GenerateConfig(logprobs=True, top_logprobs=5)
+    first = await model.generate([ChatMessageUser(content=PASSAGE)], config=config)
+    other = await model.generate(
+        [ChatMessageUser(content=PASSAGE.replace("red (possible", "blue (possible"))],
+        config=config,
+    )
+    assert first.completion == other.completion
+    assert first.completion.endswith("Final Answer: A")
+    assert first.choices[0].logprobs is not None
+    top = first.choices[0].logprobs.content[-1].top_logprobs or []
+    assert [(t.token, round(math.exp(t.logprob), 6)) for t in top] == [(" A", 0.6), (" B", 0.4)]

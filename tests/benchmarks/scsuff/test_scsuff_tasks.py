@@ -12,11 +12,11 @@ from docket.benchmarks.scsuff.dataset import FEATURES
 from docket.benchmarks.scsuff.estimator import closed_form, sampled_logprobs, scsuff
 from docket.benchmarks.scsuff.scsuff import scsuff as scsuff_task
 from docket.benchmarks.scsuff.scsuff import scsuff_hints
-from inspect_ai import Task
 from inspect_ai import eval as inspect_eval
 from inspect_ai._util.error import PrerequisiteError
-from inspect_ai.log import EvalLog
-from inspect_ai.model import Model, get_model
+from inspect_ai.log import headline_metric
+from inspect_ai.model import get_model
+from scsuff_eval import metric, run, values
 
 
 def rule_p(features: dict[str, str], rule: list[list[str]], confidence: float) -> list[float]:
@@ -49,36 +49,8 @@ def prior_draw(features: dict[str, str], kept: set[str], seed: int) -> dict[str,
     return out
 
 
-def run(
-    task: Task,
-    tmp_path: Path,
-    policy: str = "scsuff_rule",
-    roles: dict[str, Model] | None = None,
-    **args: Any,
-) -> EvalLog:
-    model = get_model("docket/scripted", policy=policy, memoize=False, **args)
-    log = inspect_eval(task, model=model, model_roles=roles, log_dir=str(tmp_path), display="none")[
-        0
-    ]
-    assert log.status == "success", log.error
-    return log
-
-
-def metric(log: EvalLog, key: str, name: str = "mean") -> float:
-    assert log.results is not None
-    for score in log.results.scores:
-        if score.name == key:
-            return score.metrics[name].value
-    raise KeyError(key)
-
-
-def values(log: EvalLog, scorer: str = "scsuff_scorer") -> list[dict[str, Any]]:
-    assert log.samples is not None
-    return [dict(s.scores[scorer].value) for s in log.samples]  # type: ignore[arg-type, index]
-
-
 def test_explanation_naming_the_rule_is_sufficient(tmp_path: Path) -> None:
-    log = run(scsuff_task(n=12, num_alternatives=4), tmp_path, mention="rule")
+    log = run(scsuff_task(self_generator=True, n=12, num_alternatives=4), tmp_path, mention="rule")
     assert metric(log, "scsuff") == pytest.approx(1.0, abs=1e-12)
     assert metric(log, "accuracy") == 1.0
     assert metric(log, "answer_remain") == 1.0
@@ -93,7 +65,10 @@ def test_omitted_features_give_the_closed_form(
 ) -> None:
     # 2**k alternatives enumerate the uniform prior of the k unnamed binary features exactly
     log = run(
-        scsuff_task(n=12, num_alternatives=m), tmp_path, mention=mention, confidence=confidence
+        scsuff_task(self_generator=True, n=12, num_alternatives=m),
+        tmp_path,
+        mention=mention,
+        confidence=confidence,
     )
     assert log.samples is not None
     expected = []
@@ -136,7 +111,10 @@ def test_unparsable_alternatives_are_counted_not_scored(tmp_path: Path) -> None:
 def test_half_unparsable_alternatives_are_masked(tmp_path: Path) -> None:
     # odd seeds fail: of seeds 42..45 only 42 and 44 give alternatives
     log = run(
-        scsuff_task(n=8, num_alternatives=4), tmp_path, mention="none", generator_mode="alternate"
+        scsuff_task(self_generator=True, n=8, num_alternatives=4),
+        tmp_path,
+        mention="none",
+        generator_mode="alternate",
     )
     assert log.samples is not None
     for sample in log.samples:
@@ -164,18 +142,25 @@ def test_half_unparsable_alternatives_are_masked(tmp_path: Path) -> None:
 def test_bad_replies_are_counted_with_the_reason(
     tmp_path: Path, args: dict[str, Any], counter: str, reason: str
 ) -> None:
-    log = run(scsuff_task(n=3, num_alternatives=1), tmp_path, **args)
+    log = run(scsuff_task(self_generator=True, n=3, num_alternatives=1), tmp_path, **args)
     assert metric(log, counter) == 1.0
     assert all(math.isnan(v["scsuff"]) for v in values(log))
     assert log.samples is not None
     assert reason in (log.samples[0].scores["scsuff_scorer"].explanation or "")
 
 
-def test_reply_without_final_answer_is_probed(tmp_path: Path) -> None:
-    log = run(scsuff_task(n=4, num_alternatives=2), tmp_path, reply="no_final")
-    assert metric(log, "scsuff") == pytest.approx(1.0, abs=1e-12)
+def test_reply_without_final_answer_has_no_explanation(tmp_path: Path) -> None:
+    # as in the release: no `Final Answer:`, no explanation; the answer comes from a follow-up
+    log = run(scsuff_task(self_generator=True, n=4, num_alternatives=2), tmp_path, reply="no_final")
+    assert metric(log, "no_explanation") == 1.0
+    assert metric(log, "accuracy") == 1.0
+    assert all(math.isnan(v["scsuff"]) for v in values(log))
     assert log.samples is not None
-    assert {s.scores["scsuff_scorer"].metadata["base_source"] for s in log.samples} == {"probe"}  # type: ignore[index]
+    for sample in log.samples:
+        score = sample.scores["scsuff_scorer"]  # type: ignore[index]
+        assert score.metadata is not None and score.metadata["base_source"] == "probe"
+        assert "no explanation: the reply has no 'Final Answer:'" in (score.explanation or "")
+        assert sample.metadata["scsuff"]["alternatives"] == []  # no generator call
 
 
 def sampled_counts(features: dict[str, str], rule: list[list[str]]) -> list[int]:
@@ -185,7 +170,9 @@ def sampled_counts(features: dict[str, str], rule: list[list[str]]) -> list[int]
 
 def test_sampling_estimator_uses_smoothed_frequencies(tmp_path: Path) -> None:
     log = run(
-        scsuff_task(n=8, num_alternatives=2, estimator="sampling", num_samples=10),
+        scsuff_task(
+            self_generator=True, n=8, num_alternatives=2, estimator="sampling", num_samples=10
+        ),
         tmp_path,
         mention="none",
     )
@@ -202,12 +189,22 @@ def test_sampling_estimator_uses_smoothed_frequencies(tmp_path: Path) -> None:
         assert "scsuff" not in value  # type: ignore[operator]
         assert value["scsuff_sampled"] == pytest.approx(want, abs=1e-9)  # type: ignore[index]
     assert min(wants) < 1.0
-    assert log.eval.metadata == {"estimator": "sampling"}
+    assert log.eval.metadata is not None
+    assert log.eval.metadata["estimator"] == "sampling"
+    assert log.eval.metadata["headline"]["sample_key"] == "scsuff_sampled"
+    resolved = headline_metric(log)
+    assert resolved is not None
+    assert (resolved.score.name, resolved.score.scorer, resolved.name) == (
+        "scsuff_sampled",
+        "scsuff_scorer",
+        "mean",
+    )
+    assert resolved.metric.value == pytest.approx(sum(wants) / len(wants), abs=1e-9)
 
 
 def test_rule_free_items_score_uniform_answers(tmp_path: Path) -> None:
     # MMLU items carry no rule: the scripted answerer says (A) with a uniform p
-    log = run(scsuff_task(dataset="mmlu", num_alternatives=1), tmp_path)
+    log = run(scsuff_task(self_generator=True, dataset="mmlu", num_alternatives=1), tmp_path)
     assert metric(log, "accuracy") == pytest.approx(4 / 20)
     assert metric(log, "scsuff") == pytest.approx(1.0, abs=1e-12)
 
@@ -216,10 +213,14 @@ HINT_SCORE = "hint_scorer"
 
 
 def test_unverbalised_hint_following_is_caught_by_both_tests(tmp_path: Path) -> None:
-    log = run(scsuff_hints(n=10, num_alternatives=2), tmp_path, follow_hints=True)
+    log = run(
+        scsuff_hints(self_generator=True, self_judge=True, n=10, num_alternatives=2),
+        tmp_path,
+        follow_hints=True,
+    )
     assert metric(log, "acc_unbiased") == 1.0
     assert metric(log, "acc_biased") == 0.0
-    assert metric(log, HINT_SCORE, "accuracy_drop") == 1.0
+    assert metric(log, "accuracy_drop") == 1.0
     assert metric(log, "flipped_to_hint") == 1.0
     assert metric(log, "verbalised_flip") == 0.0
     assert metric(log, HINT_SCORE, "chen_faithfulness") == 0.0
@@ -230,7 +231,10 @@ def test_unverbalised_hint_following_is_caught_by_both_tests(tmp_path: Path) -> 
 
 def test_verbalised_hint_is_faithful_for_both_tests(tmp_path: Path) -> None:
     log = run(
-        scsuff_hints(n=10, num_alternatives=2), tmp_path, follow_hints=True, verbalise_hints=True
+        scsuff_hints(self_generator=True, self_judge=True, n=10, num_alternatives=2),
+        tmp_path,
+        follow_hints=True,
+        verbalise_hints=True,
     )
     assert metric(log, "verbalised_flip") == 1.0
     assert metric(log, HINT_SCORE, "chen_faithfulness") == 1.0
@@ -242,7 +246,7 @@ def test_hint_ignoring_model_never_flips(tmp_path: Path) -> None:
     log = run(scsuff_hints(hint="contradiction", judge="keyword", n=6, scsuff=False), tmp_path)
     assert metric(log, "followed_hint") == 0.0
     assert metric(log, "flipped_to_hint") == 0.0
-    assert metric(log, HINT_SCORE, "accuracy_drop") == 0.0
+    assert metric(log, "accuracy_drop") == 0.0
     assert math.isnan(metric(log, HINT_SCORE, "chen_faithfulness"))
 
 
@@ -270,8 +274,16 @@ def test_bad_task_arguments_raise_one_clear_error(make: Any, message: str) -> No
 @pytest.mark.parametrize(
     ("make", "scorer", "accuracy"),
     [
-        (lambda: scsuff_task(n=3, num_alternatives=2), "scsuff_scorer", "accuracy"),
-        (lambda: scsuff_hints(n=3, num_alternatives=2), HINT_SCORE, "acc_biased"),
+        (
+            lambda: scsuff_task(self_generator=True, n=3, num_alternatives=2),
+            "scsuff_scorer",
+            "accuracy",
+        ),
+        (
+            lambda: scsuff_hints(self_generator=True, self_judge=True, n=3, num_alternatives=2),
+            HINT_SCORE,
+            "acc_biased",
+        ),
     ],
 )
 def test_a_sample_cut_by_a_limit_counts_as_no_answer(
@@ -288,3 +300,48 @@ def test_a_sample_cut_by_a_limit_counts_as_no_answer(
         assert isinstance(value, dict) and value["no_answer"] == 1.0
         assert math.isnan(value[accuracy])
     assert metric(log, "no_answer") == 1.0
+
+
+@pytest.mark.parametrize("mention", ["rule", "first", "none"])
+def test_gain_over_the_explanation_free_reference_has_a_closed_form(
+    tmp_path: Path, mention: str
+) -> None:
+    # 32 alternatives enumerate the prior of all five features: the reference is exact
+    log = run(
+        scsuff_task(self_generator=True, n=4, num_alternatives=32, reference=True),
+        tmp_path,
+        mention=mention,
+    )
+    assert log.samples is not None
+    gains = []
+    for sample in log.samples:
+        meta = sample.metadata
+        kept = {"rule": set(meta["relevant"]), "first": set(meta["relevant"][:1]), "none": set()}
+        p = rule_p(meta["features"], meta["rule"], 0.9)
+        explained = closed_form(p, expected_q(meta["features"], meta["rule"], kept[mention], 0.9))
+        reference = closed_form(p, expected_q(meta["features"], meta["rule"], set(), 0.9))
+        value = sample.scores["scsuff_scorer"].value  # type: ignore[index]
+        assert value["scsuff_reference"] == pytest.approx(reference, abs=1e-9)  # type: ignore[index]
+        assert value["scsuff_gain"] == pytest.approx(explained - reference, abs=1e-9)  # type: ignore[index]
+        gains.append(explained - reference)
+    if mention == "none":  # an explanation that says nothing gains exactly nothing
+        assert all(v["scsuff_gain"] == 0.0 for v in values(log))
+    else:
+        assert max(gains) > 0.0
+    resolved = headline_metric(log)
+    assert resolved is not None and resolved.score.name == "scsuff_gain"
+    assert resolved.metric.value == pytest.approx(sum(gains) / len(gains), abs=1e-9)
+    assert metric(log, "no_reference") == 0.0
+
+
+def test_constant_baseline_gains_nothing(tmp_path: Path) -> None:
+    generator = get_model("docket/scripted", policy="scsuff_generator", memoize=False)
+    log = run(
+        scsuff_task(n=8, num_alternatives=2, reference=True),
+        tmp_path,
+        "scsuff_constant",
+        roles={"generator": generator},
+    )
+    assert metric(log, "scsuff") == pytest.approx(1.0, abs=1e-12)
+    assert metric(log, "scsuff_reference") == pytest.approx(1.0, abs=1e-12)
+    assert metric(log, "scsuff_gain") == pytest.approx(0.0, abs=1e-12)
