@@ -102,11 +102,11 @@ def _message_parts(message: ChatMessage, images: bool) -> list[Part]:
             if isinstance(part, kinds)
         ]
     parts = _joined(parts, "\n")
-    images = [p for p in parts if isinstance(p, ContentImage)]
     if isinstance(message, ChatMessageTool):
         body = f"Error: {message.error.message}" if message.error else message.text
         head = f'<tool_response name="{message.function or ""}">\n{body}'
-        return [head, *images, "\n</tool_response>"] if images else [f"{head}\n</tool_response>"]
+        shown = [p for p in parts if isinstance(p, ContentImage)]
+        return [head, *shown, "\n</tool_response>"] if shown else [f"{head}\n</tool_response>"]
     if isinstance(message, ChatMessageAssistant) and message.tool_calls:
         parts = _joined([*parts, "\n".join(format_tool_call(c) for c in message.tool_calls)], "\n")
     return parts

@@ -79,6 +79,8 @@ def build_tiny_vlm(
         num_additional_image_tokens=1,  # CLIP's CLS token, dropped by the "default" strategy
         chat_template=CHAT_TEMPLATE,
     )
+    image_token = tokenizer.convert_tokens_to_ids(IMAGE_TOKEN)
+    assert isinstance(image_token, int)
     config = LlavaConfig(
         vision_config=CLIPVisionConfig(
             image_size=image_size,
@@ -100,7 +102,7 @@ def build_tiny_vlm(
             eos_token_id=tokenizer.eos_token_id,
             pad_token_id=tokenizer.pad_token_id,
         ),
-        image_token_id=tokenizer.convert_tokens_to_ids(IMAGE_TOKEN),
+        image_token_index=image_token,
         vision_feature_select_strategy="default",
         vision_feature_layer=-1,
         projector_hidden_act="gelu",
