@@ -42,6 +42,15 @@ DEMO_ROLES: dict[str, dict[str, str]] = {
 }
 
 
+#: Task arguments per task in the demo (the same for every model, so rows stay comparable; the
+#: leaderboard shows them beside the task). DocVAL runs on text models: OCR tokens instead of the
+#: page image, and in the teacher task the model under test is the teacher, without the image.
+DEMO_TASK_ARGS: dict[str, dict[str, Any]] = {
+    "docket/docval_grounding": {"mode": "layout_text"},
+    "docket/docval_teacher": {"self_teacher": True, "with_image": False},
+}
+
+
 def demo_roles(task: str) -> dict[str, Model]:
     """The scripted role models of `task` in the demo."""
     from docket.agents.scripted.policy import load_policies
@@ -92,6 +101,7 @@ def _eval_set(task: str, models: list[Model], log_dir: Path, display: str, **lim
     try:
         success, _ = eval_set(
             tasks=task,
+            task_args=DEMO_TASK_ARGS.get(task, {}),
             model=models,
             model_roles=demo_roles(task) or None,
             log_dir=str(log_dir),

@@ -18,7 +18,7 @@ from docket.methods.decoding.local_hf import cannot_read_images
 from docket.methods.distill.teacher import teacher_cot, val_scorer
 from inspect_ai import Task, task
 from inspect_ai._util.error import PrerequisiteError
-from inspect_ai.model import GenerateConfig, Model
+from inspect_ai.model import GenerateConfig, Model, model_roles
 from inspect_ai.model._model import active_model
 from inspect_ai.solver import generate
 
@@ -37,10 +37,9 @@ def _documents(name: str, data: str, difficulty: str, doc_type: str) -> list[dic
     ]
 
 
-def _check_model_reads_images() -> None:
-    """Inside an eval, stop with one line when the model under test is a text-only local model."""
-    model = active_model()
-    line = cannot_read_images(model.api) if model is not None else None
+def _check_reads_images(model: Model | None, advice: str) -> None:
+    """Inside an eval, stop with one line when `model` is a text-only local model."""
+    line = cannot_read_images(model.api, advice) if model is not None else None
     if line:
         raise PrerequisiteError(line)
 
@@ -68,7 +67,7 @@ def docval_grounding(
     name = "docval_grounding"
     mode = choice(name, "mode", mode, MODES)
     if mode == "vision":
-        _check_model_reads_images()
+        _check_reads_images(active_model(), "use -T mode=layout_text")
     docs = _documents(name, data, difficulty, doc_type)
     h = headline(
         "docval_grounding_scorer",
@@ -118,6 +117,12 @@ def docval_teacher(
     name = "docval_teacher"
     allow_self = checked(name, "self_teacher", self_teacher, bool)
     require_roles(name, ["teacher"], allow_self=allow_self, self_flag="self_teacher")
+    if checked(name, "with_image", with_image, bool):
+        bound = model_roles().get("teacher")
+        teacher_model = bound[0] if isinstance(bound, list) and bound else bound
+        if not isinstance(teacher_model, Model):
+            teacher_model = active_model()
+        _check_reads_images(teacher_model, "use -T with_image=false")
     docs = _documents(name, data, difficulty, doc_type)
 
     def teacher() -> Model:
@@ -136,7 +141,7 @@ def docval_teacher(
         solver=teacher_cot(
             teacher,
             positive(name, "max_regions", max_regions),
-            checked(name, "with_image", with_image, bool),
+            with_image,
         ),
         scorer=val_scorer(),
         config=GenerateConfig(max_tokens=positive(name, "max_tokens", max_tokens)),

@@ -72,10 +72,13 @@ class UnreadableInputError(PrerequisiteError):
     """The model was given content it cannot read (an image for a text-only checkpoint)."""
 
 
-def cannot_read_message(model: str, kinds: list[str]) -> str:
+IMAGE_ADVICE = "use -T mode=layout_text"
+
+
+def cannot_read_message(model: str, kinds: list[str], advice: str = IMAGE_ADVICE) -> str:
     """The one line for a model given media it cannot read."""
-    advice = "use -T mode=layout_text" if kinds[0] == "images" else "send text only"
-    return f"model {model} cannot read {kinds[0]}; {advice}"
+    fix = advice if kinds[0] == "images" else "send text only"
+    return f"model {model} cannot read {kinds[0]}; {fix}"
 
 
 @dataclass(frozen=True)
@@ -86,12 +89,12 @@ class Prompt:
     inputs: dict[str, Any] = field(default_factory=dict)
 
 
-def cannot_read_images(api: object) -> str | None:
+def cannot_read_images(api: object, advice: str = IMAGE_ADVICE) -> str | None:
     """The one-line error when a model API (or the docket provider wrapping one) is a local
     text-only model; None when it reads images or is not a local model."""
     backend = getattr(api, "backend", api)
     if isinstance(backend, LocalHFModelAPI) and not backend.reads_images:
-        return cannot_read_message(f"docket/{backend.model_name}", ["images"])
+        return cannot_read_message(f"docket/{backend.model_name}", ["images"], advice)
     return None
 
 

@@ -14,7 +14,8 @@ from docket.methods.distill import export, sft
 from docket.methods.distill.tiny_vlm import build_tiny_vlm
 from inspect_ai import eval as inspect_eval
 from inspect_ai._util.error import PrerequisiteError
-from inspect_ai.log import EvalLog
+from inspect_ai.log import EvalLog, list_eval_logs, read_eval_log
+from inspect_ai.model import get_model
 
 #: A chain of thought naming all four keyword groups, so VAL accepts an exact copy of it.
 REASONING = "Step 1: locate the text region of the field; the answer value is inside its box."
@@ -64,6 +65,37 @@ def test_a_text_model_in_vision_mode_stops_with_one_line(
         limit=1,
     )[0]
     assert log.status == "success" and (log.eval.metadata or {})["mode"] == "layout_text"
+
+
+def test_a_text_teacher_given_the_page_image_stops_with_one_line(text_checkpoint: Path) -> None:
+    teacher = get_model(f"docket/local/{text_checkpoint}")
+    refuse = get_model("docket/scripted", policy="refuse")
+    with pytest.raises(PrerequisiteError) as info:
+        inspect_eval(
+            "docket/docval_teacher",
+            model=refuse,
+            model_roles={"teacher": teacher},
+            display="none",
+            limit=1,
+        )
+    line = f"model docket/local/{text_checkpoint} cannot read images; use -T with_image=false"
+    assert info.value.message == line
+
+
+@pytest.mark.parametrize("task", ["docket/docval_grounding", "docket/docval_teacher"])
+def test_the_demo_runs_docval_on_text_models(
+    task: str, text_checkpoint: Path, tmp_path: Path
+) -> None:
+    from docket.demo import DEMO_TASK_ARGS, _eval_set
+
+    model = get_model(f"docket/local/{text_checkpoint}")
+    assert _eval_set(task, [model], tmp_path, "none", limit=1, max_tokens=4)
+    [info] = list_eval_logs(str(tmp_path))
+    log = read_eval_log(info)
+    assert log.status == "success"
+    assert log.eval.task_args | DEMO_TASK_ARGS[task] == log.eval.task_args
+    mode = (log.eval.metadata or {})["mode"]
+    assert mode == ("layout_text" if task.endswith("grounding") else "teacher")
 
 
 def _rows(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
