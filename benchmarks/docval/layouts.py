@@ -229,6 +229,20 @@ def _qa(question: str, seg: Segment, kind: str, key: str, extra: list[str] | Non
     return QA(question, answers, [seg.id], kind, key)
 
 
+def _money_facts(
+    currency: str, lines: list[dict[str, str]], rate: int, totals: dict[str, Segment], tax: str
+) -> Facts:
+    """The printed money of a receipt or invoice: line items, subtotal, tax rate, tax, total."""
+    return {
+        "currency": currency,
+        "items": lines,
+        "subtotal": totals["Subtotal"].text,
+        "tax_rate": rate,
+        "tax": totals[tax].text,
+        "total": totals["Total"].text,
+    }
+
+
 def receipt(rng: random.Random) -> tuple[Page, list[QA], Facts]:
     """A till receipt: shop header, date, items with quantities, subtotal, tax, total."""
     currency = rng.choice(["$", "EUR ", "£"])
@@ -325,15 +339,8 @@ def receipt(rng: random.Random) -> tuple[Page, list[QA], Facts]:
             [qty_seg.text.removeprefix("x")],
         ),
     ]
-    facts: Facts = {
-        "currency": currency,
-        "date": date_seg.text,
-        "items": [{"name": i.text, "qty": q.text, "amount": a.text} for i, q, a in items],
-        "subtotal": totals["Subtotal"].text,
-        "tax_rate": rate,
-        "tax": totals["Tax"].text,
-        "total": totals["Total"].text,
-    }
+    lines = [{"name": i.text, "qty": q.text, "amount": a.text} for i, q, a in items]
+    facts = {"date": date_seg.text, **_money_facts(currency, lines, rate, totals, "Tax")}
     return c.page, qas, facts
 
 
@@ -441,18 +448,14 @@ def invoice(rng: random.Random) -> tuple[Page, list[QA], Facts]:
             _money_answers(amount.text, currency),
         ),
     ]
-    facts: Facts = {
-        "currency": currency,
+    lines = [
+        {"name": d.text, "qty": q.text, "unit": u.text, "amount": a.text} for d, q, u, a in rows
+    ]
+    facts = {
         "issue_date": issue.text,
         "due_date": due.text,
         "terms": meta["Terms:"].text,
-        "items": [
-            {"name": d.text, "qty": q.text, "unit": u.text, "amount": a.text} for d, q, u, a in rows
-        ],
-        "subtotal": totals["Subtotal"].text,
-        "tax_rate": rate,
-        "tax": totals["VAT"].text,
-        "total": totals["Total"].text,
+        **_money_facts(currency, lines, rate, totals, "VAT"),
     }
     return c.page, qas, facts
 

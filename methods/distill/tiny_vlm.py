@@ -115,3 +115,20 @@ def build_tiny_vlm(
     model.save_pretrained(out)
     processor.save_pretrained(out)
     return out
+
+
+def build_tiny_text_lm(out: Path, corpus: Iterable[str], *, seed: int = 0) -> Path:
+    """Write the tiny LLaVA's language model and tokenizer alone: a text-only Llama checkpoint
+    (for checking what text models do when given images); return `out`."""
+    import tempfile
+
+    from transformers import AutoConfig, AutoProcessor, LlamaForCausalLM
+
+    with tempfile.TemporaryDirectory() as scratch:
+        source = build_tiny_vlm(Path(scratch), corpus, seed=seed)
+        config = AutoConfig.from_pretrained(source).text_config
+        tokenizer = AutoProcessor.from_pretrained(source).tokenizer
+    out.mkdir(parents=True, exist_ok=True)
+    LlamaForCausalLM(config).save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out

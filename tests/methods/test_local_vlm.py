@@ -13,7 +13,7 @@ import pytest
 from docket.methods.decoding.chat import media_kinds, render_messages, render_multimodal
 from docket.methods.decoding.local_hf import LocalHFModelAPI, UnreadableInputError
 from docket.methods.decoding.vision import open_image
-from docket.methods.distill.tiny_vlm import build_tiny_vlm
+from docket.methods.distill.tiny_vlm import build_tiny_text_lm, build_tiny_vlm
 from inspect_ai import Task
 from inspect_ai import eval as inspect_eval
 from inspect_ai.dataset import Sample
@@ -163,15 +163,7 @@ def test_vlm_refuses_audio_with_one_line(vlm: LocalHFModelAPI) -> None:
 @pytest.fixture(scope="module")
 def text_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The tiny LLaVA's language model alone, saved as a text-only Llama checkpoint."""
-    from transformers import AutoConfig, AutoProcessor, LlamaForCausalLM
-
-    folder = build_tiny_vlm(tmp_path_factory.mktemp("tiny-vlm-src"), ["What is the total?"])
-    processor = AutoProcessor.from_pretrained(folder)
-    config = AutoConfig.from_pretrained(folder).text_config
-    out = tmp_path_factory.mktemp("tiny-text")
-    LlamaForCausalLM(config).save_pretrained(out)
-    processor.tokenizer.save_pretrained(out)
-    return out
+    return build_tiny_text_lm(tmp_path_factory.mktemp("tiny-text"), ["What is the total?"])
 
 
 def test_text_model_given_an_image_stops_with_one_line(text_dir: Path, tmp_path: Path) -> None:

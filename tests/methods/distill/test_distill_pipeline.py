@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -106,16 +105,6 @@ def test_an_unbound_teacher_role_stops_the_eval(tmp_path: Path) -> None:
         limit=2,
     )[0]
     assert log.status == "success" and _mean(log, "accepted") == 1.0
-
-
-@pytest.fixture
-def one_thread() -> Iterator[None]:
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def test_two_stage_sft_runs_end_to_end_on_a_tiny_vlm(tmp_path: Path, one_thread: None) -> None:
