@@ -157,7 +157,10 @@ def _questions(doc: dict[str, Any]) -> Iterator[str]:
         text = " ".join(segments[i][5] for i in ids)
         if q["answers"][0] != text:
             yield f"{q['qid']}: answer {q['answers'][0]!r} is not the printed {text!r}"
-        boxes = [w[1:5] for w in doc["words"] if w[5] in ids]
+        boxes = [w[1:5] for w in doc["words"] if len(w) > 5 and w[5] in ids]
+        if not boxes:
+            yield f"{q['qid']}: no words are recorded for answer segments {ids}"
+            continue
         union = [min(b[0] for b in boxes), min(b[1] for b in boxes)]
         union += [max(b[2] for b in boxes), max(b[3] for b in boxes)]
         if q["bbox"] != union:
@@ -177,7 +180,7 @@ def check_document(doc: dict[str, Any]) -> list[str]:
     ]
     try:
         problems += CHECKS[doc["doc_type"]](doc)
-    except (KeyError, TypeError, ValueError) as ex:
-        problems.append(f"facts are malformed ({type(ex).__name__}: {ex})")
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as ex:
+        problems.append(f"facts are malformed ({type(ex).__name__}: {str(ex)[:80]})")
     problems += _questions(doc)
     return [f"{where}: {p}" for p in problems]
