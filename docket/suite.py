@@ -84,6 +84,8 @@ class Preset(BaseModel):
     roles: Literal["scripted"] | dict[str, ModelSpec] = {}
     budget_minutes: float | None = None
     eval_args: dict[str, Any] = {}
+    #: `-T` arguments per task, the same for every model of every stage (rows stay comparable).
+    task_args: dict[str, dict[str, Any]] = {}
     stages: list[Stage]
 
     @field_validator("roles", mode="before")
@@ -132,6 +134,7 @@ class TaskPlan:
     roles: dict[str, ModelSpec]
     log_dir: Path
     eval_args: dict[str, Any] = field(default_factory=dict)
+    task_args: dict[str, Any] = field(default_factory=dict)
 
 
 def registered_tasks() -> list[str]:
@@ -201,6 +204,9 @@ def plan(
         raise PresetError(
             f"unknown task {unknown[0]!r}; registered: {', '.join(registered_tasks())}"
         )
+    stray = [t for t in preset.task_args if t not in registered_tasks()]
+    if stray:
+        raise PresetError(f"preset {preset.name}: task_args names unknown task {stray[0]!r}")
     if roles:
         if preset.roles == "scripted":
             preset = preset.model_copy(update={"roles": {}})
@@ -232,6 +238,7 @@ def plan(
                     roles=task_roles(preset, task),
                     log_dir=log_dir / task.replace("/", "_") / stage.name,
                     eval_args=args,
+                    task_args=dict(preset.task_args.get(task, {})),
                 )
             )
     return plans
@@ -257,6 +264,7 @@ def run_plan(
         try:
             success, _ = eval_set(
                 tasks=item.task,
+                task_args=item.task_args,
                 model=[_model(m) for m in item.models],
                 model_roles={r: _model(m) for r, m in item.roles.items()} or None,
                 log_dir=str(item.log_dir),
@@ -279,6 +287,7 @@ def describe(plans: list[TaskPlan]) -> list[str]:
     return [
         f"{p.stage}: {p.task} on {', '.join(m.label for m in p.models)}"
         + (f"; roles {', '.join(f'{r}={m.label}' for r, m in p.roles.items())}" if p.roles else "")
+        + (f"; -T {p.task_args}" if p.task_args else "")
         + (f"; {p.eval_args}" if p.eval_args else "")
         + f" -> {p.log_dir}"
         for p in plans

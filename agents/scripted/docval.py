@@ -2,9 +2,11 @@
 
 * `docval_oracle`: looks the question up in the DocVAL data file (by the `Document <id>.` line
   and the question text) and answers with the gold answer and box; `shift` moves the box right
-  by that many pixels (a known IoU), `format=json` answers as a JSON object.
-* `docval_label_right`: a non-oracle baseline for `mode=layout_text`: finds the region that best
-  matches the question's words and answers with the nearest region to its right (or below).
+  by that many pixels (a known IoU), `format=json` answers as a JSON object, `box=tokens`
+  answers with the union of the prompt's OCR tokens that lie mostly inside the gold box (the
+  best box a reader of `layout_text` tokens can give).
+* `docval_label_right`: a non-oracle baseline for `mode=layout_text`: finds the OCR token that
+  best matches the question's words and answers with the nearest token to its right (or below).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ SHIPPED = Path(__file__).resolve().parents[2] / "benchmarks" / "docval" / "data"
 
 _DOC = re.compile(r"^Document (\S+)\.", re.MULTILINE)
 _QUESTION = re.compile(r"^Question: (.*)$", re.MULTILINE)
-_REGION = re.compile(r'^(?:Region|Word) #(\d+): \[([\d., -]+)\] -> "(.*)"$', re.MULTILINE)
+_REGION = re.compile(r'^(?:Region|Word|Token) #(\d+): \[([\d., -]+)\] -> "(.*)"$', re.MULTILINE)
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP = {
     "what",
@@ -78,20 +80,51 @@ def _reply(answer: str, box: list[float] | None, form: str) -> PolicyReply:
     return PolicyReply(text=f"ANSWER: {answer}\nBBOX: {coords if coords else 'none'}")
 
 
-@policy("docval_oracle", args={"data": str, "format": str, "shift": int})
+def _regions(text: str) -> list[tuple[int, list[float], str]]:
+    return [
+        (int(m.group(1)), [float(v) for v in m.group(2).split(",")], m.group(3))
+        for m in _REGION.finditer(text)
+    ]
+
+
+def _token_union(box: list[float], text: str) -> list[float] | None:
+    """Union of the prompt's tokens with at least half their area inside `box`."""
+
+    def inside(token: list[float]) -> bool:
+        w = max(0.0, min(box[2], token[2]) - max(box[0], token[0]))
+        h = max(0.0, min(box[3], token[3]) - max(box[1], token[1]))
+        area = (token[2] - token[0]) * (token[3] - token[1])
+        return area > 0 and w * h >= 0.5 * area
+
+    picked = [t[1] for t in _regions(text) if inside(t[1])]
+    if not picked:
+        return None
+    return [min(b[0] for b in picked), min(b[1] for b in picked)] + [
+        max(b[2] for b in picked),
+        max(b[3] for b in picked),
+    ]
+
+
+@policy("docval_oracle", args={"data": str, "format": str, "shift": int, "box": str})
 def docval_oracle(state: PolicyInput) -> PolicyReply:
-    """Answers with the gold answer and box from the data file (box shifted right by `shift`)."""
+    """Answers with the gold answer and box from the data file (box shifted right by `shift`,
+    or rebuilt from the prompt's OCR tokens with `box=tokens`)."""
     text = state.last_user_text
     doc, question = _DOC.search(text), _QUESTION.search(text)
     form = str(state.args.get("format", "lines"))
     if form not in ("lines", "json"):
         raise ValueError(f"policy=docval_oracle: -M format={form!r}; accepted: lines, json")
+    source = str(state.args.get("box", "gold"))
+    if source not in ("gold", "tokens"):
+        raise ValueError(f"policy=docval_oracle: -M box={source!r}; accepted: gold, tokens")
     if not doc or not question:
         return _reply("unknown", None, form)
     gold = _gold(str(state.args.get("data") or SHIPPED)).get((doc.group(1), question.group(1)))
     if gold is None:
         return _reply("unknown", None, form)
     answer, box = gold
+    if source == "tokens":
+        return _reply(answer, _token_union(box, text), form)
     shift = int(state.args.get("shift", 0))
     return _reply(answer, [box[0] + shift, box[1], box[2] + shift, box[3]], form)
 
@@ -131,13 +164,10 @@ def _tokens(text: str) -> set[str]:
 
 @policy("docval_label_right")
 def docval_label_right(state: PolicyInput) -> PolicyReply:
-    """Layout heuristic: the region right of (else below) the best label match for the question."""
+    """Layout heuristic: the token right of (else below) the best label match for the question."""
     text = state.last_user_text
     question = _QUESTION.search(text)
-    regions = [
-        (int(m.group(1)), [float(v) for v in m.group(2).split(",")], m.group(3))
-        for m in _REGION.finditer(text)
-    ]
+    regions = _regions(text)
     if not question or not regions:
         return _reply("unknown", None, "lines")
     wanted = _tokens(question.group(1))

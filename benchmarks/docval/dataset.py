@@ -1,8 +1,8 @@
 """DocVAL data: the shipped procedural split, DocVQA-format files and answer-box datasets.
 
 Every source is converted to one document record (`doc_id`, `doc_type`, `image`, `width`,
-`height`, `words`, `segments`, `questions[{qid, question, answers, bbox}]`) and then to Inspect
-samples. Malformed input raises one `DocvalDataError` naming the file, row and field.
+`height`, `words`, `segments`, `ocr`, `questions[{qid, question, answers, bbox}]`) and then to
+Inspect samples. Malformed input raises one `DocvalDataError` naming the file, row and field.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from docket.benchmarks.docval.prompts import question_prompt
+from docket.benchmarks.docval.prompts import ocr_tokens, question_prompt
 from inspect_ai.dataset import Sample
 from inspect_ai.model import ChatMessageUser, Content, ContentImage, ContentText
 
@@ -61,15 +61,16 @@ def _is_finite(value: object) -> bool:
 
 
 def _check_ocr(doc: dict[str, Any], where: str) -> None:
-    """`words` rows `[text, x1, y1, x2, y2, ...]`, `segments` rows `[id, x1, y1, x2, y2, text]`."""
-    for key, text_at in (("words", 0), ("segments", 5)):
+    """`words` rows `[text, x1, y1, x2, y2, ...]`, `segments` rows `[id, x1, y1, x2, y2, text]`,
+    `ocr` rows `[text, x1, y1, x2, y2]`."""
+    for key, text_at, width in (("words", 0, 5), ("segments", 5, 6), ("ocr", 0, 5)):
         rows = doc[key]
         if not isinstance(rows, list):
             raise DocvalDataError(f"{where}: field '{key}' must be a list")
         for i, row in enumerate(rows):
             if (
                 not isinstance(row, list)
-                or len(row) < (6 if key == "segments" else 5)
+                or len(row) < width
                 or not all(_is_finite(v) for v in row[1:5])
                 or not isinstance(row[text_at], str)
             ):
@@ -111,6 +112,7 @@ def load_documents(path: Path = SHIPPED) -> list[dict[str, Any]]:
         doc.setdefault("difficulty", "unknown")
         doc.setdefault("words", [])
         doc.setdefault("segments", [])
+        doc.setdefault("ocr", [])
         _check_ocr(doc, where)
         doc["image_path"] = str((path.parent / doc["image"]).resolve())
         for i, q in enumerate(doc["questions"]):
@@ -172,6 +174,7 @@ def load_docvqa(path: Path, image_root: Path | None = None) -> list[dict[str, An
                 "height": height,
                 "words": row.get("words", []),
                 "segments": [],
+                "ocr": [],
                 "questions": [],
             }
         docs[image]["questions"].append(
@@ -212,6 +215,7 @@ def load_hf(name: str, split: str = "test") -> list[dict[str, Any]]:  # pragma: 
                 "height": row["image"].size[1],
                 "words": [],
                 "segments": [],
+                "ocr": [],
                 "questions": [
                     {
                         "qid": f"{name}-{i}",
@@ -239,19 +243,23 @@ def load_source(data: str) -> list[dict[str, Any]]:
     return load_docvqa(path) if path.suffix == ".json" else load_documents(path)
 
 
-def to_samples(docs: list[dict[str, Any]], mode: str, granularity: str = "segment") -> list[Sample]:
-    """One sample per question; metadata carries the page size, answers, GT box and regions."""
+def to_samples(docs: list[dict[str, Any]], mode: str) -> list[Sample]:
+    """One sample per question; metadata carries the page size, answers, GT box and regions.
+
+    `vision`: the page image, then the question text; `layout_text`: the text alone, with the
+    page's OCR tokens.
+    """
     samples: list[Sample] = []
     for doc in docs:
-        if mode == "layout_text" and not doc["segments"] and not doc["words"]:
+        if mode == "layout_text" and not ocr_tokens(doc):
             raise DocvalDataError(
-                f"document {doc['doc_id']}: mode=layout_text needs OCR 'words' or 'segments'"
+                f"document {doc['doc_id']}: mode=layout_text needs OCR 'ocr', 'words' or 'segments'"
             )
         for q in doc["questions"]:
-            text = question_prompt(doc, q["question"], mode, granularity)
-            content: list[Content] = [ContentText(text=text)]
+            text = ContentText(text=question_prompt(doc, q["question"], mode))
+            content: list[Content] = [text]
             if mode == "vision":
-                content.append(ContentImage(image=doc["image_path"]))
+                content = [ContentImage(image=doc["image_path"]), text]
             samples.append(
                 Sample(
                     id=q["qid"],

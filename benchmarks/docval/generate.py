@@ -1,9 +1,10 @@
 """Generate the procedural DocVAL split: `python -m docket.benchmarks.docval.generate OUT`.
 
-Reproducible from `--seed`: document i uses `random.Random(f"{seed}:{i}")`, so any document can
-be regenerated alone. Writes `OUT/images/<doc_id>.jpg` and `OUT/<split>.jsonl.gz` (one document
-per line with its words, segments and questions). The shipped split is
-`generate data --seed 0 --docs 90 --questions 4`.
+Reproducible from `--seed`: document i uses `random.Random(f"{seed}:{i}")` for its layout and
+`random.Random(f"{seed}:{i}:ocr")` for its simulated OCR, so any document can be regenerated
+alone. Writes `OUT/images/<doc_id>.jpg` and `OUT/<split>.jsonl.gz` (one document per line with
+its words, segments, OCR tokens, facts and questions). The shipped split is
+`generate data --seed 0 --docs 210 --questions 5`; other seeds give fresh (hidden) splits.
 """
 
 from __future__ import annotations
@@ -16,7 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from docket.benchmarks.docval.layouts import BUILDERS, DOC_TYPES
+from docket.benchmarks.docval.ocr import simulate_ocr
 from docket.benchmarks.docval.render import Augment, augment, jpeg_bytes, page_record, union
+
+SHIPPED_DOCS = 210
+SHIPPED_QUESTIONS = 5
 
 #: difficulty -> (rotation degrees range, scale range, blur radius, JPEG quality)
 DIFFICULTY: dict[str, tuple[tuple[float, float], tuple[float, float], float, int]] = {
@@ -32,7 +37,7 @@ def make_document(
     """Render document `index` of the split seeded by `seed`; return its record and JPEG bytes."""
     rng = random.Random(f"{seed}:{index}")
     doc_type = DOC_TYPES[index % len(DOC_TYPES)]
-    page, qas = BUILDERS[doc_type](rng)
+    page, qas, facts = BUILDERS[doc_type](rng)
     (rot_lo, rot_hi), (sc_lo, sc_hi), blur, quality = DIFFICULTY[difficulty]
     rotation = rng.uniform(rot_lo, rot_hi) * rng.choice([-1, 1]) if rot_hi else 0.0
     page = augment(page, Augment(rotate=rotation, scale=rng.uniform(sc_lo, sc_hi), blur=blur))
@@ -51,12 +56,18 @@ def make_document(
                 "field": qa.field,
             }
         )
+    layout = page_record(page)
+    ocr = simulate_ocr(
+        layout["words"], page.size[0], page.size[1], random.Random(f"{seed}:{index}:ocr")
+    )
     record = {
         "doc_id": doc_id,
         "doc_type": doc_type,
         "difficulty": difficulty,
         "image": f"images/{doc_id}.jpg",
-        **page_record(page),
+        **layout,
+        "ocr": [list(token) for token in ocr],
+        "facts": facts,
         "questions": questions,
     }
     return record, jpeg_bytes(page.image, quality)
@@ -65,8 +76,8 @@ def make_document(
 def generate(
     out: Path,
     seed: int = 0,
-    docs: int = 90,
-    questions: int = 4,
+    docs: int = SHIPPED_DOCS,
+    questions: int = SHIPPED_QUESTIONS,
     split: str = "test",
     difficulties: tuple[str, ...] = ("easy", "medium", "hard"),
 ) -> Path:
@@ -87,8 +98,10 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("out", type=Path)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--docs", type=int, default=90)
-    parser.add_argument("--questions", type=int, default=4, help="questions per document")
+    parser.add_argument("--docs", type=int, default=SHIPPED_DOCS)
+    parser.add_argument(
+        "--questions", type=int, default=SHIPPED_QUESTIONS, help="questions per document"
+    )
     parser.add_argument("--split", default="test")
     parser.add_argument(
         "--difficulty", nargs="+", default=list(DIFFICULTY), choices=list(DIFFICULTY)

@@ -1,9 +1,14 @@
 """Five procedural document layouts (receipt, invoice, form, table, letter) with grounded QA.
 
-Each builder draws a page on a `Canvas` and returns the question/answer pairs it supports; an
-answer is always one or more whole segments, so its ground-truth box is the union of their word
-boxes. Layout noise: two-column blocks, subtotal vs total, repeated labels, several dates in
-several formats, varied fonts, sizes and margins.
+Each builder draws a page on a `Canvas` and returns the question/answer pairs it supports and
+the document's facts (the printed text of every value field). An answer is always one or more
+whole segments, so its ground-truth box is the union of their word boxes. Documents are
+internally consistent (`consistency.check_document` verifies it): money is counted in cents, so
+line amounts, subtotals, tax and totals add up exactly; a due date follows its issue date by the
+printed payment terms; a meeting follows its letter; an applicant is an adult when signing; the
+salutation and e-mail address use the names printed elsewhere on the page. Layout noise:
+two-column blocks, subtotal vs total, VAT vs total due, two dates per document in one of four
+formats, repeated labels (applicant vs emergency contact), varied fonts, sizes and margins.
 """
 
 from __future__ import annotations
@@ -11,6 +16,8 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import date, timedelta
+from typing import Any
 
 from docket.benchmarks.docval.render import Canvas, Page, Segment
 
@@ -139,23 +146,60 @@ class QA:
     field: str
 
 
-Builder = Callable[[random.Random], tuple[Page, list[QA]]]
+Facts = dict[str, Any]
+Builder = Callable[[random.Random], tuple[Page, list[QA], Facts]]
+
+#: Date styles: ISO, day/month/year, "March 4, 2021", "4 Mar 2021".
+DATE_STYLES = 4
+PAYMENT_TERMS = (14, 30, 45, 60)
 
 
-def _date(rng: random.Random) -> str:
-    year, month, day = rng.randint(2019, 2025), rng.randint(1, 12), rng.randint(1, 28)
-    style = rng.randrange(4)
+def format_date(day: date, style: int) -> str:
+    """`day` printed in one of the `DATE_STYLES` styles."""
     if style == 0:
-        return f"{year}-{month:02d}-{day:02d}"
+        return day.isoformat()
     if style == 1:
-        return f"{day:02d}/{month:02d}/{year}"
+        return f"{day.day:02d}/{day.month:02d}/{day.year}"
     if style == 2:
-        return f"{_MONTHS[month - 1]} {day}, {year}"
-    return f"{day} {_MONTHS[month - 1][:3]} {year}"
+        return f"{_MONTHS[day.month - 1]} {day.day}, {day.year}"
+    return f"{day.day} {_MONTHS[day.month - 1][:3]} {day.year}"
 
 
-def _money(value: float, currency: str) -> str:
-    return f"{currency}{value:,.2f}"
+def parse_date(text: str) -> date | None:
+    """The date printed by `format_date` in any style, else None."""
+    from datetime import datetime
+
+    for pattern in ("%Y-%m-%d", "%d/%m/%Y", "%B %d, %Y", "%d %b %Y"):
+        try:
+            return datetime.strptime(text, pattern).date()
+        except ValueError:
+            continue
+    return None
+
+
+def _day(rng: random.Random, first: int = 2019, last: int = 2025) -> date:
+    start = date(first, 1, 1)
+    return start + timedelta(days=rng.randrange((date(last, 12, 31) - start).days + 1))
+
+
+def money(cents: int, currency: str) -> str:
+    """`cents` printed with `currency` and thousands separators, e.g. `$1,234.50`."""
+    return f"{currency}{cents // 100:,}.{cents % 100:02d}"
+
+
+def parse_money(text: str, currency: str) -> int | None:
+    """Cents of a `money` text in `currency`, else None."""
+    if not text.startswith(currency):
+        return None
+    whole, _, cents = text.removeprefix(currency).replace(",", "").partition(".")
+    if not (whole.isdigit() and cents.isdigit() and len(cents) == 2):
+        return None
+    return int(whole) * 100 + int(cents)
+
+
+def percent_of(cents: int, rate: int) -> int:
+    """`rate`% of `cents`, rounded half up to a whole cent."""
+    return (cents * rate + 50) // 100
 
 
 def _money_answers(text: str, currency: str) -> list[str]:
@@ -163,8 +207,14 @@ def _money_answers(text: str, currency: str) -> list[str]:
     return [text, bare] if bare != text else [text]
 
 
-def _name(rng: random.Random) -> str:
-    return f"{rng.choice(_FIRST)} {rng.choice(_LAST)}"
+def _names(rng: random.Random, count: int) -> list[tuple[str, str]]:
+    """`count` different (first, last) names."""
+    names: list[tuple[str, str]] = []
+    while len(names) < count:
+        name = (rng.choice(_FIRST), rng.choice(_LAST))
+        if all(name[0] != n[0] and name[1] != n[1] for n in names):
+            names.append(name)
+    return names
 
 
 def _address(rng: random.Random) -> tuple[str, str]:
@@ -179,7 +229,21 @@ def _qa(question: str, seg: Segment, kind: str, key: str, extra: list[str] | Non
     return QA(question, answers, [seg.id], kind, key)
 
 
-def receipt(rng: random.Random) -> tuple[Page, list[QA]]:
+def _money_facts(
+    currency: str, lines: list[dict[str, str]], rate: int, totals: dict[str, Segment], tax: str
+) -> Facts:
+    """The printed money of a receipt or invoice: line items, subtotal, tax rate, tax, total."""
+    return {
+        "currency": currency,
+        "items": lines,
+        "subtotal": totals["Subtotal"].text,
+        "tax_rate": rate,
+        "tax": totals[tax].text,
+        "total": totals["Total"].text,
+    }
+
+
+def receipt(rng: random.Random) -> tuple[Page, list[QA], Facts]:
     """A till receipt: shop header, date, items with quantities, subtotal, tax, total."""
     currency = rng.choice(["$", "EUR ", "£"])
     n_items = rng.randint(3, 7)
@@ -195,30 +259,36 @@ def receipt(rng: random.Random) -> tuple[Page, list[QA]]:
     c.text(margin, 20 + 2 * size + 16, city, "sans", size - 2)
     y = 30 + 3 * size + 24
     c.text(margin, y, "Date:", "sans", size)
-    date = c.text(margin + c.width_of("Date: ", "sans", size) + 8, y, _date(rng), "sans", size)
+    when = format_date(_day(rng), rng.randrange(DATE_STYLES))
+    date_seg = c.text(margin + c.width_of("Date: ", "sans", size) + 8, y, when, "sans", size)
     receipt_no = c.text(right, y, f"No. {rng.randint(1000, 99999)}", "mono", size, "right")
     y += line + 6
     c.hline(margin, right, y)
     y += 8
     items: list[tuple[Segment, Segment, Segment]] = []
-    subtotal = 0.0
+    subtotal = 0
     for name in rng.sample(_ITEMS, n_items):
-        qty, unit = rng.randint(1, 5), rng.randint(50, 2500) / 100
+        qty, unit = rng.randint(1, 5), rng.randint(50, 2500)
         subtotal += qty * unit
         item = c.text(margin, y, name, "sans", size)
         q = c.text(width * 0.55, y, f"x{qty}", "mono", size)
-        amount = c.text(right, y, _money(qty * unit, currency), "mono", size, "right")
+        amount = c.text(right, y, money(qty * unit, currency), "mono", size, "right")
         items.append((item, q, amount))
         y += line
     y += 4
     c.hline(margin, right, y)
     y += 8
-    tax = round(subtotal * rng.choice([0.05, 0.07, 0.1, 0.2]), 2)
+    rate = rng.choice([5, 7, 10, 20])
+    tax = percent_of(subtotal, rate)
     totals: dict[str, Segment] = {}
-    for label, value in (("Subtotal", subtotal), ("Tax", tax), ("Total", subtotal + tax)):
-        c.text(margin, y, label, "bold" if label == "Total" else "sans", size)
-        totals[label] = c.text(
-            right, y, _money(value, currency), "bold" if label == "Total" else "mono", size, "right"
+    for key, label, value in (
+        ("Subtotal", "Subtotal", subtotal),
+        ("Tax", f"Tax {rate}%", tax),
+        ("Total", "Total", subtotal + tax),
+    ):
+        c.text(margin, y, label, "bold" if key == "Total" else "sans", size)
+        totals[key] = c.text(
+            right, y, money(value, currency), "bold" if key == "Total" else "mono", size, "right"
         )
         y += line
     pick = rng.randrange(len(items))
@@ -245,7 +315,7 @@ def receipt(rng: random.Random) -> tuple[Page, list[QA]]:
             "tax",
             _money_answers(totals["Tax"].text, currency),
         ),
-        _qa("What is the date on the receipt?", date, "key_value", "date"),
+        _qa("What is the date on the receipt?", date_seg, "key_value", "date"),
         _qa("What is the name of the shop?", shop, "header", "shop"),
         _qa(
             "What is the receipt number?",
@@ -269,10 +339,12 @@ def receipt(rng: random.Random) -> tuple[Page, list[QA]]:
             [qty_seg.text.removeprefix("x")],
         ),
     ]
-    return c.page, qas
+    lines = [{"name": i.text, "qty": q.text, "amount": a.text} for i, q, a in items]
+    facts = {"date": date_seg.text, **_money_facts(currency, lines, rate, totals, "Tax")}
+    return c.page, qas, facts
 
 
-def invoice(rng: random.Random) -> tuple[Page, list[QA]]:
+def invoice(rng: random.Random) -> tuple[Page, list[QA], Facts]:
     """An invoice: seller block and invoice meta in two columns, bill-to, item table, totals."""
     currency = rng.choice(["$", "EUR "])
     width, height, size = 800, 1000, rng.choice([14, 15])
@@ -286,18 +358,21 @@ def invoice(rng: random.Random) -> tuple[Page, list[QA]]:
     c.text(right, 40, "INVOICE", "bold", 26, "right")
     meta_x = width * 0.58
     value_x = width * 0.76
+    style, issued, terms = rng.randrange(DATE_STYLES), _day(rng), rng.choice(PAYMENT_TERMS)
     meta: dict[str, Segment] = {}
     for i, (label, value) in enumerate(
         (
             ("Invoice No:", f"INV-{rng.randint(1000, 9999)}"),
-            ("Issue date:", _date(rng)),
-            ("Due date:", _date(rng)),
+            ("Issue date:", format_date(issued, style)),
+            ("Due date:", format_date(issued + timedelta(days=terms), style)),
+            ("Terms:", f"Net {terms}"),
         )
     ):
         c.text(meta_x, 90 + i * 26, label, "sans", size)
         meta[label] = c.text(value_x, 90 + i * 26, value, "mono", size)
     c.text(margin, 190, "Bill to:", "bold", size)
-    client = c.text(margin, 214, _name(rng), "sans", size)
+    first, last = _names(rng, 1)[0]
+    client = c.text(margin, 214, f"{first} {last}", "sans", size)
     street2, city2 = _address(rng)
     c.text(margin, 236, street2, "sans", size)
     c.text(margin, 258, city2, "sans", size)
@@ -308,23 +383,23 @@ def invoice(rng: random.Random) -> tuple[Page, list[QA]]:
     y += 28
     c.hline(margin, right, y - 4)
     rows: list[tuple[Segment, Segment, Segment, Segment]] = []
-    subtotal = 0.0
+    subtotal = 0
     for service in rng.sample(_SERVICES, rng.randint(3, 6)):
-        qty, unit = rng.randint(1, 20), rng.randint(1000, 90000) / 100
+        qty, unit = rng.randint(1, 20), rng.randint(1000, 90000)
         subtotal += qty * unit
         rows.append(
             (
                 c.text(cols[0], y, service, "sans", size),
                 c.text(cols[1], y, str(qty), "mono", size),
-                c.text(cols[2], y, _money(unit, currency), "mono", size),
-                c.text(cols[3], y, _money(qty * unit, currency), "mono", size, "right"),
+                c.text(cols[2], y, money(unit, currency), "mono", size),
+                c.text(cols[3], y, money(qty * unit, currency), "mono", size, "right"),
             )
         )
         y += 28
     c.hline(margin, right, y)
     y += 14
     rate = rng.choice([5, 10, 20])
-    tax = round(subtotal * rate / 100, 2)
+    tax = percent_of(subtotal, rate)
     totals: dict[str, Segment] = {}
     for label, number in (
         ("Subtotal", subtotal),
@@ -332,7 +407,7 @@ def invoice(rng: random.Random) -> tuple[Page, list[QA]]:
         ("Total due", subtotal + tax),
     ):
         c.text(width * 0.58, y, label, "bold" if label == "Total due" else "sans", size)
-        totals[label.split()[0]] = c.text(right, y, _money(number, currency), "mono", size, "right")
+        totals[label.split()[0]] = c.text(right, y, money(number, currency), "mono", size, "right")
         y += 26
     pick = rng.randrange(len(rows))
     desc, qty_seg, unit_seg, amount = rows[pick]
@@ -373,10 +448,19 @@ def invoice(rng: random.Random) -> tuple[Page, list[QA]]:
             _money_answers(amount.text, currency),
         ),
     ]
-    return c.page, qas
+    lines = [
+        {"name": d.text, "qty": q.text, "unit": u.text, "amount": a.text} for d, q, u, a in rows
+    ]
+    facts = {
+        "issue_date": issue.text,
+        "due_date": due.text,
+        "terms": meta["Terms:"].text,
+        **_money_facts(currency, lines, rate, totals, "VAT"),
+    }
+    return c.page, qas, facts
 
 
-def form(rng: random.Random) -> tuple[Page, list[QA]]:
+def form(rng: random.Random) -> tuple[Page, list[QA], Facts]:
     """An application form with repeated labels in two sections (applicant, emergency contact)."""
     width, height, size = 800, rng.choice([900, 960]), rng.choice([14, 15, 16])
     c = Canvas(width, height)
@@ -403,25 +487,29 @@ def form(rng: random.Random) -> tuple[Page, list[QA]]:
         size,
         "right",
     )
+    style = rng.randrange(DATE_STYLES)
+    signed_on = _day(rng, 2020, 2025)
+    born = signed_on - timedelta(days=rng.randint(18 * 366, 85 * 365))
+    (first, last), contact = _names(rng, 2)
+    phones = rng.sample(range(1000, 10000), 2)
     value_x = margin + 190
     y = 110
     sections: dict[str, dict[str, Segment]] = {}
-    for section in ("Applicant", "Emergency contact"):
+    for section, name, phone in (
+        ("Applicant", f"{first} {last}", phones[0]),
+        ("Emergency contact", " ".join(contact), phones[1]),
+    ):
         c.text(margin, y, section, "bold", size + 2)
         y += 36
-        name_value = _name(rng)
         rows = [
-            ("Name", name_value),
-            (
-                "Phone",
-                f"+1 {rng.randint(200, 999)}-{rng.randint(100, 999)}-{rng.randint(1000, 9999)}",
-            ),
+            ("Name", name),
+            ("Phone", f"+1 {rng.randint(200, 999)}-{rng.randint(100, 999)}-{phone}"),
         ]
         if section == "Applicant":
             rows += [
-                ("Date of birth", _date(rng)),
+                ("Date of birth", format_date(born, style)),
                 ("City", rng.choice(_CITIES)),
-                ("Email", f"{name_value.split()[0].lower()}@example.org"),
+                ("Email", f"{first.lower()}.{last.lower()}@example.org"),
             ]
         else:
             rows += [("Relationship", rng.choice(["Parent", "Spouse", "Sibling", "Friend"]))]
@@ -433,7 +521,7 @@ def form(rng: random.Random) -> tuple[Page, list[QA]]:
             y += size + 26
         sections[section] = fields
         y += 24
-    signed = c.text(margin + 120, y + 20, _date(rng), "mono", size)
+    signed = c.text(margin + 120, y + 20, format_date(signed_on, style), "mono", size)
     c.text(margin, y + 20, "Signed on:", "sans", size)
     app, emer = sections["Applicant"], sections["Emergency contact"]
     qas = [
@@ -465,10 +553,19 @@ def form(rng: random.Random) -> tuple[Page, list[QA]]:
             [ref.text.removeprefix("Ref ")],
         ),
     ]
-    return c.page, qas
+    facts: Facts = {
+        "applicant_name": app["Name"].text,
+        "contact_name": emer["Name"].text,
+        "applicant_phone": app["Phone"].text,
+        "contact_phone": emer["Phone"].text,
+        "dob": app["Date of birth"].text,
+        "email": app["Email"].text,
+        "signed": signed.text,
+    }
+    return c.page, qas, facts
 
 
-def table(rng: random.Random) -> tuple[Page, list[QA]]:
+def table(rng: random.Random) -> tuple[Page, list[QA], Facts]:
     """A statistics table with a title, row and column headers and a totals row."""
     width, size = 800, rng.choice([14, 15])
     n_rows = rng.randint(3, 5)
@@ -531,22 +628,29 @@ def table(rng: random.Random) -> tuple[Page, list[QA]]:
             [source.text.removeprefix("Source: ")],
         ),
     ]
-    return c.page, qas
+    facts: Facts = {
+        "rows": {r: [cells[(r, q)].text for q in _QUARTERS] for r in regions},
+        "totals": [total_cells[q].text for q in _QUARTERS],
+    }
+    return c.page, qas, facts
 
 
-def letter(rng: random.Random) -> tuple[Page, list[QA]]:
+def letter(rng: random.Random) -> tuple[Page, list[QA], Facts]:
     """A business letter: sender block, two dates (letter, meeting), reference, signature."""
     width, height, size = 800, 1000, rng.choice([14, 15, 16])
     c = Canvas(width, height)
     margin = rng.randint(60, 80)
     right = width - margin
-    company = c.text(right, 40, rng.choice(_COMPANIES), "bold", 18, "right")
+    sender, recipient_company = rng.sample(_COMPANIES, 2)
+    company = c.text(right, 40, sender, "bold", 18, "right")
     street, city = _address(rng)
     c.text(right, 66, street, "serif", size, "right")
     c.text(right, 88, city, "serif", size, "right")
-    letter_date = c.text(margin, 150, _date(rng), "serif", size)
-    recipient = c.text(margin, 190, _name(rng), "serif", size)
-    c.text(margin, 212, rng.choice(_COMPANIES), "serif", size)
+    style, written = rng.randrange(DATE_STYLES), _day(rng)
+    letter_date = c.text(margin, 150, format_date(written, style), "serif", size)
+    (first, last), signer_name = _names(rng, 2)
+    recipient = c.text(margin, 190, f"{first} {last}", "serif", size)
+    c.text(margin, 212, recipient_company, "serif", size)
     c.text(margin, 250, "Our ref:", "bold", size)
     ref = c.text(
         margin + 100,
@@ -555,7 +659,7 @@ def letter(rng: random.Random) -> tuple[Page, list[QA]]:
         "mono",
         size,
     )
-    c.text(margin, 300, f"Dear {recipient.text.split()[0]},", "serif", size)
+    salutation = c.text(margin, 300, f"Dear {first},", "serif", size)
     y = 340
     for sentence in (
         "Thank you for your recent enquiry about our services.",
@@ -563,7 +667,8 @@ def letter(rng: random.Random) -> tuple[Page, list[QA]]:
     ):
         c.text(margin, y, sentence, "serif", size)
         y += size + 12
-    meeting = c.text(margin, y, _date(rng), "serif", size)
+    meeting_day = written + timedelta(days=rng.randint(7, 45))
+    meeting = c.text(margin, y, format_date(meeting_day, style), "serif", size)
     c.text(
         margin + c.width_of(meeting.text, "serif", size) + 14,
         y,
@@ -575,7 +680,7 @@ def letter(rng: random.Random) -> tuple[Page, list[QA]]:
     c.text(margin, y, "Please bring the signed agreement to the meeting.", "serif", size)
     y += 3 * size + 20
     c.text(margin, y, "Yours sincerely,", "serif", size)
-    signer = c.text(margin, y + 70, _name(rng), "serif", size)
+    signer = c.text(margin, y + 70, " ".join(signer_name), "serif", size)
     title = c.text(
         margin, y + 94, rng.choice(["Account Manager", "Director", "Office Lead"]), "serif", size
     )
@@ -588,7 +693,16 @@ def letter(rng: random.Random) -> tuple[Page, list[QA]]:
         _qa("What is the reference number of the letter?", ref, "key_value", "ref"),
         _qa("Which company sent the letter?", company, "header", "sender"),
     ]
-    return c.page, qas
+    facts: Facts = {
+        "sender": company.text,
+        "recipient_company": recipient_company,
+        "letter_date": letter_date.text,
+        "meeting_date": meeting.text,
+        "recipient": recipient.text,
+        "salutation": salutation.text,
+        "signer": signer.text,
+    }
+    return c.page, qas, facts
 
 
 BUILDERS: dict[str, Builder] = {

@@ -1,54 +1,53 @@
-"""Prompts for `docket/docval_grounding`: the output contract and the two input modes."""
+"""Prompts for `docket/docval_grounding`: the output contract and the two input modes.
+
+`vision` sends the page image with `grounding_prompt` (shared with the SFT student, see
+`methods/distill/output_format.py`); `layout_text` sends the page's word-level OCR tokens with
+their pixel boxes as text instead of the image, for text-only models.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-INSTRUCTIONS = """\
-You answer a question about a document page and point to where the answer is printed.
-Coordinates are pixels of the page image ({width} x {height}), origin at the top-left corner.
-Copy the answer exactly as printed. Reply in exactly this format:
-ANSWER: <answer text>
-BBOX: [x1, y1, x2, y2]
-A JSON object {{"answer": "<answer text>", "bbox": [x1, y1, x2, y2]}} is also accepted."""
-
-VISION = "Document {doc_id}.\n{instructions}\n\nQuestion: {question}"
+from docket.methods.distill.output_format import grounding_instructions, grounding_prompt
 
 LAYOUT_TEXT = """\
-Document {doc_id}. OCR {unit}s of the page, one per line as
-{unit_title} #id: [x1, y1, x2, y2] -> "text":
+Document {doc_id}. Word-level OCR tokens of the page (they may be a few pixels off and may
+join or cut words), one per line as
+Token #id: [x1, y1, x2, y2] -> "text":
 {layout}
 
 {instructions}
+An answer printed over several tokens has the box enclosing all of them.
 
 Question: {question}"""
 
 
-def layout_lines(doc: dict[str, Any], granularity: str) -> str:
-    """Serialise a document's OCR as `Region #id: [x1, y1, x2, y2] -> "text"` lines."""
-    if granularity == "word":
-        rows = [(i, w[1:5], w[0]) for i, w in enumerate(doc["words"])]
-        title = "Word"
-    else:
-        rows = [(s[0], s[1:5], s[5]) for s in doc["segments"]]
-        title = "Region"
+def ocr_tokens(doc: dict[str, Any]) -> list[list[Any]]:
+    """The document's OCR tokens `[text, x1, y1, x2, y2]`: its simulated OCR (`ocr`), else its
+    real OCR words (`words`), else its regions (`segments`)."""
+    if doc.get("ocr"):
+        return [list(t[:5]) for t in doc["ocr"]]
+    if doc.get("words"):
+        return [list(w[:5]) for w in doc["words"]]
+    return [[s[5], *s[1:5]] for s in doc.get("segments", [])]
+
+
+def layout_lines(doc: dict[str, Any]) -> str:
+    """Serialise a document's OCR tokens as `Token #id: [x1, y1, x2, y2] -> "text"` lines."""
     return "\n".join(
-        f'{title} #{i}: [{", ".join(str(round(v)) for v in box)}] -> "{text}"'
-        for i, box, text in rows
+        f'Token #{i}: [{", ".join(str(round(v)) for v in token[1:5])}] -> "{token[0]}"'
+        for i, token in enumerate(ocr_tokens(doc))
     )
 
 
-def question_prompt(doc: dict[str, Any], question: str, mode: str, granularity: str) -> str:
+def question_prompt(doc: dict[str, Any], question: str, mode: str) -> str:
     """The user text for one question in `mode` (`vision` or `layout_text`)."""
-    instructions = INSTRUCTIONS.format(width=doc["width"], height=doc["height"])
     if mode == "vision":
-        return VISION.format(doc_id=doc["doc_id"], instructions=instructions, question=question)
-    unit = "word" if granularity == "word" else "region"
+        return grounding_prompt(doc["doc_id"], doc["width"], doc["height"], question)
     return LAYOUT_TEXT.format(
         doc_id=doc["doc_id"],
-        unit=unit,
-        unit_title=unit.title(),
-        layout=layout_lines(doc, granularity),
-        instructions=instructions,
+        layout=layout_lines(doc),
+        instructions=grounding_instructions(doc["width"], doc["height"]),
         question=question,
     )

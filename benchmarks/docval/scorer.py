@@ -1,5 +1,8 @@
 """DocVAL grounding metrics: ANLS (tau = 0.5), IoU, mAP@IoU[.50:.05:.95] as DLaVA defines it.
 
+ANLS boundary (the paper's rule): a prediction at normalised Levenshtein distance NL scores
+1 - NL when NL < 0.5 and 0 otherwise, so NL = 0.5 exactly scores 0 (not 0.5).
+
 mAP (DLaVA, one box per question, no confidence ranking): for each threshold t,
 precision_t = #(IoU >= t) / #questions; mAP = mean over the 10 thresholds. Per sample we store
 `map` = the fraction of thresholds the box clears, whose mean over questions equals that mAP.
@@ -109,7 +112,11 @@ def grade(
 
 
 def _metrics() -> dict[str, list[Any]]:
-    return {key: [mean(), stderr(), grouped(mean(), "doc_type", all=False)] for key in KEYS}
+    """Mean, stderr clustered by document (questions share a page), mean per document type."""
+    return {
+        key: [mean(), stderr(cluster="doc_id"), grouped(mean(), "doc_type", all=False)]
+        for key in KEYS
+    }
 
 
 @scorer(metrics=_metrics())

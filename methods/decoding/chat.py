@@ -3,6 +3,8 @@
 Pure Python (no torch): tools are offered through the system prompt as JSON schemas, tool
 calls and tool results are rendered as tagged text, and calls are parsed back out of the
 model's reply (`<tool_call>{...}</tool_call>` blocks or a bare `{"name", "arguments"}` object).
+For vision-language models `render_multimodal` keeps each image where it stands, as a
+`{"type": "image"}` slot for the processor's chat template, and returns the images in order.
 """
 
 from __future__ import annotations
@@ -13,7 +15,16 @@ import uuid
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from inspect_ai.model import ChatMessage, ChatMessageAssistant, ChatMessageTool
+from inspect_ai.model import (
+    ChatMessage,
+    ChatMessageAssistant,
+    ChatMessageTool,
+    ContentAudio,
+    ContentDocument,
+    ContentImage,
+    ContentText,
+    ContentVideo,
+)
 from inspect_ai.tool import ToolCall, ToolChoice, ToolFunction, ToolInfo
 
 TOOL_PROMPT = (
@@ -49,15 +60,88 @@ def format_tool_call(call: ToolCall) -> str:
     return "<tool_call>" + payload.replace("<", "\\u003c") + "</tool_call>"
 
 
-def _message_text(message: ChatMessage) -> str:
+#: Media a text-only renderer would drop, by content class, named for error messages.
+MEDIA: tuple[tuple[type, str], ...] = (
+    (ContentImage, "images"),
+    (ContentAudio, "audio"),
+    (ContentVideo, "video"),
+    (ContentDocument, "documents"),
+)
+
+#: One part of a rendered message: text, or an image to put in a template image slot.
+Part = str | ContentImage
+
+
+def media_kinds(messages: Sequence[ChatMessage]) -> list[str]:
+    """The kinds of non-text media the messages carry ("images", "audio", ...), in MEDIA order."""
+    found = {type(part) for m in messages if not isinstance(m.content, str) for part in m.content}
+    return [name for kind, name in MEDIA if kind in found]
+
+
+def _joined(parts: list[Part], glue: str) -> list[Part]:
+    """Adjacent text parts joined with `glue`."""
+    out: list[Part] = []
+    for part in parts:
+        if isinstance(part, str) and out and isinstance(out[-1], str):
+            out[-1] = out[-1] + glue + part
+        else:
+            out.append(part)
+    return out
+
+
+def _message_parts(message: ChatMessage, images: bool) -> list[Part]:
+    """The message as text (joined as `ChatMessage.text` joins it) and, with `images`, its
+    images in place."""
+    kinds = (ContentText, ContentImage) if images else (ContentText,)
+    if isinstance(message.content, str):
+        parts: list[Part] = [message.content]
+    else:
+        parts = [
+            part.text if isinstance(part, ContentText) else part
+            for part in message.content
+            if isinstance(part, kinds)
+        ]
+    parts = _joined(parts, "\n")
     if isinstance(message, ChatMessageTool):
         body = f"Error: {message.error.message}" if message.error else message.text
-        return f'<tool_response name="{message.function or ""}">\n{body}\n</tool_response>'
-    text = message.text
+        head = f'<tool_response name="{message.function or ""}">\n{body}'
+        shown = [p for p in parts if isinstance(p, ContentImage)]
+        return [head, *shown, "\n</tool_response>"] if shown else [f"{head}\n</tool_response>"]
     if isinstance(message, ChatMessageAssistant) and message.tool_calls:
-        calls = "\n".join(format_tool_call(c) for c in message.tool_calls)
-        text = f"{text}\n{calls}" if text else calls
-    return text
+        parts = _joined([*parts, "\n".join(format_tool_call(c) for c in message.tool_calls)], "\n")
+    return parts
+
+
+def _rendered(
+    messages: Sequence[ChatMessage],
+    tools: Sequence[ToolInfo],
+    tool_choice: ToolChoice,
+    images: bool,
+) -> list[tuple[str, list[Part]]]:
+    """(role, parts) turns: one leading system turn, tool results as user turns, and
+    consecutive turns of one role merged (a blank line between them) so strict templates that
+    demand user/assistant alternation accept the result."""
+    system = [m.text for m in messages if m.role == "system"] + [tools_prompt(tools, tool_choice)]
+    system = [s for s in system if s]
+    out: list[tuple[str, list[Part]]] = []
+    if system:
+        out.append(("system", ["\n\n".join(system)]))
+    for message in messages:
+        if message.role == "system":
+            continue
+        role = "assistant" if message.role == "assistant" else "user"
+        parts = _message_parts(message, images)
+        if out and out[-1][0] == role:
+            previous = out[-1][1]
+            if previous and isinstance(previous[-1], str):
+                previous[-1] += "\n\n"
+            else:
+                previous.append("\n\n")
+            previous.extend(parts)
+            out[-1] = (role, _joined(previous, ""))
+        else:
+            out.append((role, parts))
+    return out
 
 
 def render_messages(
@@ -65,27 +149,40 @@ def render_messages(
     tools: Sequence[ToolInfo] = (),
     tool_choice: ToolChoice = "auto",
 ) -> list[dict[str, str]]:
-    """Messages as `{"role", "content"}` dicts for `apply_chat_template`.
+    """Messages as `{"role", "content"}` text dicts for a text model's `apply_chat_template`.
 
     All system messages (plus the tools prompt) become one leading system message; tool
-    results become user turns; consecutive turns of one role are merged so strict templates
-    that demand user/assistant alternation accept the result.
+    results become user turns; consecutive turns of one role are merged. Only text is kept:
+    check `media_kinds` first.
     """
-    system = [m.text for m in messages if m.role == "system"] + [tools_prompt(tools, tool_choice)]
-    system = [s for s in system if s]
-    out: list[dict[str, str]] = []
-    if system:
-        out.append({"role": "system", "content": "\n\n".join(system)})
-    for message in messages:
-        if message.role == "system":
-            continue
-        role = "assistant" if message.role == "assistant" else "user"
-        text = _message_text(message)
-        if out and out[-1]["role"] == role:
-            out[-1]["content"] += "\n\n" + text
-        else:
-            out.append({"role": role, "content": text})
-    return out
+    return [
+        {"role": role, "content": "".join(p for p in parts if isinstance(p, str))}
+        for role, parts in _rendered(messages, tools, tool_choice, images=False)
+    ]
+
+
+def render_multimodal(
+    messages: Sequence[ChatMessage],
+    tools: Sequence[ToolInfo] = (),
+    tool_choice: ToolChoice = "auto",
+) -> tuple[list[dict[str, Any]], list[ContentImage]]:
+    """Messages as content-list dicts for a processor's chat template, and their images.
+
+    Turns are merged as in `render_messages`; each image becomes a `{"type": "image"}` slot in
+    place and is returned in slot order, so `processor(text=..., images=...)` pairs them.
+    """
+    out: list[dict[str, Any]] = []
+    images: list[ContentImage] = []
+    for role, parts in _rendered(messages, tools, tool_choice, images=True):
+        content: list[dict[str, str]] = []
+        for part in parts:
+            if isinstance(part, ContentImage):
+                images.append(part)
+                content.append({"type": "image"})
+            elif part:
+                content.append({"type": "text", "text": part})
+        out.append({"role": role, "content": content})
+    return out, images
 
 
 def _as_call(obj: Any, names: Collection[str] | None) -> ToolCall | None:

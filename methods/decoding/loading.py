@@ -1,4 +1,9 @@
-"""Load local transformers checkpoints (directories or GGUF files) once per process."""
+"""Load local transformers checkpoints (directories or GGUF files) once per process.
+
+Text checkpoints load with `AutoModelForCausalLM` and their tokenizer; image-text-to-text
+checkpoints (see `vision.is_image_text_to_text`) with `AutoModelForImageTextToText` and their
+`AutoProcessor`, whose tokenizer is then the model's tokenizer.
+"""
 
 from __future__ import annotations
 
@@ -31,11 +36,17 @@ class CheckpointSpec:
 
 @dataclass
 class LoadedModel:
-    """A model and tokenizer plus the lock that serialises generation on them."""
+    """A model and tokenizer (and a VLM's processor) plus the lock that serialises generation."""
 
     model: Any
     tokenizer: Any
+    processor: Any = None
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def reads_images(self) -> bool:
+        """Whether the model takes images (an image-text-to-text checkpoint with a processor)."""
+        return self.processor is not None
 
 
 _CACHE: dict[CheckpointSpec, LoadedModel] = {}
@@ -143,8 +154,12 @@ def _load_pretrained(spec: CheckpointSpec) -> LoadedModel:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    gguf = {"gguf_file": spec.gguf_file} if spec.gguf_file else {}
+    from .vision import is_image_text_to_text
+
     dtype: Any = spec.dtype if spec.dtype == "auto" else getattr(torch, spec.dtype)
+    if not spec.gguf_file and is_image_text_to_text(spec.path):
+        return _load_image_text_to_text(spec, dtype)
+    gguf = {"gguf_file": spec.gguf_file} if spec.gguf_file else {}
     model: Any = AutoModelForCausalLM.from_pretrained(
         spec.path, dtype=dtype, local_files_only=True, **gguf
     )
@@ -155,3 +170,34 @@ def _load_pretrained(spec: CheckpointSpec) -> LoadedModel:
     else:
         tokenizer = AutoTokenizer.from_pretrained(spec.path, local_files_only=True, **gguf)
     return LoadedModel(model=model, tokenizer=tokenizer)
+
+
+def _load_image_text_to_text(spec: CheckpointSpec, dtype: Any) -> LoadedModel:
+    """A vision-language checkpoint with its processor; ValueError (one line) when it has no
+    processor or no chat template to place images with."""
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+
+    if spec.tokenizer:
+        raise ValueError(
+            f"docket/local: {spec.path} is an image-text-to-text checkpoint; its processor "
+            "brings the tokenizer (drop -M tokenizer)"
+        )
+    unusable = f"docket/local: {spec.path} is an image-text-to-text checkpoint without a usable"
+    try:
+        processor = AutoProcessor.from_pretrained(spec.path, local_files_only=True)
+    except (OSError, ValueError, TypeError) as ex:
+        reason = (str(ex).splitlines() or [""])[0][:120]
+        raise ValueError(f"{unusable} processor ({type(ex).__name__}: {reason})") from None
+    missing = [
+        part
+        for part in ("image_processor", "tokenizer", "chat_template")
+        if not getattr(processor, part, None)
+    ]
+    if missing:
+        raise ValueError(f"{unusable} processor (it has no {', '.join(missing)})")
+    model: Any = AutoModelForImageTextToText.from_pretrained(
+        spec.path, dtype=dtype, local_files_only=True
+    )
+    model.to(spec.device)
+    model.eval()
+    return LoadedModel(model=model, tokenizer=processor.tokenizer, processor=processor)

@@ -3,23 +3,28 @@
 The lead's `docket` provider constructs these with the standard ModelAPI signature and
 forwards calls. Models load once per process (see `loading`), generation runs in a worker
 thread under a per-model lock, and decoding is delegated to `sampling.DECODING_METHODS`.
+Image-text-to-text checkpoints get Inspect's `ContentImage`s through their processor; a text
+checkpoint given an image stops with one line instead of answering blind.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anyio
+from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.model import ChatMessage, GenerateConfig, ModelAPI, ModelOutput, ModelUsage
 from inspect_ai.tool import ToolChoice, ToolInfo
 
-from .chat import render_messages
+from .chat import media_kinds, render_messages, render_multimodal
 from .loading import CheckpointSpec, LoadedModel, load, resolve_device, resolve_dtype
 from .output import TokenText, to_choice
 from .sampling import DECODING_METHODS, DecodeParams, pick_method
+from .vision import open_image
 
 DEFAULT_MAX_TOKENS = 256
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -63,8 +68,38 @@ def checkpoint_location(
     return where, None
 
 
+class UnreadableInputError(PrerequisiteError):
+    """The model was given content it cannot read (an image for a text-only checkpoint)."""
+
+
+IMAGE_ADVICE = "use -T mode=layout_text"
+
+
+def cannot_read_message(model: str, kinds: list[str], advice: str = IMAGE_ADVICE) -> str:
+    """The one line for a model given media it cannot read."""
+    fix = advice if kinds[0] == "images" else "send text only"
+    return f"model {model} cannot read {kinds[0]}; {fix}"
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """Prompt token ids plus further first-step model inputs (a VLM's pixel values)."""
+
+    ids: list[int]
+    inputs: dict[str, Any] = field(default_factory=dict)
+
+
+def cannot_read_images(api: object, advice: str = IMAGE_ADVICE) -> str | None:
+    """The one-line error when a model API (or the docket provider wrapping one) is a local
+    text-only model; None when it reads images or is not a local model."""
+    backend = getattr(api, "backend", api)
+    if isinstance(backend, LocalHFModelAPI) and not backend.reads_images:
+        return cannot_read_message(f"docket/{backend.model_name}", ["images"], advice)
+    return None
+
+
 class LocalHFModelAPI(ModelAPI):
-    """A local transformers causal LM (checkpoint directory or GGUF file).
+    """A local transformers causal LM or image-text-to-text model (directory or GGUF file).
 
     `-M` args: path, gguf_file, tokenizer, device (cpu|cuda[:N]|mps|auto),
     dtype (auto|float32|float16|bfloat16), method (a `DECODING_METHODS` name).
@@ -102,6 +137,11 @@ class LocalHFModelAPI(ModelAPI):
         self.loaded: LoadedModel = load(self.spec)
         self.token_text = TokenText(self.loaded.tokenizer)
 
+    @property
+    def reads_images(self) -> bool:
+        """Whether this checkpoint takes images (an image-text-to-text model)."""
+        return self.loaded.reads_images
+
     def locate(self, model_name: str, model_args: dict[str, Any]) -> tuple[str, str | None]:
         """The checkpoint directory and GGUF file name (None for a directory checkpoint)."""
         return checkpoint_location(model_name, model_args.get("path"), model_args.get("gguf_file"))
@@ -115,7 +155,8 @@ class LocalHFModelAPI(ModelAPI):
     ) -> ModelOutput:
         started = time.monotonic()
         offered = tools if tool_choice != "none" else []
-        prompt_ids = self.prompt_ids(input, offered, tool_choice)
+        prompt = self.prompt(input, offered, tool_choice)
+        prompt_ids = prompt.ids
         params = DecodeParams(
             max_new_tokens=config.max_tokens or DEFAULT_MAX_TOKENS,
             temperature=config.temperature,
@@ -125,6 +166,7 @@ class LocalHFModelAPI(ModelAPI):
             stop_seqs=tuple(config.stop_seqs or ()),
             logprobs=bool(config.logprobs or config.top_logprobs),
             top_logprobs=config.top_logprobs or 0,
+            prompt_inputs=prompt.inputs,
         )
         decode = pick_method(self.method, config.temperature)
         n = max(1, config.num_choices or 1)
@@ -150,36 +192,52 @@ class LocalHFModelAPI(ModelAPI):
             time=time.monotonic() - started,
         )
 
+    def check_readable(self, input: list[ChatMessage]) -> None:
+        """Raise `UnreadableInputError` (one line) for media this model cannot read."""
+        kinds = media_kinds(input)
+        if self.reads_images and "images" in kinds:
+            kinds.remove("images")
+        if kinds:
+            raise UnreadableInputError(cannot_read_message(f"docket/{self.model_name}", kinds))
+
     def prompt_text(
         self, input: list[ChatMessage], tools: list[ToolInfo], tool_choice: ToolChoice
     ) -> str:
-        """The prompt after the chat template (plain `role: text` lines without one)."""
+        """The prompt after the chat template (plain `role: text` lines if a text model has
+        none); a VLM's image slots hold its processor's image token."""
+        self.check_readable(input)
+        if self.reads_images:
+            messages, _ = render_multimodal(input, tools, tool_choice)
+            return _templated(self.loaded.processor, messages)
         tokenizer = self.loaded.tokenizer
-        messages = render_messages(input, tools, tool_choice)
+        text_messages = render_messages(input, tools, tool_choice)
         if not getattr(tokenizer, "chat_template", None):
-            lines = [f"{m['role']}: {m['content']}" for m in messages]
+            lines = [f"{m['role']}: {m['content']}" for m in text_messages]
             return "\n".join([*lines, "assistant:"])
-        try:
-            text = tokenizer.apply_chat_template(
-                messages, tokenize=False, add_generation_prompt=True
-            )
-        except Exception:  # e.g. a template that rejects the system role
-            if not messages or messages[0]["role"] != "system" or len(messages) < 2:
-                raise
-            system, first, *rest = messages
-            merged = {
-                "role": first["role"],
-                "content": f"{system['content']}\n\n{first['content']}",
-            }
-            text = tokenizer.apply_chat_template(
-                [merged, *rest], tokenize=False, add_generation_prompt=True
-            )
-        return str(text)
+        return _templated(tokenizer, list(text_messages))
+
+    def prompt(
+        self, input: list[ChatMessage], tools: list[ToolInfo], tool_choice: ToolChoice
+    ) -> Prompt:
+        """Prompt ids, and for a VLM the processor's pixel inputs for the images in order."""
+        if not self.reads_images:
+            return Prompt(self.prompt_ids(input, tools, tool_choice))
+        self.check_readable(input)
+        messages, images = render_multimodal(input, tools, tool_choice)
+        text = _templated(self.loaded.processor, messages)
+        pixels = [open_image(image.image) for image in images]
+        batch = self.loaded.processor(
+            text=[text], images=pixels or None, return_tensors="pt", add_special_tokens=False
+        )
+        inputs = {k: v for k, v in batch.items() if k not in ("input_ids", "attention_mask")}
+        return Prompt(list(batch["input_ids"][0].tolist()), inputs)
 
     def prompt_ids(
         self, input: list[ChatMessage], tools: list[ToolInfo], tool_choice: ToolChoice
     ) -> list[int]:
         """Token ids of the prompt (the template already holds any special tokens)."""
+        if self.reads_images:
+            return self.prompt(input, tools, tool_choice).ids
         tokenizer = self.loaded.tokenizer
         templated = bool(getattr(tokenizer, "chat_template", None))
         text = self.prompt_text(input, tools, tool_choice)
@@ -202,6 +260,26 @@ class LocalHFModelAPI(ModelAPI):
 
     async def aclose(self) -> None:
         """Nothing to close: the model stays cached for the next `get_model`."""
+
+
+def _templated(owner: Any, messages: list[dict[str, Any]]) -> str:
+    """`owner.apply_chat_template` (a tokenizer or processor) with the generation prompt; a
+    template that rejects the system role gets the system text merged into the first turn."""
+    try:
+        return str(owner.apply_chat_template(messages, tokenize=False, add_generation_prompt=True))
+    except Exception:  # e.g. a template that rejects the system role
+        if not messages or messages[0]["role"] != "system" or len(messages) < 2:
+            raise
+    system, first, *rest = messages
+    if isinstance(first["content"], str):
+        content: Any = f"{system['content']}\n\n{first['content']}"
+    else:
+        separator = [{"type": "text", "text": "\n\n"}]
+        content = [*system["content"], *separator, *first["content"]]
+    merged = {"role": first["role"], "content": content}
+    return str(
+        owner.apply_chat_template([merged, *rest], tokenize=False, add_generation_prompt=True)
+    )
 
 
 def smollm2_gguf() -> Path:

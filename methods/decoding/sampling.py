@@ -8,7 +8,7 @@ methods (speculative decoding, diffusion LMs) plug in the same way. torch is imp
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -27,6 +27,9 @@ class DecodeParams:
     stop_seqs: tuple[str, ...] = ()
     logprobs: bool = False
     top_logprobs: int = 0
+    #: Further inputs of the first forward pass besides the prompt ids: a vision-language
+    #: model's `pixel_values` (and e.g. `image_sizes`), as its processor returned them.
+    prompt_inputs: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -93,13 +96,15 @@ def decode_loop(
     eos = eos_token_ids(model, tokenizer)
     cache_name, extra = _forward_style(model)
     ids = torch.tensor([prompt_ids], device=device)
+    first = _on_device(params.prompt_inputs, device, getattr(model, "dtype", None))
     past: Any = None
     out: list[int] = []
     steps: list[TokenStep] = []
     text = ""
     with torch.inference_mode():
         for _ in range(params.max_new_tokens):
-            result = model(input_ids=ids, use_cache=True, **{cache_name: past}, **extra)
+            result = model(input_ids=ids, use_cache=True, **{cache_name: past}, **extra, **first)
+            first = {}
             past = getattr(result, cache_name)
             logits = result.logits[0, -1].float()
             token = choose(logits)
@@ -114,6 +119,18 @@ def decode_loop(
                 return Generation(out, text[:cut], "stop", steps)
             ids = torch.tensor([[token]], device=device)
     return Generation(out, text, "max_tokens", steps)
+
+
+def _on_device(inputs: Mapping[str, Any], device: Any, dtype: Any) -> dict[str, Any]:
+    """Tensors moved to the model's device; floating ones (pixels) cast to its dtype."""
+    moved: dict[str, Any] = {}
+    for name, value in inputs.items():
+        if hasattr(value, "to"):
+            value = value.to(device)
+            if dtype is not None and value.is_floating_point():
+                value = value.to(dtype)
+        moved[name] = value
+    return moved
 
 
 def _step(logits: Any, token: int, top: int) -> TokenStep:

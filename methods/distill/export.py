@@ -35,6 +35,7 @@ def trace_rows(log_path: str | Path, accepted_only: bool = True) -> list[dict[st
         rows.append(
             {
                 "id": str(sample.id),
+                "doc_id": meta.get("doc_id"),
                 "image": meta.get("image_path"),
                 "doc_type": meta.get("doc_type"),
                 "question": meta["question"],

@@ -1,6 +1,8 @@
-"""Robust parsing of a grounded answer: DocVAL's REASONING/ANSWER/BBOX lines or JSON.
+"""The grounded-answer contract: the prompt that states it and the parser that reads it.
 
-Accepted outputs (first match wins):
+`grounding_instructions` / `grounding_prompt` are the words `docket/docval_grounding` sends in
+vision mode; the SFT student trains on the same prompt, so a saved student is scored on what it
+learnt. Accepted outputs (first match wins):
 1. a JSON object, bare or in a ```json fence, with `answer` and `bbox` (or `box`);
 2. lines `ANSWER: ...` and `BBOX: [x1, y1, x2, y2]` (case-insensitive, optional `REASONING:`);
 3. without an ANSWER line, a sentence "the answer is X" gives the answer (noted in `problems`).
@@ -13,6 +15,29 @@ import re
 from dataclasses import dataclass, field
 
 Box = tuple[float, float, float, float]
+
+INSTRUCTIONS = """\
+You answer a question about a document page and point to where the answer is printed.
+Coordinates are pixels of the page image ({width} x {height}), origin at the top-left corner.
+Copy the answer exactly as printed. Reply in exactly this format:
+ANSWER: <answer text>
+BBOX: [x1, y1, x2, y2]
+A JSON object {{"answer": "<answer text>", "bbox": [x1, y1, x2, y2]}} is also accepted."""
+
+VISION_PROMPT = "Document {doc_id}.\n{instructions}\n\nQuestion: {question}"
+
+
+def grounding_instructions(width: int, height: int) -> str:
+    """The output contract for a page of `width` x `height` pixels."""
+    return INSTRUCTIONS.format(width=width, height=height)
+
+
+def grounding_prompt(doc_id: str, width: int, height: int, question: str) -> str:
+    """The text that goes with the page image (vision mode and the SFT student's input)."""
+    return VISION_PROMPT.format(
+        doc_id=doc_id, instructions=grounding_instructions(width, height), question=question
+    )
+
 
 _NUMBER = r"[-+]?\d+(?:\.\d+)?"
 _BOX = re.compile(

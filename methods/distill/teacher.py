@@ -1,25 +1,32 @@
 """Teacher chain-of-thought generation through Inspect and the VAL scorer that filters it.
 
 `teacher_cot()` sends DocVAL's teacher prompt (page image, up to 20 OCR regions as
-`Region #id: [x1, y1, x2, y2] -> "text"`, the question, the 7-step CoT contract) to the model bound
-to the `teacher` role; when the role is unbound the evaluated model (`--model`) is the teacher.
-`val_scorer()` runs the validator on the trace (filter decision + verifier feedback) and keeps
-the trace in the score metadata for `export.py`.
+`Region #id: [x1, y1, x2, y2] -> "text"`, the question, the 7-step CoT contract) to the model
+bound to the `teacher` role; an unbound role is an error unless `allow_self` lets the evaluated
+model play it. `val_scorer()` runs the validator on the trace (filter decision + verifier
+feedback), counts traces it cannot read (`unparsed`) and refusals (`refused`), reports mean Q
+over the parsed traces (`q_parsed`), and keeps the trace in the score metadata for `export.py`.
 
 Sample metadata used: `question`, `answers`, `bbox` (pixels), `width`, `height`, `segments`
-(`[id, x1, y1, x2, y2, text]`) and optionally `image_path`.
+(`[id, x1, y1, x2, y2, text]`), `doc_id` (stderr clusters) and optionally `image_path`.
 """
 
 from __future__ import annotations
 
+import math
+import re
+from collections.abc import Callable
 from typing import Any
 
-from docket.methods.distill.output_format import parse_output
+from docket.methods.distill.output_format import Parsed, parse_output
 from docket.methods.distill.validator import Region, validate
-from inspect_ai.model import ChatMessageUser, Content, ContentImage, ContentText, get_model
+from inspect_ai.model import ChatMessageUser, Content, ContentImage, ContentText, Model, ModelOutput
 from inspect_ai.scorer import Score, Scorer, Target, mean, scorer, stderr
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.util import materialize_media
+
+#: Resolves the teacher model inside the solver (the task passes its role check).
+TeacherResolver = Callable[[], Model]
 
 MAX_REGIONS = 20
 STEPS = (
@@ -73,8 +80,10 @@ def teacher_prompt(meta: dict[str, Any], max_regions: int = MAX_REGIONS) -> str:
 
 
 @solver
-def teacher_cot(max_regions: int = MAX_REGIONS, with_image: bool = True) -> Solver:
-    """Ask the `teacher` model (default: the evaluated model) for a 7-step grounded trace."""
+def teacher_cot(
+    teacher: TeacherResolver, max_regions: int = MAX_REGIONS, with_image: bool = True
+) -> Solver:
+    """Ask the model `teacher()` resolves (the `teacher` role) for a 7-step grounded trace."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         meta = state.metadata
@@ -82,26 +91,53 @@ def teacher_cot(max_regions: int = MAX_REGIONS, with_image: bool = True) -> Solv
         if with_image and meta.get("image_path"):
             content.append(ContentImage(image=await materialize_media(str(meta["image_path"]))))
         state.messages = [ChatMessageUser(content=content)]
-        teacher = get_model(role="teacher", default=get_model())
-        state.output = await teacher.generate(state.messages)
+        state.output = await teacher().generate(state.messages)
         state.messages.append(state.output.message)
         return state
 
     return solve
 
 
-@scorer(
-    metrics={
-        "q": [mean(), stderr()],
-        "accepted": [mean(), stderr()],
-        "q_ans": [mean()],
-        "q_bbox": [mean()],
-        "q_reason": [mean()],
-        "iou": [mean()],
-    }
+_REFUSAL = re.compile(
+    r"\b(?:I\s+(?:can(?:no|')t|am\s+unable|'m\s+unable|won't|will\s+not|must\s+decline)|"
+    r"I'm\s+sorry|I\s+apologi[sz]e|unable\s+to\s+(?:help|assist|comply))",
+    re.IGNORECASE,
 )
+TRACE_KEYS = (
+    "q",
+    "accepted",
+    "q_parsed",
+    "unparsed",
+    "refused",
+    "q_ans",
+    "q_bbox",
+    "q_reason",
+    "iou",
+)
+
+
+def is_refusal(output: ModelOutput, parsed: Parsed) -> bool:
+    """A reply that gives no answer and declines (refusal wording or a content filter stop)."""
+    if parsed.answer is not None:
+        return False
+    return output.stop_reason == "content_filter" or bool(_REFUSAL.search(output.completion))
+
+
+def _trace_metrics() -> dict[str, list[Any]]:
+    clustered = [mean(), stderr(cluster="doc_id")]
+    return {key: clustered if key in ("q", "accepted") else [mean()] for key in TRACE_KEYS}
+
+
+@scorer(metrics=_trace_metrics())
 def val_scorer() -> Scorer:
-    """VAL in filter mode (accepted = Q >= 0.85) with verifier feedback in the metadata."""
+    """VAL in filter mode (accepted = Q >= 0.85) with verifier feedback in the metadata.
+
+    `unparsed` = the trace lacks an ANSWER or a BBOX; `refused` = it gives no answer and
+    declines; `q_parsed` = Q of traces with both (NaN otherwise, so its mean is over parsed
+    traces only). An empty or refusing trace scores Q = 0: without reasoning the validator's
+    reasoning score is 0 (see `validator.reasoning_scores`). Stderr of `q` and `accepted` is
+    clustered by document (`doc_id`), as several questions share a page.
+    """
 
     async def score(state: TaskState, target: Target) -> Score:
         meta = state.metadata
@@ -117,18 +153,24 @@ def val_scorer() -> Scorer:
             regions_of(meta),
             str(meta["question"]),
         )
+        parsed_fully = parsed.answer is not None and parsed.bbox is not None
+        refused = is_refusal(state.output, parsed)
+        status = "REFUSED" if refused else ("UNPARSED" if not parsed_fully else result.decision)
         return Score(
             value={
                 "q": result.q,
                 "accepted": float(result.accepted),
+                "q_parsed": result.q if parsed_fully else math.nan,
+                "unparsed": float(not parsed_fully),
+                "refused": float(refused),
                 "q_ans": result.q_ans,
                 "q_bbox": result.q_bbox,
                 "q_reason": result.q_reason,
                 "iou": result.iou,
             },
             answer=parsed.answer,
-            explanation=f"{result.decision} Q={result.q:.3f}; "
-            + "; ".join(result.fixes or ["no errors"]),
+            explanation=f"{status} Q={result.q:.3f}; "
+            + "; ".join(parsed.problems + (result.fixes or ["no errors"])),
             metadata={
                 "trace": {
                     "reasoning": parsed.reasoning,

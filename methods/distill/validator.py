@@ -111,7 +111,14 @@ def bbox_correction(pred: BoxLike, gt: BoxLike) -> tuple[tuple[float, float, flo
 
 
 def reasoning_scores(reasoning: str, pred: BoxLike | None) -> tuple[float, float, float]:
-    """(S_struct, S_coord, S_spatial) of a chain of thought."""
+    """(S_struct, S_coord, S_spatial) of a chain of thought; (0, 0, 0) when there is none.
+
+    The official code gives an empty reasoning S_coord = S_spatial = 1 (nothing cited, nothing
+    contradicted), a floor of Q = 0.133 for an empty or refusing output; here a missing chain
+    of thought verifies nothing and scores 0.
+    """
+    if not reasoning.strip():
+        return 0.0, 0.0, 0.0
     text = reasoning.lower()
     s_struct = sum(any(k in text for k in group) for group in KEYWORD_GROUPS) / len(KEYWORD_GROUPS)
     tuples = [tuple(float(v) for v in m.groups()) for m in _TUPLE.finditer(reasoning)]
@@ -128,6 +135,27 @@ def reasoning_scores(reasoning: str, pred: BoxLike | None) -> tuple[float, float
         contradictions += "top" in text and pred[1] > TOP_BOTTOM_SPLIT_PX
         contradictions += "bottom" in text and pred[1] < TOP_BOTTOM_SPLIT_PX
     return s_struct, s_coord, max(0.0, 1.0 - 0.3 * contradictions)
+
+
+def _reasoning_errors(reasoning: str, s_coord: float, s_spatial: float) -> list[ValError]:
+    """Low-severity findings about the chain of thought."""
+    if not reasoning.strip():
+        return [ValError("reasoning", "low", "no reasoning given")]
+    errors: list[ValError] = []
+    missing = [g[0] for g in KEYWORD_GROUPS if not any(k in reasoning.lower() for k in g)]
+    if missing:
+        errors.append(
+            ValError("reasoning", "low", f"reasoning lacks steps about: {', '.join(missing)}")
+        )
+    if s_coord < 1.0:
+        errors.append(
+            ValError("reasoning", "low", "coordinates in the reasoning disagree with the box")
+        )
+    if s_spatial < 1.0:
+        errors.append(
+            ValError("reasoning", "low", "top/bottom wording contradicts the box position")
+        )
+    return errors
 
 
 def suggested_cot(question: str, gt_answer: str, gt_box: BoxLike, region: Region | None) -> str:
@@ -196,19 +224,7 @@ def validate(
                     delta,
                 )
             )
-    missing = [g[0] for g in KEYWORD_GROUPS if not any(k in reasoning.lower() for k in g)]
-    if missing:
-        errors.append(
-            ValError("reasoning", "low", f"reasoning lacks steps about: {', '.join(missing)}")
-        )
-    if s_coord < 1.0:
-        errors.append(
-            ValError("reasoning", "low", "coordinates in the reasoning disagree with the box")
-        )
-    if s_spatial < 1.0:
-        errors.append(
-            ValError("reasoning", "low", "top/bottom wording contradicts the box position")
-        )
+    errors += _reasoning_errors(reasoning, s_coord, s_spatial)
     errors.sort(key=lambda e: SEVERITY_ORDER[e.severity])
     return Validation(
         q=q,

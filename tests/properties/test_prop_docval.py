@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import math
+import random
 from pathlib import Path
 
 import pytest
+from docket.benchmarks.docval.consistency import check_document
 from docket.benchmarks.docval.dataset import (
+    SHIPPED,
     DocvalDataError,
     load_documents,
     load_docvqa,
     to_samples,
 )
+from docket.benchmarks.docval.layouts import DOC_TYPES
+from docket.benchmarks.docval.ocr import simulate_ocr
 from docket.benchmarks.docval.parse import Parsed, apply_box_rule, parse_box, parse_output
 from docket.benchmarks.docval.scorer import KEYS, docval_grounding_scorer, grade
 from docket.methods.distill.validator import Region, validate
@@ -23,6 +29,7 @@ from inspect_ai.scorer import Target
 from inspect_ai.solver import TaskState
 from prop_strategies import HOSTILE_NUMBERS, JSON_VALUES, JSONL_LINES, one_line
 
+_SHIPPED_DOC = load_documents(SHIPPED)[1]
 FINITE = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False)
 BOXES = st.tuples(FINITE, FINITE, FINITE, FINITE)
 ANY_BOX = st.tuples(HOSTILE_NUMBERS, HOSTILE_NUMBERS, HOSTILE_NUMBERS, HOSTILE_NUMBERS).map(
@@ -189,7 +196,7 @@ DOC_ROWS = st.fixed_dictionaries(
             JSON_VALUES,
         ),
     },
-    optional={"words": JSON_VALUES, "segments": JSON_VALUES},
+    optional={"words": JSON_VALUES, "segments": JSON_VALUES, "ocr": JSON_VALUES},
 ).map(json.dumps)
 
 
@@ -304,3 +311,43 @@ def test_validator_scores_any_trace_between_zero_and_one(
     assert result.accepted == (result.q >= 0.85)
     if not result.accepted:
         assert result.errors
+
+
+WORD_ROWS = st.lists(
+    st.tuples(
+        st.text(alphabet="abcXYZ019-/.,:$", min_size=1, max_size=12),
+        st.integers(0, 380),
+        st.integers(0, 180),
+        st.integers(1, 60),
+        st.integers(1, 20),
+    ).map(lambda w: [w[0], w[1], w[2], w[1] + w[3], w[2] + w[4], 0]),
+    max_size=12,
+)
+
+
+@settings(max_examples=150)
+@given(WORD_ROWS, st.integers(0, 10**6), st.floats(0, 1), st.floats(0, 1))
+def test_simulated_ocr_keeps_every_character_in_a_valid_box(
+    words: list[list[object]], seed: int, merge_rate: float, split_rate: float
+) -> None:
+    tokens = simulate_ocr(words, 400, 200, random.Random(seed), merge_rate, split_rate)
+    for text, x1, y1, x2, y2 in tokens:
+        assert text and 0 <= x1 < x2 <= 400 and 0 <= y1 < y2 <= 200
+    # merges join words with a space and splits cut inside a word: no character is lost
+    assert sorted("".join(t[0] for t in tokens).replace(" ", "")) == sorted(
+        "".join(str(w[0]) for w in words)
+    )
+
+
+@settings(max_examples=100)
+@given(st.sampled_from(DOC_TYPES), JSON_VALUES, st.dictionaries(st.text(max_size=8), JSON_VALUES))
+def test_consistency_check_reports_hostile_facts_without_raising(
+    doc_type: str, value: object, facts: dict[str, object]
+) -> None:
+    doc = copy.deepcopy(_SHIPPED_DOC)
+    doc["doc_type"] = doc_type
+    doc["facts"] = {**facts, **{key: value for key in list(doc["facts"])[:2]}}
+    problems = check_document(doc)
+    assert all(isinstance(p, str) and p.startswith(f"{doc['doc_id']}: ") for p in problems)
+    for problem in problems:
+        one_line(problem)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +23,7 @@ def _ink(image: object) -> np.ndarray:
 def test_word_boxes_match_rerendered_crops(doc_type: str) -> None:
     from PIL import Image, ImageDraw
 
-    page, qas = BUILDERS[doc_type](random.Random(f"render:{doc_type}"))
+    page, qas, _ = BUILDERS[doc_type](random.Random(f"render:{doc_type}"))
     pixels = np.asarray(page.image)
     for word in page.words:
         face = font(word.style, word.size)
@@ -60,31 +61,43 @@ def test_rotation_and_scale_move_boxes_exactly(angle: float) -> None:
         )
 
 
-def test_generation_is_reproducible_and_matches_shipped_split() -> None:
-    first, jpeg = make_document(0, 7, "hard", 4)
-    again, jpeg_again = make_document(0, 7, "hard", 4)
+@pytest.mark.parametrize("index", [0, 137])
+def test_generation_is_reproducible_and_matches_shipped_split(index: int) -> None:
+    first, jpeg = make_document(0, 7, "hard", 5)
+    again, jpeg_again = make_document(0, 7, "hard", 5)
     assert first == again and jpeg == jpeg_again
-    shipped = load_documents(SHIPPED)
-    regenerated, _ = make_document(0, 0, shipped[0]["difficulty"], 4)
+    shipped = load_documents(SHIPPED)[index]
+    regenerated, _ = make_document(0, index, shipped["difficulty"], 5)
     assert regenerated["questions"] == [
-        {k: q[k] for k in regenerated["questions"][0]} for q in shipped[0]["questions"]
+        {k: q[k] for k in regenerated["questions"][0]} for q in shipped["questions"]
     ]
-    assert regenerated["words"] == shipped[0]["words"]
+    for key in ("words", "segments", "ocr", "facts"):
+        assert regenerated[key] == shipped[key], key
 
 
-def test_shipped_split_size_and_coverage() -> None:
+def test_shipped_split_size_and_balance() -> None:
     docs = load_documents(SHIPPED)
     questions = [q for d in docs for q in d["questions"]]
-    assert len(questions) >= 300
-    assert {d["doc_type"] for d in docs} == set(DOC_TYPES)
-    assert {d["difficulty"] for d in docs} == {"easy", "medium", "hard"}
+    assert len(docs) == 210 and len(questions) == 1050
+    assert Counter(d["doc_type"] for d in docs) == {t: 42 for t in DOC_TYPES}
+    assert Counter(d["difficulty"] for d in docs) == {"easy": 70, "medium": 70, "hard": 70}
+    assert Counter((d["doc_type"], d["difficulty"]) for d in docs) == {
+        (t, level): 14 for t in DOC_TYPES for level in ("easy", "medium", "hard")
+    }
+    # the README's question-kind table
+    assert Counter(q["kind"] for q in questions) == {
+        "distractor": 364,
+        "key_value": 291,
+        "table_cell": 208,
+        "header": 187,
+    }
     for doc in docs:
         assert Path(doc["image_path"]).is_file()
         for q in doc["questions"]:
             x1, y1, x2, y2 = q["bbox"]
             assert 0 <= x1 < x2 <= doc["width"] and 0 <= y1 < y2 <= doc["height"]
     size = sum(p.stat().st_size for p in SHIPPED.parent.rglob("*") if p.is_file())
-    assert size < 8 * 1024 * 1024
+    assert size < 5 * 1024 * 1024  # a few MB: 210 JPEG pages and the gzipped JSONL
 
 
 def test_malformed_rows_name_file_row_and_field(tmp_path: Path) -> None:

@@ -38,6 +38,37 @@ def test_oracle_scores_anls_1_and_map_1(tmp_path: Path, mode: str, form: str) ->
     assert _metric(log, "anls") == 1.0 and _metric(log, "map") == 1.0
     assert _metric(log, "iou") == 1.0 and _metric(log, "unparsed") == 0.0
     assert _metric(log, "anls", "grouped_receipt") == 1.0
+    # the declared headline, the mode and the benchmark are in the log for the reports
+    meta = log.eval.metadata or {}
+    assert meta["benchmark"] == "docval" and meta["mode"] == mode
+    assert meta["headline"]["metric"] == "mean" and meta["headline"]["score"] == "map"
+    assert meta["headline"]["direction"] == "higher" and meta["headline"]["value"] == "continuous"
+    from inspect_ai.log import headline_metric
+
+    resolved = headline_metric(log)
+    assert resolved is not None and resolved.score.name == "map" and resolved.name == "mean"
+    assert resolved.metric.value == 1.0
+    assert log.eval.task_version == "2-A"
+    assert set(log.eval.tags or []) == {"document-qa", "localization", mode.replace("_", "-")}
+    assert log.samples is not None
+    assert all((s.scores or {})["docval_grounding_scorer"].value["map"] == 1.0 for s in log.samples)
+
+
+def test_stderr_is_clustered_by_document(tmp_path: Path) -> None:
+    # label_right on the first 20 questions (4 documents of 5): per-document clusters
+    log = _run(tmp_path, "docval_label_right", mode="layout_text")
+    assert log.samples is not None
+    values: dict[str, list[float]] = {}
+    for sample in log.samples:
+        score = (sample.scores or {})["docval_grounding_scorer"].value
+        values.setdefault(str(sample.metadata["doc_id"]), []).append(score["iou"])  # type: ignore[index]
+    n = sum(len(v) for v in values.values())
+    mean = sum(sum(v) for v in values.values()) / n
+    sums = [sum(x - mean for x in v) for v in values.values()]
+    g = len(sums)
+    # CR1 cluster-robust standard error of the mean with the small-sample factor g / (g - 1)
+    expected = (g / (g - 1) * sum(s * s for s in sums)) ** 0.5 / n
+    assert _metric(log, "iou", "stderr") == pytest.approx(expected)
 
 
 def test_shifted_boxes_give_the_closed_form_iou(tmp_path: Path) -> None:
@@ -103,4 +134,4 @@ def test_filters_select_documents() -> None:
     task = docval_grounding(mode="layout_text", difficulty="hard", doc_type="table")
     kinds = {(s.metadata or {})["doc_type"] for s in task.dataset}
     levels = {(s.metadata or {})["difficulty"] for s in task.dataset}
-    assert kinds == {"table"} and levels == {"hard"} and len(task.dataset) == 24
+    assert kinds == {"table"} and levels == {"hard"} and len(task.dataset) == 14 * 5

@@ -1,12 +1,14 @@
-"""Teacher traces through Inspect, VAL filtering, export, and the two-stage SFT on a tiny VLM."""
+"""Teacher traces through Inspect, VAL filtering, failure counts, export, and the two-stage SFT
+on a tiny random LLaVA."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import math
 from pathlib import Path
 
 import pytest
+from docket.benchmarks.common.roles import RoleUnboundError
 from docket.benchmarks.docval.docval import docval_teacher
 from docket.methods.distill import export, sft
 from docket.methods.distill.teacher import teacher_prompt
@@ -17,14 +19,15 @@ from inspect_ai.model import get_model
 LIMIT = 12
 
 
-def _teacher_log(tmp_path: Path, shift: int) -> EvalLog:
+def _teacher_log(tmp_path: Path, shift: int, policy: str = "docval_teacher") -> EvalLog:
     # the evaluated model refuses; traces can only come from the model bound to `teacher`
-    teacher = get_model("docket/scripted", policy="docval_teacher", shift=shift)
+    args = {"shift": shift} if policy == "docval_teacher" else {}
+    teacher = get_model("docket/scripted", policy=policy, **args)
     log = inspect_eval(
         docval_teacher(),
         model=get_model("docket/scripted", policy="refuse"),
         model_roles={"teacher": teacher},
-        log_dir=str(tmp_path / f"s{shift}"),
+        log_dir=str(tmp_path / f"{policy}-{shift}"),
         display="none",
         limit=LIMIT,
     )[0]
@@ -69,14 +72,39 @@ def test_filter_accepts_exact_traces_and_rejects_displaced_boxes(tmp_path: Path)
     assert rows[0]["reasoning"].count("Step ") == 7
 
 
-@pytest.fixture
-def one_thread() -> Iterator[None]:
-    import torch
+def test_refusing_and_unparsable_teachers_are_counted_and_score_zero(tmp_path: Path) -> None:
+    refused = _teacher_log(tmp_path, 0, policy="refuse")
+    assert _mean(refused, "refused") == 1.0 and _mean(refused, "unparsed") == 1.0
+    # no floor: an empty trace verifies nothing (the official code gave it Q = 0.133)
+    assert _mean(refused, "q") == 0.0 and _mean(refused, "accepted") == 0.0
+    assert math.isnan(_mean(refused, "q_parsed"))  # no parsed trace to average over
+    comply = _teacher_log(tmp_path, 0, policy="comply")  # answers, but not in the contract
+    assert _mean(comply, "refused") == 0.0 and _mean(comply, "unparsed") == 1.0
+    good, shifted = _teacher_log(tmp_path, 0), _teacher_log(tmp_path, 1000)
+    assert _mean(good, "unparsed") == 0.0 and _mean(good, "q_parsed") == 1.0
+    assert _mean(shifted, "q_parsed") == pytest.approx(0.6)
+    assert refused.samples is not None
+    explanation = (refused.samples[0].scores or {})["val_scorer"].explanation or ""
+    assert explanation.startswith("REFUSED Q=0.000; no ANSWER: line")
+    meta = good.eval.metadata or {}
+    assert meta["benchmark"] == "docval" and meta["headline"]["score"] == "accepted"
+    assert meta["headline"]["value"] == "binary" and good.eval.task_version == "2-A"
 
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+
+def test_an_unbound_teacher_role_stops_the_eval(tmp_path: Path) -> None:
+    refuse = get_model("docket/scripted", policy="refuse")
+    with pytest.raises(RoleUnboundError, match="'teacher' model role is unbound"):
+        inspect_eval("docket/docval_teacher", model=refuse, display="none", limit=1)
+    own = get_model("docket/scripted", policy="docval_teacher")
+    log = inspect_eval(
+        "docket/docval_teacher",
+        model=own,
+        task_args={"self_teacher": True},
+        log_dir=str(tmp_path),
+        display="none",
+        limit=2,
+    )[0]
+    assert log.status == "success" and _mean(log, "accepted") == 1.0
 
 
 def test_two_stage_sft_runs_end_to_end_on_a_tiny_vlm(tmp_path: Path, one_thread: None) -> None:
@@ -111,15 +139,18 @@ def test_two_stage_sft_runs_end_to_end_on_a_tiny_vlm(tmp_path: Path, one_thread:
     # a random student fails every held-out item, so each becomes a correction example
     assert [it["corrections"] for it in report["stage2"]] == [3, 3]
     assert report["final_acceptance"] == 0.0
-    from transformers import VisionEncoderDecoderModel
+    from transformers import AutoModelForImageTextToText
 
-    assert VisionEncoderDecoderModel.from_pretrained(str(out / "model")).config.decoder.n_embd == 64
+    saved = AutoModelForImageTextToText.from_pretrained(str(out / "model"))
+    assert type(saved).__name__ == "LlavaForConditionalGeneration"
+    assert saved.config.text_config.hidden_size == 64
 
 
 def test_correction_examples_carry_feedback_and_gt_target() -> None:
+    from docket.methods.distill.output_format import grounding_prompt
     from docket.methods.distill.validator import Region, feedback_text, validate
 
-    row = {"width": 100, "height": 100, "question": "Total?"}
+    row = {"doc_id": "d1", "width": 100, "height": 100, "question": "Total?"}
     result = validate(
         "$2",
         (0, 0, 5, 5),
@@ -130,7 +161,17 @@ def test_correction_examples_carry_feedback_and_gt_target() -> None:
         "Total?",
     )
     prompt = sft.prompt_of(row, feedback_text(result))
-    assert prompt.startswith("Page 100x100. Question: Total?\nFeedback:\nVERIFIER: INVALID")
+    assert prompt.startswith(grounding_prompt("d1", 100, 100, "Total?"))
+    # Q = 0.4 * Q_ans (0.7 * NLS("$2", "$3") = 0.35) with no box overlap and no reasoning
+    feedback = "\n".join(
+        [
+            "VERIFIER: INVALID (Q=0.14)",
+            '[high] answer "$2" should be "$3" (Q_ans 0.35)',
+            "[high] IoU 0.00: move RIGHT by 50px; move DOWN by 50px; EXPAND width by 15px",
+            "[low] no reasoning given",
+        ]
+    )
+    assert prompt.endswith(f"Question: Total?\nFeedback:\n{feedback}")
     target = sft.format_target(
         result.corrected["reasoning"], result.corrected["answer"], result.corrected["bbox"]
     )

@@ -96,7 +96,8 @@ def test_answer_edits_at_known_distances(answer: str, q_ans: float, severity: st
 @pytest.mark.parametrize(
     ("cot", "expected"),
     [
-        ("", (0.0, 1.0, 1.0)),
+        ("", (0.0, 0.0, 0.0)),  # no reasoning verifies nothing (official code: 0, 1, 1)
+        ("  \n", (0.0, 0.0, 0.0)),
         ("the region", (0.25, 1.0, 1.0)),
         ("the region, where", (0.5, 1.0, 1.0)),
         ("the region, where, the value", (0.75, 1.0, 1.0)),
@@ -109,6 +110,12 @@ def test_answer_edits_at_known_distances(answer: str, q_ans: float, severity: st
 )
 def test_reasoning_subscores(cot: str, expected: tuple[float, float, float]) -> None:
     assert reasoning_scores(cot, GT) == expected
+
+
+def test_an_empty_output_scores_zero_without_a_floor() -> None:
+    result = validate(None, None, "", "$22.00", GT, [], "What is the total?")
+    assert (result.q, result.q_ans, result.q_bbox, result.q_reason) == (0.0, 0.0, 0.0, 0.0)
+    assert [e.message for e in result.errors if e.kind == "reasoning"] == ["no reasoning given"]
 
 
 def test_missing_box_is_a_high_bbox_error_with_the_gt_box() -> None:
