@@ -44,7 +44,10 @@ def test_offline_preset_binds_scripted_roles_and_reference_policies(tmp_path: Pa
     assert audit.eval_args["limit"] == 5
     smollm2 = [p for p in plans if p.stage == "smollm2"]
     assert {m.label for p in smollm2 for m in p.models} == {"docket/smollm2"}
-    assert "docket/correct_localization" not in {p.task for p in smollm2}  # skip_tasks
+    assert "docket/correct_localization" in {p.task for p in smollm2}
+    grounding = next(p for p in plans if p.task == "docket/docval_grounding")
+    assert grounding.task_args == {"mode": "layout_text"}
+    assert all(p.task_args == {} for p in plans if not p.task.startswith("docket/docval"))
 
 
 def test_overrides_from_the_command_line(tmp_path: Path) -> None:
@@ -121,3 +124,20 @@ def test_offline_suite_on_smoke_runs_and_reports(
     assert all(
         e["tokens"]["total"] >= 0 and e["wall_seconds"] is not None for e in table["entries"]
     )
+
+
+def test_task_args_must_name_registered_tasks(tmp_path: Path) -> None:
+    preset = load_preset("offline").model_copy(update={"task_args": {"docket/nope": {"x": 1}}})
+    with pytest.raises(PresetError, match="task_args names unknown task 'docket/nope'"):
+        plan(preset, tmp_path)
+
+
+def test_a_stage_skips_its_skip_tasks(tmp_path: Path) -> None:
+    preset = load_preset("offline")
+    stages = [
+        s.model_copy(update={"skip_tasks": ["docket/smoke"]}) if s.name == "smollm2" else s
+        for s in preset.stages
+    ]
+    plans = plan(preset.model_copy(update={"stages": stages}), tmp_path)
+    assert "docket/smoke" not in {p.task for p in plans if p.stage == "smollm2"}
+    assert "docket/smoke" in {p.task for p in plans if p.stage == "scripted"}

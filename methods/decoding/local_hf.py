@@ -10,6 +10,7 @@ checkpoint given an image stops with one line instead of answering blind.
 from __future__ import annotations
 
 import importlib.util
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -154,6 +155,7 @@ class LocalHFModelAPI(ModelAPI):
         config: GenerateConfig,
     ) -> ModelOutput:
         started = time.monotonic()
+        stop = threading.Event()
         offered = tools if tool_choice != "none" else []
         prompt = self.prompt(input, offered, tool_choice)
         prompt_ids = prompt.ids
@@ -167,6 +169,7 @@ class LocalHFModelAPI(ModelAPI):
             logprobs=bool(config.logprobs or config.top_logprobs),
             top_logprobs=config.top_logprobs or 0,
             prompt_inputs=prompt.inputs,
+            interrupted=stop.is_set,
         )
         decode = pick_method(self.method, config.temperature)
         n = max(1, config.num_choices or 1)
@@ -175,7 +178,13 @@ class LocalHFModelAPI(ModelAPI):
             with self.loaded.lock:
                 return decode(self.loaded.model, self.loaded.tokenizer, prompt_ids, params, n)
 
-        generations = await anyio.to_thread.run_sync(run)
+        try:
+            # a cancelled sample (Inspect's time limit) returns at once; the worker thread sees
+            # `stop` before its next forward pass and releases the model
+            generations = await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
+        except BaseException:
+            stop.set()
+            raise
         names = [t.name for t in offered] or None
         token_text = self.token_text if params.logprobs else None
         choices = [to_choice(g, self.model_name, names, token_text) for g in generations]

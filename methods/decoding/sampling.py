@@ -15,6 +15,14 @@ from typing import Any, Literal
 StopReason = Literal["stop", "max_tokens"]
 
 
+def _never() -> bool:
+    return False
+
+
+class GenerationInterrupted(Exception):
+    """The caller stopped waiting (a time limit or cancellation): the token loop ended early."""
+
+
 @dataclass(frozen=True)
 class DecodeParams:
     """What to generate; built from Inspect's GenerateConfig."""
@@ -30,6 +38,9 @@ class DecodeParams:
     #: Further inputs of the first forward pass besides the prompt ids: a vision-language
     #: model's `pixel_values` (and e.g. `image_sizes`), as its processor returned them.
     prompt_inputs: Mapping[str, Any] = field(default_factory=dict)
+    #: Polled before every forward pass; True ends decoding with `GenerationInterrupted`, so a
+    #: cancelled Inspect sample (time limit) frees the model instead of finishing the generation.
+    interrupted: Callable[[], bool] = _never
 
 
 @dataclass
@@ -103,6 +114,8 @@ def decode_loop(
     text = ""
     with torch.inference_mode():
         for _ in range(params.max_new_tokens):
+            if params.interrupted():
+                raise GenerationInterrupted(f"stopped after {len(out)} tokens")
             result = model(input_ids=ids, use_cache=True, **{cache_name: past}, **extra, **first)
             first = {}
             past = getattr(result, cache_name)

@@ -363,3 +363,47 @@ def test_plain_checkpoint_copy_reloads_identically(tiny_dir: Path, tmp_path: Pat
     assert copy.tokenizer("What is 2+2?", return_tensors="pt").input_ids.tolist() == ids.tolist()
     with torch.no_grad():
         assert torch.equal(original.model(ids).logits, copy.model(ids).logits)
+
+
+async def test_cancelled_generation_stops_the_token_loop(
+    api: LocalHFModelAPI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A time limit cancels the sample: the worker thread ends at its next token, not at
+    max_tokens, and frees the model's lock for the next sample."""
+    import threading
+    import time
+
+    import anyio
+    import torch
+
+    tokenizer = api.loaded.tokenizer
+    calls: list[int] = []
+    ended: list[BaseException] = []
+    done = threading.Event()
+
+    def slow(input_ids: Any, past_key_values: Any = None, use_cache: bool = True) -> Any:
+        calls.append(1)
+        time.sleep(0.01)
+        logits = torch.zeros(1, input_ids.shape[1], len(tokenizer))
+        logits[0, -1, 5] = 1.0
+        return SimpleNamespace(logits=logits, past_key_values=None)
+
+    def endless(model: Any, tok: Any, ids: list[int], params: DecodeParams, n: int) -> Any:
+        try:
+            return [decode_loop(slow, tok, ids, params, lambda x: int(torch.argmax(x)))]
+        except BaseException as ex:
+            ended.append(ex)
+            raise
+        finally:
+            done.set()
+
+    monkeypatch.setitem(sampling.DECODING_METHODS, "endless", endless)
+    monkeypatch.setattr(api, "method", "endless")
+    with anyio.move_on_after(0.2) as scope:
+        await api.generate(QUESTION, [], "none", GenerateConfig(max_tokens=100_000))
+    assert scope.cancelled_caught
+    assert done.wait(timeout=30)
+    assert isinstance(ended[0], sampling.GenerationInterrupted)
+    assert len(calls) < 100_000
+    assert api.loaded.lock.acquire(timeout=5)
+    api.loaded.lock.release()
