@@ -183,6 +183,14 @@ def _setup_mounts(spec: dict[str, Any]) -> None:
         os.chmod(path, int(mode, 8))
         _mount(path, target, None, MS_BIND | MS_REC, None)
     _check(_libc.umount2(staging.encode(), MNT_DETACH), f"umount {staging}")
+    for source, target in spec.get("read_only", []):
+        if os.path.isdir(source):
+            os.makedirs(target, exist_ok=True)
+        else:
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            open(target, "a").close()
+        _mount(source, target, None, MS_BIND | MS_REC, None)
+        _mount(source, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, None)
 
 
 #: /proc entries kept read-only in every exec's /proc (as bwrap does for its own).
@@ -285,7 +293,9 @@ def _command(request: dict[str, Any], status_fd: int, seccomp: list[bytes]) -> N
         os.write(2, f"cannot change directory to {request['cwd']}: {ex.strerror}\n".encode())
         os._exit(1)
     builtin = request.get("builtin")
-    if builtin:
+    if builtin:  # Python code: past the file size limit a write fails with EFBIG, not a signal
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        signal.signal(signal.SIGPIPE, signal.SIG_IGN)
         os._exit(_builtin(builtin, request.get("args", [])))
     try:
         os.execvpe(request["argv"][0], request["argv"], request["env"])

@@ -80,6 +80,9 @@ class LaunchPlan:
 
     options: list[str] = field(default_factory=list)
     fds: list[int] = field(default_factory=list)
+    late_binds: list[tuple[str, str]] = field(default_factory=list)
+    """(staged path, destination) for read-only binds under a writable place, which the
+    exec service mounts after the sample's tmpfs (it would hide them otherwise)."""
 
     def data(self, content: bytes, dest: str, mode: str = "0644") -> None:
         """A private read-only copy of `content` at `dest`."""
@@ -240,7 +243,11 @@ def launch_plan(
         roots.append(f"/etc/{name}")
     for name, text in _IDENTITY_FILES.items():
         plan.data(text.encode(), f"/etc/{name}")
-    for host, dest in config.bind_pairs():
+    for index, (host, dest) in enumerate(config.bind_pairs()):
+        if _under_writable(dest):
+            staged = f"{SERVICE_DIR}/ro/{index}"
+            plan.late_binds.append((staged, dest))
+            dest = staged
         if os.path.isdir(host):
             _read_only_dir(plan, binary, host, dest)
             roots.append(host)
@@ -261,6 +268,10 @@ def launch_plan(
     plan.options += ["--remount-ro", "/", "--remount-ro", "/dev", "--chdir", "/"]
     command = [PYTHON, "-I", "-S", "-B", SERVICE_PATH, str(channel_fd)]
     return plan, command
+
+
+def _under_writable(dest: str) -> bool:
+    return any(dest == target or dest.startswith(target + "/") for _n, target, _m in WRITABLE)
 
 
 def _sandbox_path(host: str, config: BwrapConfig) -> str:

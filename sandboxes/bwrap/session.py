@@ -37,8 +37,8 @@ logger = logging.getLogger(__name__)
 _HOST_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
 _START_TIMEOUT = 30.0
 _KILL_WAIT = 10.0
-#: Tasks the service and the per-exec namespace inits add to `max_processes` in the cgroup.
-_SERVICE_TASKS = 16
+#: Tasks the cgroup allows beyond `max_processes`: the exec service and an exec's namespace init.
+_SERVICE_TASKS = 2
 _SERVICE_SOURCE = Path(execd.__file__).read_bytes()
 
 
@@ -173,7 +173,7 @@ class SandboxSession:
         _close(status_read)
         try:
             with anyio.fail_after(_START_TIMEOUT):
-                await session._handshake(config, seccomp)
+                await session._handshake(config, seccomp, plan.late_binds)
         except BaseException as ex:
             with anyio.CancelScope(shield=True):
                 await session.close()
@@ -184,7 +184,9 @@ class SandboxSession:
             raise
         return session
 
-    async def _handshake(self, config: BwrapConfig, seccomp: tuple[bytes, ...]) -> None:
+    async def _handshake(
+        self, config: BwrapConfig, seccomp: tuple[bytes, ...], late_binds: list[tuple[str, str]]
+    ) -> None:
         from .layout import STAGING, WRITABLE
 
         size = (config.max_disk_mb << 20) if config.max_disk_mb else 0
@@ -193,6 +195,7 @@ class SandboxSession:
             "size": str(size) if size else "50%",
             "inodes": str(config.max_inodes) if config.max_inodes else "0",
             "binds": [list(entry) for entry in WRITABLE],
+            "read_only": [list(pair) for pair in late_binds],
         }
         self.channel.setblocking(False)
         await self._send({"op": "init", "mounts": mounts, "seccomp": [p.hex() for p in seccomp]})
