@@ -1,8 +1,8 @@
 """The sandbox's seccomp filters, compiled to BPF with libseccomp (through `pyseccomp`).
 
 `seccomp: default` is docket's profile, modelled on Docker's default profile for a container
-without capabilities: an allowlist (other syscalls fail with ENOSYS, so libraries fall back as
-on an older kernel), with the dangerous families failing with EPERM. Unlike Docker's, it also
+without capabilities: an allowlist, every other syscall failing with EPERM (clone3 with
+ENOSYS, so glibc falls back to clone). Unlike Docker's, it also
 denies ptrace and cross-process memory access (Docker allows them on kernels >= 4.8), clones
 and unshares of new namespaces, and `ioctl(TIOCSTI)`/`ioctl(TIOCLINUX)` (terminal input
 injection). `seccomp: PATH` compiles a profile in Docker's JSON format instead (for example
@@ -177,7 +177,7 @@ def default_profile() -> Profile:
         Rule(eperm, "ioctl", (_masked(1, TIOCSTI),)),
         Rule(eperm, "ioctl", (_masked(1, TIOCLINUX),)),
     )
-    return Profile(f"errno:{errno.ENOSYS}", (tuple(allowed), terminal))
+    return Profile(eperm, (tuple(allowed), terminal))
 
 
 _DOCKER_OPS = {
