@@ -55,7 +55,7 @@ NON_ROOT_EVALUATOR = textwrap.dedent(
     from docket.sandboxes.bwrap.config import BwrapConfig
     from docket.sandboxes.bwrap.sandbox import BwrapSandboxEnvironment
     async def main():
-        config = BwrapConfig(ro_binds={sys.argv[1]: "/data"}, require=["seccomp"])
+        config = BwrapConfig(ro_binds={sys.argv[1]: "/data"})
         envs = await BwrapSandboxEnvironment.sample_init("docket-test", config, {})
         try:
             script = "id -G; cat /data/open.txt /data/shared.txt /data/private/key.pem"

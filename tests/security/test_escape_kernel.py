@@ -83,7 +83,7 @@ def _numbered(calls: list[tuple[str, list[object]]]) -> str:
 )
 async def test_default_filter_denies_the_dangerous_families() -> None:
     async with bwrap_sandbox(LIMITS) as sb:
-        result = await sb.exec(["python3", "-c", PROBE], input=_numbered(DENIED_CALLS))
+        result = await sb.exec(["python3", "-c", PROBE], input=_numbered(DENIED_CALLS), timeout=60)
         outcomes = json.loads(result.stdout)
         assert [(n, r, e) for n, r, e in outcomes if e != errno.EPERM] == []
         status = await sb.exec(["grep", "-E", "^(Seccomp|NoNewPrivs):", "/proc/self/status"])
