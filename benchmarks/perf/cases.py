@@ -119,7 +119,7 @@ def sandbox_sample(quick: bool) -> Measurement | Skipped:
         "inspect local sandbox",
         docket_s,
         peer_s,
-        target=6.0,
+        target=10.0,
         repeats=repeats,
         note="starting bwrap and its exec service, and killing it, once per sample",
     )

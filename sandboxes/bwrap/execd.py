@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import fcntl
+import gc
 import json
 import os
 import resource
@@ -147,10 +149,18 @@ class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
-def _drop_privileges(seccomp: list[bytes]) -> None:
+def _bounding_set() -> list[int]:
+    """Capabilities in this process's bounding set (CAP_SETPCAP, which drops them, last)."""
+    with open("/proc/self/status") as status:
+        line = next(row for row in status if row.startswith("CapBnd:"))
+    mask = int(line.split()[1], 16)
+    return sorted((cap for cap in range(64) if mask >> cap & 1), key=lambda cap: cap == 8)
+
+
+def _drop_privileges(seccomp: list[bytes], bounding: Any = range(64)) -> None:
     """No capabilities (none inheritable, ambient or bounding), no_new_privs, then filters."""
     _check(_libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0), "clear ambient caps")
-    for cap in range(64):
+    for cap in bounding:
         if _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() != errno.EINVAL:
             _check(-1, f"drop capability {cap} from the bounding set")
     header = _CapHeader(_CAPABILITY_VERSION_3, 0)
@@ -202,27 +212,17 @@ def _setup_mounts(spec: dict[str, Any]) -> None:
         _mount(source, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, None)
 
 
-#: /proc entries kept read-only in every exec's /proc (as bwrap does for its own).
-_PROC_READ_ONLY = ("sys", "sysrq-trigger", "irq", "bus")
-
-
 def _private_proc() -> None:
-    """A mount namespace and a /proc of the exec's own, so pids in /proc are its pids."""
+    """A mount namespace and a /proc of the exec's own, so pids in /proc are its pids.
+
+    (Unlike bwrap's own /proc, /proc/sys is not made read-only: the commands hold no
+    capability, so the kernel refuses them every write there anyway.)
+    """
     _check(_libc.unshare(CLONE_NEWNS), "unshare mount namespace")
     _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
-    for name in _PROC_READ_ONLY:
-        path = f"/proc/{name}"
-        if os.path.exists(path):
-            _mount(path, path, None, MS_BIND | MS_REC, None)
-            _mount(path, path, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, None)
 
 
 # -- one exec ---------------------------------------------------------------------------------
-
-
-def _exec_failure(status_fd: int, code: int) -> None:
-    os.write(status_fd, f"error {code}\n".encode())
-    os._exit(127)
 
 
 def _builtin(name: str, args: list[Any]) -> int:
@@ -275,33 +275,64 @@ def _regular_or_fail(mode: int) -> None:
         raise PermissionError(errno.EPERM, f"not a regular file ({kind})")
 
 
-def _setup_failure(status_fd: int, step: str, ex: BaseException) -> None:
-    os.write(
-        status_fd, f"setup {step}: {type(ex).__name__}: {ex}".replace("\n", " ").encode() + b"\n"
-    )
-    os._exit(127)
+def _setup_failure(report_fd: int, step: str, ex: BaseException) -> None:
+    try:
+        line = f"setup {step}: {type(ex).__name__}: {ex}".replace("\n", " ")
+        os.write(report_fd, line.encode() + b"\n")
+    finally:
+        os._exit(127)
 
 
-def _command(request: dict[str, Any], status_fd: int, seccomp: list[bytes]) -> None:
-    """In the exec's namespace (pid 2): become the command, or die reporting why not."""
+#: The prepared command's fds: the failure pipe to its namespace init, and its request socket.
+_REPORT_FD, _REQUEST_FD = 3, 4
+
+
+def _prepared_command(requests: socket.socket, report_fd: int, limits: dict[str, Any]) -> None:
+    """pid 2 of a fresh exec namespace: get everything but the request ready, then run it.
+
+    Before the request: a new session, default signals, `oom_score_adj=1000` (the agent, not
+    the service, is the OOM killer's first choice), rlimits, no capabilities, no_new_privs and
+    the seccomp filters. After it: its pipes, its cwd, then `execve` (or a file builtin).
+    Failures go to the namespace init on `_REPORT_FD` as one line.
+    """
+    high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 100) for fd in (report_fd, requests.fileno())]
+    os.dup2(high[0], _REPORT_FD)
+    os.dup2(high[1], _REQUEST_FD)
+    os.closerange(_REQUEST_FD + 1, 65536)
+    os.set_inheritable(_REPORT_FD, False)
+    os.set_inheritable(_REQUEST_FD, False)
     step = "session"
     try:
         os.setsid()
         step = "signals"
         for number in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGCHLD, signal.SIGTERM):
             signal.signal(number, signal.SIG_DFL)
+        signal.set_wakeup_fd(-1)
         signal.pthread_sigmask(signal.SIG_SETMASK, [])
         step = "oom_score_adj"
         _check(_libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0), "set dumpable")  # own /proc/self
-        with open("/proc/self/oom_score_adj", "w") as adj:  # the agent, not pid 1, goes first
+        with open("/proc/self/oom_score_adj", "w") as adj:
             adj.write("1000")
         step = "rlimits"
-        for name, value in request.get("rlimits", {}).items():
+        for name, value in limits.get("rlimits", {}).items():
             resource.setrlimit(getattr(resource, name), (value, value))
         step = "privileges"
-        _drop_privileges(seccomp if request.get("filtered", True) else [])
+        _drop_privileges(limits.get("seccomp", []), limits.get("bounding", range(64)))
     except BaseException as ex:
-        _setup_failure(status_fd, step, ex)
+        _setup_failure(_REPORT_FD, step, ex)
+    channel = socket.socket(fileno=_REQUEST_FD)
+    try:
+        request, fds = read_message(channel)
+    except (EOFError, OSError, ValueError):
+        os._exit(0)  # the sandbox is ending
+    os.write(
+        _REPORT_FD, f"request {int(request['id'])} {int(bool(request.get('detached')))}\n".encode()
+    )
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+    for fd in set(fds) - {0, 1, 2}:
+        os.close(fd)
+    channel.close()
     try:
         os.chdir(request["cwd"])
     except OSError as ex:
@@ -315,67 +346,129 @@ def _command(request: dict[str, Any], status_fd: int, seccomp: list[bytes]) -> N
     try:
         os.execvpe(request["argv"][0], request["argv"], request["env"])
     except OSError as ex:
-        _exec_failure(status_fd, ex.errno or errno.EIO)
+        os.write(_REPORT_FD, f"error {ex.errno or errno.EIO}\n".encode())
     except BaseException:
-        _exec_failure(status_fd, errno.EIO)
+        os.write(_REPORT_FD, f"error {errno.EIO}\n".encode())
+    os._exit(127)
+
+
+def _result_message(id: int, status: int) -> dict[str, Any]:
+    if os.WIFSIGNALED(status):
+        return {"op": "exit", "id": id, "signal": os.WTERMSIG(status)}
+    return {"op": "exit", "id": id, "code": os.WEXITSTATUS(status)}
+
+
+def _end_namespace() -> None:
+    """As pid 1 of the namespace: kill every other process in it and reap them all."""
+    try:
+        os.kill(-1, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    while True:
+        try:
+            os.wait()
+        except ChildProcessError:
+            return
+
+
+def _read_all(fd: int) -> str:
+    data = bytearray()
+    while chunk := os.read(fd, 4096):
+        data += chunk
+    os.close(fd)
+    return data.decode(errors="replace")
 
 
 def _namespace_init(
-    request: dict[str, Any], fds: list[int], status_fd: int, seccomp: list[bytes]
+    channel: socket.socket, requests: socket.socket, status_fd: int, limits: dict[str, Any]
 ) -> None:
-    """pid 1 of the exec's namespace: start the command, report how it ended, reap the rest."""
+    """pid 1 of a fresh exec namespace, made (with its /proc and its prepared command) before
+    the request arrives. When the command ends it kills and reaps the rest of the namespace,
+    then reports on docket's channel itself (a detached exec's namespace lives on instead).
+    """
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     try:
         _private_proc()
     except BaseException as ex:
         _setup_failure(status_fd, "proc", ex)
+    report, report_end = os.pipe()
     command = os.fork()
     if command == 0:
-        for target, fd in enumerate(fds):
-            os.dup2(fd, target)
-        os.closerange(3, status_fd)
-        os.closerange(status_fd + 1, 65536)
-        os.set_inheritable(status_fd, False)
-        _command(request, status_fd, seccomp)
-        os._exit(127)
-    for fd in fds:
-        os.close(fd)
+        try:
+            _prepared_command(requests, report_end, limits)
+        finally:
+            os._exit(127)
+    os.close(report_end)
+    requests.close()
     while True:
         try:
             pid, status = os.wait()
         except ChildProcessError:
             os._exit(0)
         if pid == command:
-            os.write(status_fd, f"exit {status}\n".encode())
-            if not request.get("detached"):
-                os._exit(0)  # the kernel now kills everything else in this namespace
+            break
+    lines = dict(line.partition(" ")[::2] for line in _read_all(report).splitlines())
+    if "request" not in lines:  # it never got a request: it failed to get ready, or we end
+        reason = lines.get("setup", "the prepared command ended before its request")
+        os.write(status_fd, f"setup {reason}\n".encode())
+        os._exit(0)
+    id, detached = (int(x) for x in lines["request"].split())
+    os.write(status_fd, f"exit {status}\n".encode())
+    if not detached:
+        _end_namespace()
+    message = _result_message(id, status)
+    if "error" in lines:
+        message = {"op": "exit", "id": id, "error": int(lines["error"])}
+    os.write(status_fd, b"reported\n")
+    send_message(channel, message)
+    if detached:
+        _end_namespace_when_empty()
+    os._exit(0)
 
 
-def _spawn(request: dict[str, Any], fds: list[int], status_fd: int, seccomp: list[bytes]) -> int:
-    """Fork the helper that makes the exec's pid namespace; returns the helper's pid."""
+def _end_namespace_when_empty() -> None:
+    """A detached exec's init: reap until nothing is left (the sandbox's end kills the rest)."""
+    while True:
+        try:
+            os.wait()
+        except ChildProcessError:
+            return
+
+
+def _prepare(channel: socket.socket, status_fd: int, limits: dict[str, Any]) -> socket.socket:
+    """Fork the helper that makes a pid namespace and its init; returns the request socket."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     helper = os.fork()
     if helper:
-        return helper
-    try:
+        theirs.close()
+        return ours
+    try:  # the helper (and the init it forks) never return into the service's frames
+        ours.close()
         _check(_libc.unshare(CLONE_NEWPID), "unshare pid namespace")
         init = os.fork()
         if init == 0:
-            _namespace_init(request, fds, status_fd, seccomp)
+            try:
+                _namespace_init(channel, theirs, status_fd, limits)
+            finally:
+                os._exit(0)
         os.write(status_fd, f"init {init}\n".encode())
-        os._exit(0)
     except BaseException as ex:
         _setup_failure(status_fd, "pid namespace", ex)
-    os._exit(127)
+    finally:
+        os._exit(0)
 
 
 # -- the service loop ------------------------------------------------------------------------
 
 
 class _Exec:
-    def __init__(self, id: int, status_fd: int, detached: bool) -> None:
-        self.id = id
+    """One prepared namespace, then the exec it runs."""
+
+    def __init__(self, status_fd: int, requests: socket.socket) -> None:
+        self.id: int | None = None
         self.status_fd = status_fd
-        self.detached = detached
+        self.requests: socket.socket | None = requests
+        self.detached = False
         self.init_pid = 0
         self.kill_requested = False
         self.wait_status: int | None = None
@@ -392,7 +485,8 @@ class Service:
         self.selector = selectors.DefaultSelector()
         self.execs: dict[int, _Exec] = {}
         self.by_init: dict[int, _Exec] = {}
-        self.seccomp: list[bytes] = []
+        self.spare: _Exec | None = None
+        self.limits: dict[str, Any] = {}
         wake_read, wake_write = os.pipe()
         os.set_blocking(wake_read, False)
         os.set_blocking(wake_write, False)
@@ -401,16 +495,23 @@ class Service:
         signal.signal(signal.SIGCHLD, lambda *_: None)
 
     def start(self, init: dict[str, Any]) -> None:
-        self.seccomp = [bytes.fromhex(program) for program in init.get("seccomp", [])]
+        self.limits = {
+            "seccomp": [bytes.fromhex(program) for program in init.get("seccomp", [])],
+            "rlimits": init.get("rlimits", {}),
+            "bounding": _bounding_set(),
+        }
         _fresh_session_keyring()
         _setup_mounts(init["mounts"])
         _check(_libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0), "set non-dumpable")
         send_message(self.sock, {"op": "ready"})
 
     def run(self) -> None:
+        gc.freeze()  # forked children then copy fewer pages (no collector writes to them)
+        gc.disable()
         self.sock.setblocking(True)
         self.selector.register(self.sock, selectors.EVENT_READ, None)
         self.selector.register(self.wake, selectors.EVENT_READ, None)
+        self.spare = self.prepare()
         while True:
             for key, _ in self.selector.select():
                 if key.fileobj is self.sock:
@@ -425,19 +526,35 @@ class Service:
                 else:
                     self.read_status(key.data)
 
+    def prepare(self) -> _Exec:
+        read_end, write_end = os.pipe()
+        os.set_blocking(read_end, False)
+        try:
+            requests = _prepare(self.sock, write_end, self.limits)
+        finally:
+            os.close(write_end)
+        entry = _Exec(read_end, requests)
+        self.selector.register(read_end, selectors.EVENT_READ, entry)
+        return entry
+
     def handle(self, message: dict[str, Any], fds: list[int]) -> None:
         op = message.get("op")
         if op == "exec":
-            id = int(message["id"])
-            read_end, write_end = os.pipe()
-            os.set_blocking(read_end, False)
-            entry = _Exec(id, read_end, bool(message.get("detached")))
-            self.execs[id] = entry
-            self.selector.register(read_end, selectors.EVENT_READ, entry)
-            _spawn(message, fds, write_end, self.seccomp)
-            os.close(write_end)
+            entry = self.spare if self.spare is not None else self.prepare()
+            self.spare = None
+            entry.id = int(message["id"])
+            entry.detached = bool(message.get("detached"))
+            self.execs[entry.id] = entry
+            assert entry.requests is not None
+            try:
+                send_message(entry.requests, message, fds)
+            except OSError:
+                pass  # the prepared namespace died: its status says why
+            entry.requests.close()
+            entry.requests = None
             for fd in fds:
                 os.close(fd)
+            self.spare = self.prepare()
         elif op == "kill":
             entry = self.execs.get(int(message["id"]))
             if entry is not None:
@@ -457,6 +574,8 @@ class Service:
 
     def read_status(self, entry: _Exec) -> bool:
         """Read status lines; False once nothing more is there for now."""
+        if entry.status_fd < 0:
+            return False
         try:
             data = os.read(entry.status_fd, 4096)
         except BlockingIOError:
@@ -466,8 +585,7 @@ class Service:
             os.close(entry.status_fd)
             entry.status_fd = -1
             if not entry.init_pid:  # the helper failed before it made the namespace
-                self.report(entry)
-                self.execs.pop(entry.id, None)
+                self.finish(entry)
             return False
         for line in data.decode().splitlines():
             kind, _, value = line.partition(" ")
@@ -478,15 +596,24 @@ class Service:
                     self.kill(entry)
             elif kind == "exit":
                 entry.wait_status = int(value)
-                if entry.detached:
-                    self.report(entry)
+            elif kind == "reported":
+                entry.reported = True
             elif kind == "error":
                 entry.error = int(value)
             elif kind == "setup":
                 entry.setup = value
         return True
 
-    def report(self, entry: _Exec) -> None:
+    def finish(self, entry: _Exec) -> None:
+        """The namespace init is gone: report the exec unless its init already did."""
+        if entry is self.spare:
+            self.spare = None
+            if entry.requests is not None:
+                entry.requests.close()
+            return
+        if entry.id is None:
+            return
+        self.execs.pop(entry.id, None)
         if entry.reported:
             return
         entry.reported = True
@@ -497,10 +624,8 @@ class Service:
             message["error"] = entry.error
         elif entry.wait_status is None:
             message["killed"] = True
-        elif os.WIFSIGNALED(entry.wait_status):
-            message["signal"] = os.WTERMSIG(entry.wait_status)
         else:
-            message["code"] = os.WEXITSTATUS(entry.wait_status)
+            message = _result_message(entry.id, entry.wait_status)
         send_message(self.sock, message)
 
     def reap(self) -> None:
@@ -517,8 +642,7 @@ class Service:
                 continue
             while entry.status_fd >= 0 and self.read_status(entry):
                 pass
-            self.report(entry)
-            self.execs.pop(entry.id, None)
+            self.finish(entry)
 
 
 def _drain(fd: int) -> None:

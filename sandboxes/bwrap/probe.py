@@ -28,7 +28,7 @@ from .cgroup import CgroupSupport, detect
 from .config import BwrapConfig
 from .layout import BwrapBinary, base_env
 from .seccomp import SeccompError, compile_profile
-from .session import ExecFailed, SandboxSession
+from .session import SandboxSession
 
 logger = logging.getLogger(__name__)
 
@@ -118,13 +118,10 @@ def _executable_for(path: str, run_as: int | None) -> str:
     return _shared_copy(resolved)
 
 
-async def _probe_sandbox(binary: BwrapBinary, run_as: int | None) -> str | None:
-    """Run `echo ok` in a real sandbox (default seccomp); None when it worked, else why not."""
-    config = BwrapConfig() if run_as is None else BwrapConfig(host_uid=run_as)
-    try:
-        programs = compile_profile("default")
-    except SeccompError:
-        programs = ()
+async def _echo_ok(
+    binary: BwrapBinary, config: BwrapConfig, run_as: int | None, programs: tuple[bytes, ...]
+) -> str | None:
+    """Run `echo ok` in a real sandbox; None when it worked, else why not."""
     try:
         session = await SandboxSession.start(
             binary, config, run_as=run_as, seccomp=programs, cgroups=CgroupSupport(0, ())
@@ -132,30 +129,38 @@ async def _probe_sandbox(binary: BwrapBinary, run_as: int | None) -> str | None:
     except (OSError, SandboxUnavailableError, TimeoutError) as ex:
         return str(ex)
     try:
-        for filtered in (True, False) if programs else (False,):
-            try:
-                with anyio.fail_after(_PROBE_TIMEOUT):
-                    result = await session.exec(
-                        ["echo", "ok"], input=None, cwd="/", env=base_env(config),
-                        timeout=None, stdout_limit=1 << 16, stderr_limit=1 << 16, rlimits={},
-                        filtered=filtered,
-                    )  # fmt: skip
-            except ExecFailed as ex:
-                if filtered:
-                    _SECCOMP_REFUSED[binary.path] = f"the kernel refused the filter ({ex})"
-                    continue
-                return str(ex)
-            if result.returncode == 0 and result.stdout == b"ok\n":
-                _SECCOMP_REFUSED.setdefault(binary.path, None)
-                return None
-            lines = result.stderr.decode(errors="replace").strip().splitlines()
-            return f"exit {result.returncode}: {lines[0] if lines else 'no output'}"
-        return "the probe command did not run"
+        with anyio.fail_after(_PROBE_TIMEOUT):
+            result = await session.exec(
+                ["echo", "ok"], input=None, cwd="/", env=base_env(config), timeout=None,
+                stdout_limit=1 << 16, stderr_limit=1 << 16,
+            )  # fmt: skip
     except (OSError, SandboxUnavailableError, TimeoutError) as ex:
         return str(ex)
     finally:
         with anyio.CancelScope(shield=True):
             await session.close()
+    if result.returncode == 0 and result.stdout == b"ok\n":
+        return None
+    lines = result.stderr.decode(errors="replace").strip().splitlines()
+    return f"exit {result.returncode}: {lines[0] if lines else 'no output'}"
+
+
+async def _probe_sandbox(binary: BwrapBinary, run_as: int | None) -> str | None:
+    """A real sandbox with the default seccomp filter (else none, noting why); None if it ran."""
+    config = BwrapConfig() if run_as is None else BwrapConfig(host_uid=run_as)
+    try:
+        programs = compile_profile("default")
+    except SeccompError:
+        programs = ()
+    if programs:
+        reason = await _echo_ok(binary, config, run_as, programs)
+        if reason is None:
+            _SECCOMP_REFUSED[binary.path] = None
+            return None
+        if "privileges" not in reason:  # not the filter: the sandbox itself does not start
+            return reason
+        _SECCOMP_REFUSED[binary.path] = f"the kernel refused the filter ({reason})"
+    return await _echo_ok(binary, config, run_as, ())
 
 
 async def _try(path: str, run_as: int | None) -> BwrapBinary | str:

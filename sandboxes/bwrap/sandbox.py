@@ -81,11 +81,10 @@ class BwrapSandboxEnvironment(SandboxEnvironment):
     process an `exec` starts ends with it (except Inspect's own tool-support server).
     """
 
-    def __init__(self, config: BwrapConfig, session: SandboxSession, cgroup_limits: bool):
+    def __init__(self, config: BwrapConfig, session: SandboxSession) -> None:
         super().__init__()
         self.config = config
         self.session = session
-        self.rlimits = _rlimits(config, cgroup_limits)
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -116,9 +115,14 @@ class BwrapSandboxEnvironment(SandboxEnvironment):
         binary = await ensure_bwrap(resolved)
         limits = host_limits(resolved, binary)
         session = await SandboxSession.start(
-            binary, resolved, run_as=run_as, seccomp=limits.seccomp, cgroups=limits.cgroups
+            binary,
+            resolved,
+            run_as=run_as,
+            seccomp=limits.seccomp,
+            cgroups=limits.cgroups,
+            rlimits=_rlimits(resolved, limits.cgroups.available),
         )
-        return {"default": cls(resolved, session, limits.cgroups.available)}
+        return {"default": cls(resolved, session)}
 
     @override
     @classmethod
@@ -171,7 +175,6 @@ class BwrapSandboxEnvironment(SandboxEnvironment):
                 timeout=timeout,
                 stdout_limit=stdout_limit,
                 stderr_limit=stderr_limit,
-                rlimits=self.rlimits,
                 detached=bool(argv) and argv[0] == SANDBOX_CLI,
                 builtin=builtin,
                 args=args,

@@ -37,8 +37,9 @@ logger = logging.getLogger(__name__)
 _HOST_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
 _START_TIMEOUT = 30.0
 _KILL_WAIT = 10.0
-#: Tasks the cgroup allows beyond `max_processes`: the exec service and an exec's namespace init.
-_SERVICE_TASKS = 2
+#: Tasks the cgroup allows beyond `max_processes`: the exec service, a prepared namespace init
+#: and the running exec's one.
+_SERVICE_TASKS = 3
 _SERVICE_SOURCE = Path(execd.__file__).read_bytes()
 
 
@@ -116,6 +117,7 @@ class SandboxSession:
         run_as: int | None,
         seccomp: tuple[bytes, ...],
         cgroups: CgroupSupport,
+        rlimits: dict[str, int] | None = None,
     ) -> SandboxSession:
         """Start a sandbox and wait until its service is ready (SandboxUnavailableError if not)."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -173,7 +175,7 @@ class SandboxSession:
         _close(status_read)
         try:
             with anyio.fail_after(_START_TIMEOUT):
-                await session._handshake(config, seccomp, plan.late_binds)
+                await session._handshake(config, seccomp, rlimits or {}, plan.late_binds)
         except BaseException as ex:
             with anyio.CancelScope(shield=True):
                 await session.close()
@@ -185,7 +187,11 @@ class SandboxSession:
         return session
 
     async def _handshake(
-        self, config: BwrapConfig, seccomp: tuple[bytes, ...], late_binds: list[tuple[str, str]]
+        self,
+        config: BwrapConfig,
+        seccomp: tuple[bytes, ...],
+        rlimits: dict[str, int],
+        late_binds: list[tuple[str, str]],
     ) -> None:
         from .layout import STAGING, WRITABLE
 
@@ -198,7 +204,8 @@ class SandboxSession:
             "read_only": [list(pair) for pair in late_binds],
         }
         self.channel.setblocking(False)
-        await self._send({"op": "init", "mounts": mounts, "seccomp": [p.hex() for p in seccomp]})
+        init = {"op": "init", "mounts": mounts, "seccomp": [p.hex() for p in seccomp]}
+        await self._send({**init, "rlimits": rlimits})
         try:
             reply = await self._read_message()
         except (EOFError, OSError, ValueError):
@@ -248,7 +255,8 @@ class SandboxSession:
 
     def _mark_gone(self, why: str) -> SandboxGone:
         if self._gone is None:
-            self._gone = why
+            last = _last_line(self.process)
+            self._gone = f"{why}; {last}" if last else why
         return SandboxGone(
             f"the bwrap sandbox of this sample is gone: {self._gone} "
             "(a command killed it, or it ran out of memory); the sample cannot go on"
@@ -282,9 +290,7 @@ class SandboxSession:
         timeout: float | None,
         stdout_limit: int,
         stderr_limit: int,
-        rlimits: dict[str, int],
         detached: bool = False,
-        filtered: bool = True,
         builtin: str | None = None,
         args: list[Any] | None = None,
     ) -> RawResult:
@@ -310,9 +316,7 @@ class SandboxSession:
             "argv": argv,
             "cwd": cwd,
             "env": env,
-            "rlimits": rlimits,
             "detached": detached,
-            "filtered": filtered,
             "builtin": builtin,
             "args": args or [],
         }
@@ -491,6 +495,17 @@ def _start_failure(process: subprocess.Popen[bytes], fallback: str) -> SandboxUn
             if text:
                 detail = text.splitlines()[0]
     return SandboxUnavailableError(f"bwrap could not start the sandbox: {detail}")
+
+
+def _last_line(process: subprocess.Popen[bytes]) -> str:
+    """The last line the sandbox wrote on its stderr (a crash of the exec service), if any."""
+    if process.stderr is None or process.stderr.closed:
+        return ""
+    with contextlib.suppress(OSError, ValueError):
+        os.set_blocking(process.stderr.fileno(), False)
+        text = (process.stderr.read() or b"").decode(errors="replace").strip()
+        return text.splitlines()[-1][:300] if text else ""
+    return ""
 
 
 def _kill_process(process: subprocess.Popen[bytes]) -> None:

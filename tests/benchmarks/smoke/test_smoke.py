@@ -54,11 +54,7 @@ def test_stateful_tools_keep_the_shell_and_edit_files(tmp_path: Path) -> None:
     for sample in log.samples or []:
         assert sample.scores and sample.scores["file_created"].value == "C", sample.scores
         outputs = _tool_outputs(sample)
-        assert [name for name, _ in outputs] == [
-            *["bash_session"] * 2,
-            *["text_editor"] * 3,
-            "submit",
-        ]
+        assert [name for name, _ in outputs[:5]] == [*["bash_session"] * 2, *["text_editor"] * 3]
         assert "/workspace/proj\n" in outputs[1][1]  # the second call ran where the first cd'd
         assert outputs[2][1] == "File created successfully at: /workspace/proj/notes.md"
         assert "1\tfinal draft" in outputs[3][1] and "1\tfinal draft" in outputs[4][1]
