@@ -556,10 +556,10 @@ class Service:
                 os.close(fd)
             self.spare = self.prepare()
         elif op == "kill":
-            entry = self.execs.get(int(message["id"]))
-            if entry is not None:
-                entry.kill_requested = True
-                self.kill(entry)
+            target = self.execs.get(int(message["id"]))
+            if target is not None:
+                target.kill_requested = True
+                self.kill(target)
         else:
             for fd in fds:
                 os.close(fd)

@@ -175,7 +175,7 @@ class BwrapSandboxEnvironment(SandboxEnvironment):
                 timeout=timeout,
                 stdout_limit=stdout_limit,
                 stderr_limit=stderr_limit,
-                detached=bool(argv) and argv[0] == SANDBOX_CLI,
+                detached=argv is not None and argv[:1] == [SANDBOX_CLI],
                 builtin=builtin,
                 args=args,
             )
