@@ -62,7 +62,7 @@ async def test_host_secrets_are_not_visible(path: str) -> None:
 
 @pytest.mark.escape(
     "Read a host temp file by its host path",
-    "/tmp is the sample's own directory, not the host's /tmp",
+    "/tmp is the sample's own tmpfs, not the host's /tmp",
 )
 async def test_host_temp_files_are_not_visible(host_canary: Path) -> None:
     async with bwrap_sandbox(LIMITS) as sb:
