@@ -18,7 +18,12 @@ from pathlib import Path
 
 import anyio
 import pytest
-from bwrap_support import bwrap_sandbox, host_processes_matching, requires_bwrap
+from bwrap_support import (
+    bwrap_sandbox,
+    host_processes_matching,
+    processes_gone,
+    requires_bwrap,
+)
 from docket.sandboxes.bwrap.config import BwrapConfig
 
 pytestmark = requires_bwrap
@@ -97,15 +102,6 @@ PTRACE_ATTACK = textwrap.dedent(
 )
 
 
-async def _gone(marker: str, within_s: float = 5.0) -> bool:
-    deadline = time.monotonic() + within_s
-    while host_processes_matching(marker):
-        if time.monotonic() > deadline:
-            return False
-        await anyio.sleep(0.1)
-    return True
-
-
 @pytest.mark.skipif(platform.machine() != "x86_64", reason="the injection is x86_64 code")
 @pytest.mark.parametrize(
     "seccomp",
@@ -138,11 +134,11 @@ async def test_ptrace_of_pid_1_cannot_keep_processes_alive(seccomp: str) -> None
         result = await sb.exec(script, timeout=30)
         assert time.monotonic() - start < 15, "exec must not hang on a traced pid 1"
         assert "attach failed: Operation not permitted" in result.stdout, result
-        assert await _gone(marker)
+        assert await processes_gone(marker)
         size = (await sb.exec(["sh", "-c", "wc -l < /workspace/late"])).stdout.strip()
         await anyio.sleep(0.5)
         assert (await sb.exec(["sh", "-c", "wc -l < /workspace/late"])).stdout.strip() == size
-    assert await _gone(marker)
+    assert await processes_gone(marker)
 
 
 @pytest.mark.escape(

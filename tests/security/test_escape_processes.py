@@ -13,23 +13,17 @@ from pathlib import Path
 
 import anyio
 import pytest
-from bwrap_support import bwrap_sandbox, host_processes_matching, requires_bwrap
+from bwrap_support import (
+    bwrap_sandbox,
+    processes_gone,
+    requires_bwrap,
+)
 from docket.sandboxes.bwrap.config import BwrapConfig
 from docket.sandboxes.bwrap.probe import ensure_bwrap, run_as_uid
 
 pytestmark = requires_bwrap
 
 LIMITS = BwrapConfig(memory_mb=256, max_processes=32, max_file_size_mb=1)
-
-
-async def _gone(marker: str, within_s: float = 5.0) -> bool:
-    """Whether no host process carries `marker` (polling up to `within_s`)."""
-    deadline = time.monotonic() + within_s
-    while host_processes_matching(marker):
-        if time.monotonic() > deadline:
-            return False
-        await anyio.sleep(0.1)
-    return True
 
 
 @pytest.fixture
@@ -81,7 +75,7 @@ async def test_fork_bomb_is_contained() -> None:
         )  # how far one process gets
         assert 0 < int(count.stdout) < LIMITS.max_processes
         assert (await sb.exec(["true"])).success
-    assert await _gone(marker)
+    assert await processes_gone(marker)
 
 
 _COUNT_FORKS = """
@@ -113,7 +107,7 @@ async def test_processes_do_not_outlive_a_timeout() -> None:
     async with bwrap_sandbox(LIMITS) as sb:
         with pytest.raises(TimeoutError):
             await sb.exec(["sh", "-c", script], timeout=1)
-        assert await _gone(marker)
+        assert await processes_gone(marker)
 
 
 @pytest.mark.escape(
@@ -129,7 +123,7 @@ async def test_processes_do_not_outlive_their_exec() -> None:
         start = time.monotonic()
         result = await sb.exec(["sh", "-c", script], timeout=30)
         assert result.stdout == "started\n" and time.monotonic() - start < 10
-        assert await _gone(marker)
+        assert await processes_gone(marker)
         await anyio.sleep(1.5)
         assert (await sb.exec(["test", "-e", "/workspace/late"])).returncode == 1
 
