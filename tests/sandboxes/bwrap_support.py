@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import subprocess
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -47,3 +48,13 @@ def host_processes_matching(marker: str) -> list[str]:
     """Host command lines containing `marker` (seen from outside every sandbox)."""
     out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True)
     return [line for line in out.stdout.splitlines() if marker in line and "ps -eo" not in line]
+
+
+async def processes_gone(marker: str, within_s: float = 5.0) -> bool:
+    """Whether no host process carries `marker` (polling up to `within_s`)."""
+    deadline = time.monotonic() + within_s
+    while host_processes_matching(marker):
+        if time.monotonic() > deadline:
+            return False
+        await anyio.sleep(0.1)
+    return True

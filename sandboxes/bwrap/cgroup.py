@@ -1,0 +1,232 @@
+"""Memory and process limits for a whole sample through a cgroup, where the host lets us make one.
+
+Each sample gets a child cgroup of the evaluator's own (so every limit the evaluator is already
+under still applies): `memory_mb` caps everything the sample holds in RAM, its processes,
+its tmpfs files and memfds alike, and `max_processes` caps its tasks. cgroup v1 needs write
+access to the evaluator's memory and pids cgroups (root, as on CI). cgroup v2 needs a
+delegated directory with the memory and pids controllers enabled for its children: the
+evaluator's own cgroup when that is so, or the one named by `$DOCKET_CGROUP`. Without either,
+`detect()` says why in one line and the sandbox falls back to per-process rlimits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import signal
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+#: A delegated cgroup v2 directory to create sample cgroups in (overrides detection).
+CGROUP_ENV = "DOCKET_CGROUP"
+PREFIX = "docket-"
+_CONTROLLERS = ("memory", "pids")
+
+
+@dataclass(frozen=True)
+class CgroupSupport:
+    """Where sample cgroups can be made, or why they cannot (`parents` empty)."""
+
+    version: int
+    parents: tuple[Path, ...]
+    reason: str = ""
+
+    @property
+    def available(self) -> bool:
+        return bool(self.parents)
+
+
+def _own_cgroups() -> dict[str, str]:
+    """controller (or "" for v2) -> path of this process's cgroup, from /proc/self/cgroup."""
+    found: dict[str, str] = {}
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            _id, controllers, path = line.split(":", 2)
+            for name in controllers.split(",") if controllers else [""]:
+                found[name] = path
+    return found
+
+
+def _mounts() -> dict[str, Path]:
+    """controller (or "" for the v2 hierarchy) -> its mount point."""
+    found: dict[str, Path] = {}
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/mountinfo").read_text().splitlines():
+            left, _, right = line.partition(" - ")
+            fstype, _source, options = (right.split(" ") + ["", ""])[:3]
+            mount_point = Path(left.split(" ")[4])
+            if fstype == "cgroup2":
+                found.setdefault("", mount_point)
+            elif fstype == "cgroup":
+                for option in options.split(","):
+                    if option in _CONTROLLERS:
+                        found.setdefault(option, mount_point)
+    return found
+
+
+def _writable_dir(path: Path) -> bool:
+    """Whether we may create a child cgroup under `path` (tried, then removed)."""
+    probe = path / f"{PREFIX}probe-{uuid.uuid4().hex[:8]}"
+    try:
+        probe.mkdir()
+    except OSError:
+        return False
+    with contextlib.suppress(OSError):
+        probe.rmdir()
+    return True
+
+
+def _v1() -> CgroupSupport | str:
+    own, mounts = _own_cgroups(), _mounts()
+    parents: list[Path] = []
+    for controller in _CONTROLLERS:
+        if controller not in own or controller not in mounts:
+            return f"no cgroup v1 {controller} controller"
+        parent = mounts[controller] / own[controller].lstrip("/")
+        if not _writable_dir(parent):
+            return f"cgroup v1 {controller} at {parent} is not writable"
+        parents.append(parent)
+    return CgroupSupport(1, tuple(parents))
+
+
+def _v2() -> CgroupSupport | str:
+    override = os.environ.get(CGROUP_ENV)
+    if override:
+        parent = Path(override)
+    else:
+        own, mounts = _own_cgroups(), _mounts()
+        if "" not in own or "" not in mounts:
+            return "no cgroup v2 hierarchy"
+        parent = mounts[""] / own[""].lstrip("/")
+    try:
+        enabled = (parent / "cgroup.subtree_control").read_text().split()
+    except OSError:
+        return f"cgroup v2 {parent} cannot be read"
+    missing = [c for c in _CONTROLLERS if c not in enabled]
+    if missing:
+        return (
+            f"cgroup v2 {parent} does not delegate {'/'.join(missing)} to its children "
+            f"(set ${CGROUP_ENV} to a delegated cgroup)"
+        )
+    if not _writable_dir(parent):
+        return f"cgroup v2 {parent} is not writable"
+    return CgroupSupport(2, (parent,))
+
+
+@functools.cache
+def detect() -> CgroupSupport:
+    """The cgroup hierarchy sample cgroups go into (cached for the process)."""
+    reasons: list[str] = []
+    for attempt in (_v2, _v1) if os.environ.get(CGROUP_ENV) else (_v1, _v2):
+        outcome = attempt()
+        if isinstance(outcome, CgroupSupport):
+            return outcome
+        reasons.append(outcome)
+    return CgroupSupport(0, (), "; ".join(reasons))
+
+
+def _write(path: Path, value: str) -> None:
+    path.write_text(value)
+
+
+class SampleCgroup:
+    """One sample's cgroup (one directory per v1 hierarchy, or one v2 directory)."""
+
+    def __init__(self, support: CgroupSupport, memory_mb: int | None, max_tasks: int | None):
+        self.support = support
+        name = f"{PREFIX}{os.getpid()}-{uuid.uuid4().hex[:12]}"
+        self.paths = tuple(parent / name for parent in support.parents)
+        created: list[Path] = []
+        try:
+            for path in self.paths:
+                path.mkdir()
+                created.append(path)
+            self._limit(memory_mb, max_tasks)
+        except BaseException:
+            for path in created:
+                with contextlib.suppress(OSError):
+                    path.rmdir()
+            raise
+
+    def _limit(self, memory_mb: int | None, max_tasks: int | None) -> None:
+        memory = str(memory_mb << 20) if memory_mb else None
+        tasks = str(max_tasks) if max_tasks else None
+        for path in self.paths:
+            if self.support.version == 2:
+                if memory:
+                    _write(path / "memory.max", memory)
+                    with contextlib.suppress(OSError):
+                        _write(path / "memory.swap.max", "0")
+                if tasks:
+                    _write(path / "pids.max", tasks)
+            elif (path / "memory.limit_in_bytes").exists():
+                if memory:
+                    _write(path / "memory.limit_in_bytes", memory)
+                    with contextlib.suppress(OSError):  # no swap accounting on this kernel
+                        _write(path / "memory.memsw.limit_in_bytes", memory)
+            elif tasks:
+                _write(path / "pids.max", tasks)
+
+    def attach(self, pid: int) -> None:
+        """Move `pid` (not yet running sample code) into the cgroup."""
+        for path in self.paths:
+            _write(path / "cgroup.procs", str(pid))
+
+    def pids(self) -> list[int]:
+        found: set[int] = set()
+        for path in self.paths:
+            with contextlib.suppress(OSError):
+                found.update(int(p) for p in (path / "cgroup.procs").read_text().split())
+        return sorted(found)
+
+    def remove(self) -> list[int]:
+        """Kill anything still inside, then remove the directories; returns the killed pids."""
+        survivors = self.pids()
+        for pid in survivors:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        for path in self.paths:
+            _remove_dir(path)
+        return survivors
+
+
+def _remove_dir(path: Path) -> None:
+    """rmdir a cgroup, retrying briefly while killed tasks finish exiting."""
+    for _ in range(100):
+        try:
+            path.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(0.01)
+
+
+def _owner_alive(path: Path) -> bool:
+    """Whether the evaluator named in a sample cgroup's name (docket-PID-ID) still runs."""
+    try:
+        owner = int(path.name.removeprefix(PREFIX).split("-", 1)[0])
+    except ValueError:
+        return True  # not one of ours: leave it alone
+    return owner == os.getpid() or Path(f"/proc/{owner}").exists()
+
+
+def remove_leftovers() -> list[Path]:
+    """Remove sample cgroups whose evaluator is gone (killing what is still in them)."""
+    support = detect()
+    removed: list[Path] = []
+    for parent in support.parents:
+        for path in sorted(parent.glob(f"{PREFIX}*")):
+            if not path.is_dir() or _owner_alive(path):
+                continue
+            with contextlib.suppress(OSError):
+                for pid in (path / "cgroup.procs").read_text().split():
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.kill(int(pid), signal.SIGKILL)
+            _remove_dir(path)
+            if not path.exists():
+                removed.append(path)
+    return removed

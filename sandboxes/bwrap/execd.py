@@ -1,0 +1,704 @@
+"""docket's exec service: pid 1 of a bwrap sandbox, run there by the sandbox's own `python3`.
+
+Standard library only (it runs on the system python inside the sandbox, never imports docket).
+The host imports this module too, for the message framing (`encode`, `read_message`).
+
+Channel: a unix stream socket whose other end only docket holds (fd number in argv[1]). Every
+message is a 4-byte big-endian length and a UTF-8 JSON object; an exec request carries its
+stdin/stdout/stderr pipe ends as SCM_RIGHTS. The service answers `ready`, then one `exit` per
+exec with the status the kernel reported (never parsed from the command's output).
+
+Per exec: the service forks a helper that unshares a new pid namespace and forks that
+namespace's init; the init forks the command. The command drops every capability, gets
+`no_new_privs`, rlimits and the seccomp programs, then `execve`s. When the command ends, its
+init exits and the kernel kills whatever is left in the namespace before the init is reaped,
+so `exit` is only sent once nothing the command started is alive ("detached" execs, used for
+Inspect's tool-support server, keep their namespace until the sandbox ends).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import fcntl
+import gc
+import json
+import os
+import resource
+import selectors
+import signal
+import socket
+import stat
+import struct
+import sys
+from typing import Any
+
+MAX_MESSAGE = 64 << 20
+_HEADER = struct.Struct(">I")
+_FDS_PER_MESSAGE = 3
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWPID = 0x20000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+MNT_DETACH = 2
+PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP = 4, 38, 22
+PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, PR_CAPBSET_DROP = 47, 4, 24
+SECCOMP_MODE_FILTER = 2
+KEYCTL_JOIN_SESSION_KEYRING = 1
+_KEYCTL = {"x86_64": 250, "aarch64": 219}
+_CAPABILITY_VERSION_3 = 0x20080522
+
+#: Exit codes of a builtin file operation (a failure's reason travels on stderr as JSON).
+BUILTIN_FAILED = 3
+FILE_TOO_LARGE = 4
+
+
+# -- framing (shared with the host) ----------------------------------------------------------
+
+
+def encode(message: dict[str, Any]) -> bytes:
+    """One framed message."""
+    body = json.dumps(message, separators=(",", ":")).encode()
+    return _HEADER.pack(len(body)) + body
+
+
+def frame_length(header: bytes) -> int:
+    """Body length announced by a 4-byte header (ValueError when implausible)."""
+    (length,) = _HEADER.unpack(header)
+    if length > MAX_MESSAGE:
+        raise ValueError(f"message of {length} bytes is over the {MAX_MESSAGE} limit")
+    return length
+
+
+def _recv_exact(sock: socket.socket, size: int, fds: list[int]) -> bytes:
+    data = bytearray()
+    while len(data) < size:
+        chunk, ancillary, _flags, _addr = sock.recvmsg(
+            size - len(data), socket.CMSG_SPACE(_FDS_PER_MESSAGE * 4)
+        )
+        for level, kind, payload in ancillary:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                usable = len(payload) - len(payload) % 4
+                fds.extend(struct.unpack(f"{usable // 4}i", payload[:usable]))
+        if not chunk:
+            raise EOFError("channel closed")
+        data += chunk
+    return bytes(data)
+
+
+def read_message(sock: socket.socket) -> tuple[dict[str, Any], list[int]]:
+    """Block until one whole message (and the fds sent with it) has arrived."""
+    fds: list[int] = []
+    length = frame_length(_recv_exact(sock, _HEADER.size, fds))
+    message = json.loads(_recv_exact(sock, length, fds))
+    if not isinstance(message, dict):
+        raise ValueError("a message must be a JSON object")
+    return message, fds
+
+
+def send_message(sock: socket.socket, message: dict[str, Any], fds: list[int] = ()) -> None:  # type: ignore[assignment]
+    """Send one message, with `fds` attached to its first byte."""
+    data = encode(message)
+    sent = sock.sendmsg(
+        [data],
+        [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack(f"{len(fds)}i", *fds))] if fds else [],
+    )
+    if sent < len(data):
+        sock.sendall(data[sent:])
+
+
+# -- kernel interfaces -----------------------------------------------------------------------
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, f"{what}: {os.strerror(code)}")
+
+
+def _mount(source: str, target: str, fstype: str | None, flags: int, data: str | None) -> None:
+    _check(
+        _libc.mount(
+            source.encode(),
+            target.encode(),
+            fstype.encode() if fstype else None,
+            ctypes.c_ulong(flags),
+            data.encode() if data else None,
+        ),
+        f"mount {target}",
+    )
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [
+        ("effective", ctypes.c_uint32),
+        ("permitted", ctypes.c_uint32),
+        ("inheritable", ctypes.c_uint32),
+    ]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def _bounding_set() -> list[int]:
+    """Capabilities in this process's bounding set (CAP_SETPCAP, which drops them, last)."""
+    with open("/proc/self/status") as status:
+        line = next(row for row in status if row.startswith("CapBnd:"))
+    mask = int(line.split()[1], 16)
+    return sorted((cap for cap in range(64) if mask >> cap & 1), key=lambda cap: cap == 8)
+
+
+def _drop_privileges(seccomp: list[bytes], bounding: Any = range(64)) -> None:
+    """No capabilities (none inheritable, ambient or bounding), no_new_privs, then filters."""
+    _check(_libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0), "clear ambient caps")
+    for cap in bounding:
+        if _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() != errno.EINVAL:
+            _check(-1, f"drop capability {cap} from the bounding set")
+    header = _CapHeader(_CAPABILITY_VERSION_3, 0)
+    _check(_libc.capset(ctypes.byref(header), ctypes.byref((_CapData * 2)())), "capset")
+    _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    for program in seccomp:
+        buffer = ctypes.create_string_buffer(program, len(program))
+        fprog = _SockFprog(len(program) // 8, ctypes.addressof(buffer))
+        _check(
+            _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0),
+            "seccomp",
+        )
+
+
+def _fresh_session_keyring() -> None:
+    """Leave the evaluator's session keyring behind (an anonymous one of our own instead)."""
+    number = _KEYCTL.get(os.uname().machine)
+    if number is not None and _libc.syscall(number, KEYCTL_JOIN_SESSION_KEYRING, None) < 0:
+        _check(-1, "join a new session keyring")
+
+
+# -- the sandbox's filesystem ----------------------------------------------------------------
+
+
+def _setup_mounts(spec: dict[str, Any]) -> None:
+    """One size- and inode-limited tmpfs for the sample, bound at each writable place.
+
+    A mount namespace of our own (we hold CAP_SYS_ADMIN in the sandbox's user namespace only)
+    is where a tmpfs can get `nr_inodes`, which bwrap has no option for.
+    """
+    _check(_libc.unshare(CLONE_NEWNS), "unshare mount namespace")
+    _mount("none", "/", None, MS_REC | MS_PRIVATE, None)
+    staging = spec["staging"]
+    options = f"size={spec['size']},nr_inodes={spec['inodes']},mode=755"
+    _mount("docket", staging, "tmpfs", MS_NOSUID | MS_NODEV, options)
+    for name, target, mode in spec["binds"]:
+        path = os.path.join(staging, name)
+        os.mkdir(path)
+        os.chmod(path, int(mode, 8))
+        _mount(path, target, None, MS_BIND | MS_REC, None)
+    _check(_libc.umount2(staging.encode(), MNT_DETACH), f"umount {staging}")
+    for source, target in spec.get("read_only", []):
+        if os.path.isdir(source):
+            os.makedirs(target, exist_ok=True)
+        else:
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            open(target, "a").close()
+        _mount(source, target, None, MS_BIND | MS_REC, None)
+        _mount(source, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, None)
+
+
+def _private_proc() -> None:
+    """A mount namespace and a /proc of the exec's own, so pids in /proc are its pids.
+
+    (Unlike bwrap's own /proc, /proc/sys is not made read-only: the commands hold no
+    capability, so the kernel refuses them every write there anyway.)
+    """
+    _check(_libc.unshare(CLONE_NEWNS), "unshare mount namespace")
+    _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+
+
+# -- one exec ---------------------------------------------------------------------------------
+
+
+def _builtin(name: str, args: list[Any]) -> int:
+    """read_file/write_file inside the sandbox: regular files only, never blocking on a FIFO."""
+    path = args[0]
+    try:
+        if name == "read":
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+            info = os.fstat(fd)
+            _regular_or_fail(info.st_mode)
+            if info.st_size > int(args[1]):
+                return FILE_TOO_LARGE
+            os.set_blocking(fd, True)
+            while chunk := os.read(fd, 1 << 20):
+                os.write(1, chunk)
+            return 0
+        if name == "write":
+            parent = os.path.dirname(path)
+            if parent and not os.path.isdir(parent):
+                os.makedirs(parent, exist_ok=True)
+            flags = os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+            try:
+                fd = os.open(path, flags, 0o644)
+            except OSError as ex:  # a FIFO without a reader
+                if ex.errno != errno.ENXIO:
+                    raise
+                _regular_or_fail(os.stat(path).st_mode)
+                raise
+            _regular_or_fail(os.fstat(fd).st_mode)
+            os.set_blocking(fd, True)
+            os.ftruncate(fd, 0)
+            while chunk := os.read(0, 1 << 20):
+                view = memoryview(chunk)
+                while view:
+                    view = view[os.write(fd, view) :]
+            return 0
+        raise OSError(errno.EINVAL, f"unknown builtin {name}")
+    except OSError as ex:
+        code = ex.errno or errno.EIO
+        reason = {"errno": code, "message": ex.strerror or os.strerror(code)}
+        os.write(2, json.dumps(reason).encode())
+        return BUILTIN_FAILED
+
+
+def _regular_or_fail(mode: int) -> None:
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(errno.EISDIR, "Is a directory")
+    if not stat.S_ISREG(mode):
+        kind = "FIFO" if stat.S_ISFIFO(mode) else "socket" if stat.S_ISSOCK(mode) else "device"
+        raise PermissionError(errno.EPERM, f"not a regular file ({kind})")
+
+
+def _setup_failure(report_fd: int, step: str, ex: BaseException) -> None:
+    try:
+        line = f"setup {step}: {type(ex).__name__}: {ex}".replace("\n", " ")
+        os.write(report_fd, line.encode() + b"\n")
+    finally:
+        os._exit(127)
+
+
+#: The prepared command's fds: the failure pipe to its namespace init, and its request socket.
+_REPORT_FD, _REQUEST_FD = 3, 4
+
+
+def _prepared_command(requests: socket.socket, report_fd: int, limits: dict[str, Any]) -> None:
+    """pid 2 of a fresh exec namespace: get everything but the request ready, then run it.
+
+    Before the request: a new session, default signals, `oom_score_adj=1000` (the agent, not
+    the service, is the OOM killer's first choice), rlimits, no capabilities, no_new_privs and
+    the seccomp filters. After it: its pipes, its cwd, then `execve` (or a file builtin).
+    Failures go to the namespace init on `_REPORT_FD` as one line.
+    """
+    high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 100) for fd in (report_fd, requests.fileno())]
+    os.dup2(high[0], _REPORT_FD)
+    os.dup2(high[1], _REQUEST_FD)
+    os.closerange(_REQUEST_FD + 1, 65536)
+    os.set_inheritable(_REPORT_FD, False)
+    os.set_inheritable(_REQUEST_FD, False)
+    step = "session"
+    try:
+        os.setsid()
+        step = "signals"
+        for number in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGCHLD, signal.SIGTERM):
+            signal.signal(number, signal.SIG_DFL)
+        signal.set_wakeup_fd(-1)
+        signal.pthread_sigmask(signal.SIG_SETMASK, [])
+        step = "oom_score_adj"
+        _check(_libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0), "set dumpable")  # own /proc/self
+        with open("/proc/self/oom_score_adj", "w") as adj:
+            adj.write("1000")
+        step = "rlimits"
+        for name, value in limits.get("rlimits", {}).items():
+            resource.setrlimit(getattr(resource, name), (value, value))
+        step = "privileges"
+        _drop_privileges(limits.get("seccomp", []), limits.get("bounding", range(64)))
+    except BaseException as ex:
+        _setup_failure(_REPORT_FD, step, ex)
+    channel = socket.socket(fileno=_REQUEST_FD)
+    try:
+        request, fds = read_message(channel)
+    except (EOFError, OSError, ValueError):
+        os._exit(0)  # the sandbox is ending
+    os.write(
+        _REPORT_FD, f"request {int(request['id'])} {int(bool(request.get('detached')))}\n".encode()
+    )
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+    for fd in set(fds) - {0, 1, 2}:
+        os.close(fd)
+    channel.close()
+    try:
+        os.chdir(request["cwd"])
+    except OSError as ex:
+        os.write(2, f"cannot change directory to {request['cwd']}: {ex.strerror}\n".encode())
+        os._exit(1)
+    builtin = request.get("builtin")
+    if builtin:  # Python code: past the file size limit a write fails with EFBIG, not a signal
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+        os._exit(_builtin(builtin, request.get("args", [])))
+    try:
+        os.execvpe(request["argv"][0], request["argv"], request["env"])
+    except OSError as ex:
+        os.write(_REPORT_FD, f"error {ex.errno or errno.EIO}\n".encode())
+    except BaseException:
+        os.write(_REPORT_FD, f"error {errno.EIO}\n".encode())
+    os._exit(127)
+
+
+def _result_message(id: int, status: int) -> dict[str, Any]:
+    if os.WIFSIGNALED(status):
+        return {"op": "exit", "id": id, "signal": os.WTERMSIG(status)}
+    return {"op": "exit", "id": id, "code": os.WEXITSTATUS(status)}
+
+
+def _end_namespace() -> None:
+    """As pid 1 of the namespace: kill every other process in it and reap them all."""
+    try:
+        os.kill(-1, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    while True:
+        try:
+            os.wait()
+        except ChildProcessError:
+            return
+
+
+def _read_all(fd: int) -> str:
+    data = bytearray()
+    while chunk := os.read(fd, 4096):
+        data += chunk
+    os.close(fd)
+    return data.decode(errors="replace")
+
+
+def _namespace_init(
+    channel: socket.socket, requests: socket.socket, status_fd: int, limits: dict[str, Any]
+) -> None:
+    """pid 1 of a fresh exec namespace, made (with its /proc and its prepared command) before
+    the request arrives. When the command ends it kills and reaps the rest of the namespace,
+    then reports on docket's channel itself (a detached exec's namespace lives on instead).
+    """
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    try:
+        _private_proc()
+    except BaseException as ex:
+        _setup_failure(status_fd, "proc", ex)
+    report, report_end = os.pipe()
+    command = os.fork()
+    if command == 0:
+        try:
+            _prepared_command(requests, report_end, limits)
+        finally:
+            os._exit(127)
+    os.close(report_end)
+    requests.close()
+    while True:
+        try:
+            pid, status = os.wait()
+        except ChildProcessError:
+            os._exit(0)
+        if pid == command:
+            break
+    lines = dict(line.partition(" ")[::2] for line in _read_all(report).splitlines())
+    if "request" not in lines:  # it never got a request: it failed to get ready, or we end
+        reason = lines.get("setup", "the prepared command ended before its request")
+        os.write(status_fd, f"setup {reason}\n".encode())
+        os._exit(0)
+    id, detached = (int(x) for x in lines["request"].split())
+    os.write(status_fd, f"exit {status}\n".encode())
+    if not detached:
+        _end_namespace()
+    message = _result_message(id, status)
+    if "error" in lines:
+        message = {"op": "exit", "id": id, "error": int(lines["error"])}
+    os.write(status_fd, b"reported\n")
+    send_message(channel, message)
+    if detached:
+        _end_namespace_when_empty()
+    os._exit(0)
+
+
+def _end_namespace_when_empty() -> None:
+    """A detached exec's init: reap until nothing is left (the sandbox's end kills the rest)."""
+    while True:
+        try:
+            os.wait()
+        except ChildProcessError:
+            return
+
+
+#: clone(2) numbers: a child in a new pid namespace without a helper process in between.
+_CLONE = {"x86_64": 56, "aarch64": 220}
+
+
+def _clone_into_new_pid_namespace() -> int:
+    """fork() into a new pid namespace (the child is its pid 1); -1 where not available.
+
+    A raw clone skips Python's after-fork hooks, which only matter with threads or locks held
+    (the service has neither, and ctypes has released the GIL during the call).
+    """
+    number = _CLONE.get(os.uname().machine)
+    if number is None:
+        return -1
+    pid = int(_libc.syscall(number, CLONE_NEWPID | signal.SIGCHLD, 0, 0, 0, 0))
+    if pid < 0:
+        _check(-1, "clone into a new pid namespace")
+    return pid
+
+
+def _prepare(channel: socket.socket, status_fd: int, limits: dict[str, Any]) -> socket.socket:
+    """Make a pid namespace and its init (which prepares a command); returns the request socket."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    init = _clone_into_new_pid_namespace()
+    if init > 0:
+        os.write(status_fd, f"init {init}\n".encode())
+        theirs.close()
+        return ours
+    if init == 0:
+        try:
+            ours.close()
+            _namespace_init(channel, theirs, status_fd, limits)
+        finally:
+            os._exit(0)
+    helper = os.fork()  # no raw clone here: a helper unshares, then forks the init
+    if helper:
+        theirs.close()
+        return ours
+    try:  # the helper (and the init it forks) never return into the service's frames
+        ours.close()
+        _check(_libc.unshare(CLONE_NEWPID), "unshare pid namespace")
+        init = os.fork()
+        if init == 0:
+            try:
+                _namespace_init(channel, theirs, status_fd, limits)
+            finally:
+                os._exit(0)
+        os.write(status_fd, f"init {init}\n".encode())
+    except BaseException as ex:
+        _setup_failure(status_fd, "pid namespace", ex)
+    finally:
+        os._exit(0)
+
+
+# -- the service loop ------------------------------------------------------------------------
+
+
+class _Exec:
+    """One prepared namespace, then the exec it runs."""
+
+    def __init__(self, status_fd: int, requests: socket.socket) -> None:
+        self.id: int | None = None
+        self.status_fd = status_fd
+        self.requests: socket.socket | None = requests
+        self.detached = False
+        self.init_pid = 0
+        self.kill_requested = False
+        self.wait_status: int | None = None
+        self.error: int | None = None
+        self.setup: str | None = None
+        self.reported = False
+
+
+class Service:
+    """The loop: requests from docket, status lines from exec namespaces, SIGCHLD."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.selector = selectors.DefaultSelector()
+        self.execs: dict[int, _Exec] = {}
+        self.by_init: dict[int, _Exec] = {}
+        self.spare: _Exec | None = None
+        self.limits: dict[str, Any] = {}
+        wake_read, wake_write = os.pipe()
+        os.set_blocking(wake_read, False)
+        os.set_blocking(wake_write, False)
+        self.wake = wake_read
+        signal.set_wakeup_fd(wake_write)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+
+    def start(self, init: dict[str, Any]) -> None:
+        self.limits = {
+            "seccomp": [bytes.fromhex(program) for program in init.get("seccomp", [])],
+            "rlimits": init.get("rlimits", {}),
+            "bounding": _bounding_set(),
+        }
+        _fresh_session_keyring()
+        _setup_mounts(init["mounts"])
+        _check(_libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0), "set non-dumpable")
+        send_message(self.sock, {"op": "ready"})
+
+    def run(self) -> None:
+        gc.freeze()  # forked children then copy fewer pages (no collector writes to them)
+        gc.disable()
+        self.sock.setblocking(True)
+        self.selector.register(self.sock, selectors.EVENT_READ, None)
+        self.selector.register(self.wake, selectors.EVENT_READ, None)
+        self.spare = self.prepare()
+        while True:
+            for key, _ in self.selector.select():
+                if key.fileobj is self.sock:
+                    try:
+                        message, fds = read_message(self.sock)
+                    except (EOFError, OSError, ValueError):
+                        return  # docket is gone: the sandbox ends with us
+                    self.handle(message, fds)
+                elif key.fileobj == self.wake:
+                    _drain(self.wake)
+                    self.reap()
+                else:
+                    self.read_status(key.data)
+
+    def prepare(self) -> _Exec:
+        read_end, write_end = os.pipe()
+        os.set_blocking(read_end, False)
+        try:
+            requests = _prepare(self.sock, write_end, self.limits)
+        finally:
+            os.close(write_end)
+        entry = _Exec(read_end, requests)
+        self.selector.register(read_end, selectors.EVENT_READ, entry)
+        return entry
+
+    def handle(self, message: dict[str, Any], fds: list[int]) -> None:
+        op = message.get("op")
+        if op == "exec":
+            entry = self.spare if self.spare is not None else self.prepare()
+            self.spare = None
+            entry.id = int(message["id"])
+            entry.detached = bool(message.get("detached"))
+            self.execs[entry.id] = entry
+            assert entry.requests is not None
+            try:
+                send_message(entry.requests, message, fds)
+            except OSError:
+                pass  # the prepared namespace died: its status says why
+            entry.requests.close()
+            entry.requests = None
+            for fd in fds:
+                os.close(fd)
+            self.spare = self.prepare()
+        elif op == "kill":
+            target = self.execs.get(int(message["id"]))
+            if target is not None:
+                target.kill_requested = True
+                self.kill(target)
+        else:
+            for fd in fds:
+                os.close(fd)
+
+    def kill(self, entry: _Exec) -> None:
+        """SIGKILL the exec's namespace init (not yet reaped, so its pid is still ours)."""
+        if entry.init_pid and entry.init_pid in self.by_init:
+            try:
+                os.kill(entry.init_pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def read_status(self, entry: _Exec) -> bool:
+        """Read status lines; False once nothing more is there for now."""
+        if entry.status_fd < 0:
+            return False
+        try:
+            data = os.read(entry.status_fd, 4096)
+        except BlockingIOError:
+            return False
+        if not data:
+            self.selector.unregister(entry.status_fd)
+            os.close(entry.status_fd)
+            entry.status_fd = -1
+            if not entry.init_pid:  # the helper failed before it made the namespace
+                self.finish(entry)
+            return False
+        for line in data.decode().splitlines():
+            kind, _, value = line.partition(" ")
+            if kind == "init":
+                entry.init_pid = int(value)
+                self.by_init[entry.init_pid] = entry
+                if entry.kill_requested:
+                    self.kill(entry)
+            elif kind == "exit":
+                entry.wait_status = int(value)
+            elif kind == "reported":
+                entry.reported = True
+            elif kind == "error":
+                entry.error = int(value)
+            elif kind == "setup":
+                entry.setup = value
+        return True
+
+    def finish(self, entry: _Exec) -> None:
+        """The namespace init is gone: report the exec unless its init already did."""
+        if entry is self.spare:
+            self.spare = None
+            if entry.requests is not None:
+                entry.requests.close()
+            return
+        if entry.id is None:
+            return
+        self.execs.pop(entry.id, None)
+        if entry.reported:
+            return
+        entry.reported = True
+        message: dict[str, Any] = {"op": "exit", "id": entry.id}
+        if entry.setup is not None:
+            message["setup"] = entry.setup
+        elif entry.error is not None:
+            message["error"] = entry.error
+        elif entry.wait_status is None:
+            message["killed"] = True
+        else:
+            message = _result_message(entry.id, entry.wait_status)
+        send_message(self.sock, message)
+
+    def reap(self) -> None:
+        """Reap children; a reaped namespace init means nothing of its exec is alive."""
+        while True:
+            try:
+                pid, _status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            entry = self.by_init.pop(pid, None)
+            if entry is None:
+                continue
+            while entry.status_fd >= 0 and self.read_status(entry):
+                pass
+            self.finish(entry)
+
+
+def _drain(fd: int) -> None:
+    while True:
+        try:
+            if not os.read(fd, 512):
+                return
+        except BlockingIOError:
+            return
+
+
+def main() -> None:
+    sock = socket.socket(fileno=int(sys.argv[1]))
+    os.closerange(3, sock.fileno())
+    os.closerange(sock.fileno() + 1, 65536)
+    service = Service(sock)
+    try:
+        message, fds = read_message(sock)
+        for fd in fds:
+            os.close(fd)
+        service.start(message)
+    except Exception as ex:  # tell docket in one line, then end the sandbox
+        send_message(sock, {"op": "error", "message": f"{type(ex).__name__}: {ex}"})
+        return
+    service.run()
+
+
+if __name__ == "__main__":
+    main()
