@@ -24,6 +24,7 @@ from inspect_ai.tool import ToolChoice, ToolInfo
 from .chat import media_kinds, render_messages, render_multimodal
 from .loading import CheckpointSpec, LoadedModel, load, resolve_device, resolve_dtype
 from .output import TokenText, to_choice
+from .plugins import MethodPlugin, find_plugin, plugin_names
 from .sampling import DECODING_METHODS, DecodeParams, pick_method
 from .vision import open_image
 
@@ -103,7 +104,8 @@ class LocalHFModelAPI(ModelAPI):
     """A local transformers causal LM or image-text-to-text model (directory or GGUF file).
 
     `-M` args: path, gguf_file, tokenizer, device (cpu|cuda[:N]|mps|auto),
-    dtype (auto|float32|float16|bfloat16), method (a `DECODING_METHODS` name).
+    dtype (auto|float32|float16|bfloat16), method (a `DECODING_METHODS` name or a method
+    plugin, `plugins.py`, whose own knobs are then accepted too).
     """
 
     provider = "local"
@@ -118,13 +120,18 @@ class LocalHFModelAPI(ModelAPI):
         **model_args: Any,
     ) -> None:
         super().__init__(model_name=model_name, base_url=base_url, api_key=api_key, config=config)
-        _accept(self.provider, model_args, self.accepted_args)
         method = model_args.get("method")
+        plugin: MethodPlugin | None = None
         if method is not None and method not in DECODING_METHODS:
-            raise ValueError(
-                f"docket/{self.provider}: unknown -M method={method!r} "
-                f"(accepted: {', '.join(sorted(DECODING_METHODS))})"
-            )
+            plugin = find_plugin(str(method))
+            if plugin is None:
+                accepted = sorted({*DECODING_METHODS, *plugin_names()})
+                raise ValueError(
+                    f"docket/{self.provider}: unknown -M method={method!r} "
+                    f"(accepted: {', '.join(accepted)})"
+                )
+        knobs = plugin.args if plugin else ()
+        _accept(self.provider, model_args, (*self.accepted_args, *knobs))
         self.method: str | None = method
         directory, gguf = self.locate(model_name, model_args)
         device = resolve_device(model_args.get("device"))
@@ -135,7 +142,13 @@ class LocalHFModelAPI(ModelAPI):
             device=device,
             dtype=resolve_dtype(model_args.get("dtype"), device),
         )
-        self.loaded: LoadedModel = load(self.spec)
+        loader = plugin.load if plugin and plugin.load else load
+        self.loaded: LoadedModel = loader(self.spec)
+        self.plugin_decode = (
+            plugin.build(self.loaded, {k: v for k, v in model_args.items() if k in knobs})
+            if plugin
+            else None
+        )
         self.token_text = TokenText(self.loaded.tokenizer)
 
     @property
@@ -171,7 +184,7 @@ class LocalHFModelAPI(ModelAPI):
             prompt_inputs=prompt.inputs,
             interrupted=stop.is_set,
         )
-        decode = pick_method(self.method, config.temperature)
+        decode = self.plugin_decode or pick_method(self.method, config.temperature)
         n = max(1, config.num_choices or 1)
 
         def run() -> list[Any]:
@@ -194,11 +207,13 @@ class LocalHFModelAPI(ModelAPI):
             output_tokens=output_tokens,
             total_tokens=len(prompt_ids) + output_tokens,
         )
+        counters = [g.metadata for g in generations if g.metadata]
         return ModelOutput(
             model=self.model_name,
             choices=choices,
             usage=usage,
             time=time.monotonic() - started,
+            metadata=({"method": self.method, "choices": counters} if counters else None),
         )
 
     def check_readable(self, input: list[ChatMessage]) -> None:

@@ -60,6 +60,8 @@ class Generation:
     text: str
     stop_reason: StopReason
     steps: list[TokenStep] = field(default_factory=list)
+    #: Method counters for this completion (NFE, acceptance rate, ...), logged per model call.
+    metadata: dict[str, Any] = field(default_factory=dict)
 
 
 DecodeFn = Callable[[Any, Any, list[int], DecodeParams, int], list[Generation]]

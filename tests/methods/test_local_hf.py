@@ -407,3 +407,35 @@ async def test_cancelled_generation_stops_the_token_loop(
     assert len(calls) < 100_000
     assert api.loaded.lock.acquire(timeout=5)
     api.loaded.lock.release()
+
+
+async def test_method_plugin_takes_its_knobs_and_logs_counters(
+    tiny_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from docket.methods.decoding import plugins
+
+    built: list[dict[str, Any]] = []
+
+    def build(loaded: Any, knobs: Any) -> Any:
+        built.append(dict(knobs))
+
+        def decode(model: Any, tok: Any, ids: list[int], params: DecodeParams, n: int) -> Any:
+            counters = {"nfe": 3, "block_length": int(knobs["block_length"])}
+            return [Generation([1, 2], "ok", "stop", metadata=counters)] * n
+
+        return decode
+
+    plugin = plugins.MethodPlugin("fake_plugin", build, args=("block_length",))
+    monkeypatch.setitem(plugins._PLUGINS, "fake_plugin", plugin)
+    api = LocalHFModelAPI("local", path=str(tiny_dir), method="fake_plugin", block_length="8")
+    assert built == [{"block_length": "8"}]
+    output = await api.generate(QUESTION, [], "none", GenerateConfig())
+    assert output.completion == "ok"
+    assert output.metadata == {
+        "method": "fake_plugin",
+        "choices": [{"nfe": 3, "block_length": 8}],
+    }
+    with pytest.raises(ValueError, match="unknown -M argument 'block_length'"):
+        LocalHFModelAPI("local", path=str(tiny_dir), block_length="8")
+    with pytest.raises(ValueError, match=r"unknown -M method='nope' \(accepted: .*greedy"):
+        LocalHFModelAPI("local", path=str(tiny_dir), method="nope")
