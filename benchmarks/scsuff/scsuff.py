@@ -106,7 +106,7 @@ def scsuff(
     generator_top_k: int = 50,
     generator_max_tokens: int | None = None,
     self_generator: bool = False,
-    reference: bool = False,
+    reference: bool = True,
     few_shot: int = 0,
     estimator: str = "logprob",
     num_samples: int = 10,
@@ -132,7 +132,8 @@ def scsuff(
         reference: Also score the explanation-free reference (alternatives written for an
             empty explanation, same seeds; twice the generator and answer calls) and report
             `scsuff_gain` = SCSuff - reference, 0 for an explanation that says nothing and for
-            a model that ignores its input; the gain is then the headline.
+            a model that ignores its input; the gain is then the headline (default). False
+            gives the paper's SCSuff alone as the headline, which a no-reasoning model tops.
         few_shot: Number of worked chain-of-thought examples before each question.
         estimator: logprob (top_logprobs at the answer position, the paper's) or sampling
             (answer frequencies over num_samples samples, for providers without logprobs).

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -14,13 +15,16 @@ from docket.benchmarks.scsuff.prompts import (
     PROBE,
     task_prompt,
 )
-from docket.benchmarks.scsuff.scsuff import scsuff as scsuff_task
+from docket.benchmarks.scsuff.scsuff import scsuff as scsuff_default
 from docket.benchmarks.scsuff.scsuff import scsuff_hints
 from inspect_ai import eval as inspect_eval
 from inspect_ai.event import InfoEvent
 from inspect_ai.log import EvalLog, headline_metric, resolve_sample_attachments
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser
 from scsuff_eval import metric, model_events, run, scripted, values
+
+#: The paper's setting (no explanation-free reference); the default adds it (see below).
+scsuff_task = partial(scsuff_default, reference=False)
 
 GENERATOR = {"generator": scripted("scsuff_generator")}
 HINT_SCORE = "hint_scorer"
@@ -167,7 +171,7 @@ def test_task_budget_equal_to_the_eval_is_no_override(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("make", "role"),
     [
-        (lambda: scsuff_task, "generator"),
+        (lambda: scsuff_default, "generator"),
         (lambda: scsuff_hints, "judge"),
     ],
 )

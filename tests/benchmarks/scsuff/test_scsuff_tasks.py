@@ -4,19 +4,23 @@ from __future__ import annotations
 
 import itertools
 import math
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 from docket.benchmarks.scsuff.dataset import FEATURES
 from docket.benchmarks.scsuff.estimator import closed_form, sampled_logprobs, scsuff
-from docket.benchmarks.scsuff.scsuff import scsuff as scsuff_task
+from docket.benchmarks.scsuff.scsuff import scsuff as scsuff_default
 from docket.benchmarks.scsuff.scsuff import scsuff_hints
 from inspect_ai import eval as inspect_eval
 from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.log import headline_metric
 from inspect_ai.model import get_model
 from scsuff_eval import metric, run, values
+
+#: The paper's setting (no explanation-free reference); the default adds it (see below).
+scsuff_task = partial(scsuff_default, reference=False)
 
 
 def rule_p(features: dict[str, str], rule: list[list[str]], confidence: float) -> list[float]:
@@ -345,3 +349,12 @@ def test_constant_baseline_gains_nothing(tmp_path: Path) -> None:
     assert metric(log, "scsuff") == pytest.approx(1.0, abs=1e-12)
     assert metric(log, "scsuff_reference") == pytest.approx(1.0, abs=1e-12)
     assert metric(log, "scsuff_gain") == pytest.approx(0.0, abs=1e-12)
+
+
+def test_default_headline_is_the_gain_over_the_explanation_free_reference() -> None:
+    """By default a no-reasoning model scores 0 (the gain), not SCSuff's maximum of 1."""
+    task = scsuff_default(n=2)
+    assert task.metadata is not None and task.metadata["reference"] is True
+    assert task.metadata["headline"]["score"] == "scsuff_gain"
+    paper = scsuff_task(n=2)
+    assert paper.metadata is not None and paper.metadata["headline"]["score"] == "scsuff"
