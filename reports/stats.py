@@ -158,7 +158,8 @@ def pairwise_ranks(count: int, beats: set[tuple[int, int]], small: Sequence[bool
 
     A row's rank is 1 + the number of rows that beat it. A small-n row is then never placed above
     a row it does not beat: its rank is raised to at least that row's rank (to a fixed point).
-    Shared ranks are written "=k".
+    If every row ends up raised, all ranks shift so the best is 1 again. Shared ranks are
+    written "=k".
     """
     ranks = [1 + sum((j, i) in beats for j in range(count)) for i in range(count)]
     changed = True
@@ -172,4 +173,7 @@ def pairwise_ranks(count: int, beats: set[tuple[int, int]], small: Sequence[bool
             )
             if floor > ranks[i]:
                 ranks[i], changed = floor, True
-    return [f"={r}" if ranks.count(r) > 1 else str(r) for r in ranks]
+    # when every row was raised, the best of them still holds first place ("=1", not "=2")
+    shift = min(ranks, default=1) - 1
+    final = [r - shift for r in ranks]
+    return [f"={r}" if final.count(r) > 1 else str(r) for r in final]

@@ -93,6 +93,14 @@ def test_small_n_row_is_never_ranked_above_a_row_it_does_not_beat() -> None:
     assert pairwise_ranks(3, {(0, 1)}, [False, False, False]) == ["=1", "2", "=1"]
 
 
+def test_small_rows_raised_together_share_the_first_place() -> None:
+    # 0 beats 2 and 3, 1 beats nobody, nobody beats 1: all small, so 0 may not sit above 1 and 1
+    # may not sit above 2 or 3 -- everyone ties, and the tie is "=1", not "=2"
+    beats = {(0, 2), (0, 3)}
+    assert pairwise_ranks(4, beats, [True] * 4) == ["=1", "=1", "=1", "=1"]
+    assert pairwise_ranks(4, beats, [False] * 4) == ["=1", "=1", "=2", "=2"]
+
+
 def test_ranks_without_significant_pairs_tie() -> None:
     assert pairwise_ranks(2, set(), [True, True]) == ["=1", "=1"]
     assert pairwise_ranks(3, {(0, 1), (0, 2), (1, 2)}, [False] * 3) == ["1", "2", "3"]
