@@ -29,6 +29,7 @@ import operator
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from docket.agents.mas.world import ATTRIBUTE_NAMES, ATTRIBUTES, REGIONS, build_world
 
@@ -97,18 +98,16 @@ class _State:
     confirmed: str | None = None
 
 
-def entity_names() -> list[str]:
+@lru_cache(maxsize=1)
+def _names_pattern() -> re.Pattern[str]:
     """Knowledge-base names, longest first (so 'Ada Brennan' wins over a prefix)."""
-    return sorted(build_world().entities, key=len, reverse=True)
+    names = sorted(build_world().entities, key=len, reverse=True)
+    return re.compile(r"\b(?:" + "|".join(re.escape(n) for n in names) + r")\b")
 
 
 def names_in(text: str) -> list[str]:
     """Knowledge-base names in `text`, in order of appearance."""
-    found = []
-    for name in entity_names():
-        for match in re.finditer(rf"\b{re.escape(name)}\b", text):
-            found.append((match.start(), name))
-    return [name for _, name in sorted(found)]
+    return _names_pattern().findall(text)
 
 
 def attribute_in(text: str) -> str | None:
