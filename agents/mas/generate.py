@@ -2,7 +2,8 @@
 
 `make_trajectory(seed, index)` draws a task of the index's length tier, plays it cleanly, picks
 a fault site and keeps the trajectory only when the counterfactual replay confirms the fault
-(`confirm`). Sites are drawn so that no step is a likelier mistake than any other from its
+(`confirm`) and the failed run still has `MIN_STEPS` steps; its `tier` is that of the failed
+run's length. Sites are drawn so that no step is a likelier mistake than any other from its
 position or turn kind alone: every step that can host an error weighs 1 (shared by the error
 types it can host). Three error types change the kind of the turn they land on, and are
 weighed by how common that kind of turn is: premature termination and ignored feedback at the
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 
 from docket.agents.mas.records import Step, Trajectory, write_trajectories
 from docket.agents.mas.simulator import Fault, Run, TaskSpec, expected_answer, run
-from docket.agents.mas.tasks import FAMILIES, TIERS, make_task
+from docket.agents.mas.tasks import FAMILIES, MIN_STEPS, TIERS, length_tier, make_task
 
 DATASET = "docket-mas"
 GENERATOR = "docket-mas-sim/2"
@@ -113,8 +114,8 @@ def make_trajectory(seed: int, index: int, split: str = "", tier: str = "") -> T
             step, kind, _ = candidates.pop(pick)
             fault = Fault(kind, step, rng.randrange(10**9))
             verdict = confirm(task, fault)
-            if verdict.ok:
-                return _record(seed, index, split, tier, task, fault, verdict)
+            if verdict.ok and len(verdict.faulty.turns) >= MIN_STEPS:
+                return _record(seed, index, split, task, fault, verdict)
     raise RuntimeError(f"no confirmed fault for seed={seed} index={index}")
 
 
@@ -128,7 +129,7 @@ def manifestation_delay(verdict: Verdict, step: int) -> int:
 
 
 def _record(
-    seed: int, index: int, split: str, tier: str, task: TaskSpec, fault: Fault, verdict: Verdict
+    seed: int, index: int, split: str, task: TaskSpec, fault: Fault, verdict: Verdict
 ) -> Trajectory:
     turns = verdict.faulty.turns
     return Trajectory(
@@ -149,7 +150,7 @@ def _record(
             "index": index,
             "final_answer": str(verdict.faulty.answer),
             "is_corrected": False,
-            "tier": tier,
+            "tier": length_tier(len(turns)),
             "mistake_turn": verdict.faulty.kinds[fault.step],
             "delay": manifestation_delay(verdict, fault.step),
         },

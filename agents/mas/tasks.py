@@ -209,6 +209,15 @@ TIERS: dict[str, tuple[tuple[int, int], tuple[int, int], float]] = {
     "medium": ((16, 59), (2, 3), 0.35),
     "long": ((60, 140), (5, 7), 0.45),
 }
+#: No trajectory is shorter than this.
+MIN_STEPS = 8
+
+
+def length_tier(steps: int) -> str:
+    """The tier a trajectory of `steps` steps belongs to (short <= 15 < medium < 60 <= long)."""
+    return next(
+        name for name, ((_, high), _, _) in TIERS.items() if steps <= high or name == "long"
+    )
 
 
 def _renamed(op: Op, prefix: str, answer: str, letter: str) -> Op:

@@ -129,7 +129,7 @@ def correct_localization(
     """
     method = choice(NAME, "method", method, METHODS)
     split = choice(NAME, "split", split, SPLITS)
-    tier = choice(NAME, "tier", tier, ("all", *(name for name, _ in TIERS)))
+    tier = choice(NAME, "tier", tier, ("all", *TIERS))
     mode = choice(NAME, "mode", mode, MODES)
     retriever = choice(NAME, "retriever", retriever, RETRIEVERS)
     distiller = choice(NAME, "distiller", distiller, ("rules", "model"))

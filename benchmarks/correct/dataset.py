@@ -14,6 +14,7 @@ from pathlib import Path
 
 from docket.agents.mas.generate import split_for
 from docket.agents.mas.records import Trajectory, TrajectoryError, parse_record, read_trajectories
+from docket.agents.mas.tasks import length_tier
 from docket.benchmarks.correct.prompts import render_history
 from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.dataset import Sample
@@ -22,8 +23,7 @@ SHIPPED = Path(__file__).parent / "data" / "mas_trajectories.jsonl.gz"
 #: Short names for the public datasets (Hugging Face ids).
 HF_ALIASES = {"whoandwhen": "Kevin355/Who_and_When", "correct-error": "yifanyu/CORRECT-Error"}
 SPLITS = ("train", "test", "all")
-#: Length tiers: the upper step count of each (records without a `tier` field are sorted here).
-TIERS = (("short", 15), ("medium", 59), ("long", 10**9))
+TIERS = ("short", "medium", "long")
 
 
 def load_trajectories(data: str = "", hf_name: str = "", hf_split: str = "") -> list[Trajectory]:
@@ -62,9 +62,7 @@ def split_of(trajectory: Trajectory) -> str:
 def tier_of(trajectory: Trajectory) -> str:
     """The trajectory's `tier` field, else its length tier (short <= 15 < medium < 60 <= long)."""
     tier = trajectory.metadata.get("tier")
-    if tier in {name for name, _ in TIERS}:
-        return str(tier)
-    return next(name for name, top in TIERS if len(trajectory.history) <= top)
+    return str(tier) if tier in TIERS else length_tier(len(trajectory.history))
 
 
 def select(
