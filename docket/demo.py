@@ -39,6 +39,7 @@ BUDGET_MINUTES = 13.0
 DEMO_ROLES: dict[str, dict[str, str]] = {
     "docket/anchor_direct": {"judge": "judge"},
     "docket/anchor_audit": {"auditor": "auditor", "judge": "judge"},
+    "docket/correct_localization": {"distiller": "correct_distiller"},
 }
 
 
@@ -66,7 +67,12 @@ DEMO_POLICIES: dict[str, list[dict[str, Any]]] = {
     "docket/anchor_audit": [
         {"policy": "anchor_target", "strategy": "fabricated_authority", "overreach": 1}
     ],
-    "docket/correct_localization": [{"policy": "correct_oracle"}, {"policy": "correct_first_step"}],
+    "docket/correct_localization": [
+        {"policy": "correct_oracle"},
+        {"policy": "correct_first_step"},
+        {"policy": "correct_surface"},  # the surface baseline (as -T method=surface_baseline)
+        {"policy": "correct_checker"},
+    ],
     "docket/scsuff": [{"policy": "scsuff_rule"}],
     "docket/scsuff_hints": [{"policy": "scsuff_rule"}],
     "docket/docval_grounding": [{"policy": "docval_oracle"}, {"policy": "docval_label_right"}],

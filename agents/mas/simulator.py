@@ -411,26 +411,30 @@ def run(task: TaskSpec, fault: Fault | None = None) -> Run:
     return Run(play.turns, play.answer, play.sites, play.kinds, play.reason)
 
 
-def _item(play: _Play, op: Op, key: int) -> str:
-    """One plan line for an operation."""
-    voice, step = play.voice, play.step * 100 + key
-    if isinstance(op, Lookup):
-        fields = {"attr": attribute_name(op.attribute), "entity": _ref(op.entity), "var": op.var}
-        return voice.say("item_lookup", "Planner", step, **fields)
+def _fields(op: ReadCell | Code) -> dict[str, object]:
+    """The template fields of a table read or a program."""
     if isinstance(op, ReadCell):
-        fields = {"quarter": op.quarter, "year": op.year, "region": op.region, "var": op.var}
-        return voice.say("item_read", "Planner", step, **fields)
-    if isinstance(op, Calc):
-        expr = expression(op.op, [_ref(a) for a in op.args])  # type: ignore[misc]
-        return voice.say("item_calc", "Planner", step, var=op.var, expr=expr)
-    fields = {
+        return {"quarter": op.quarter, "year": op.year, "region": op.region, "var": op.var}
+    return {
         "power": op.power,
         "start": op.start,
         "stop": op.stop,
         "divisor": op.divisor,
         "var": op.var,
     }
-    return voice.say("item_code", "Planner", step, **fields)
+
+
+def _item(play: _Play, op: Op, key: int) -> str:
+    """One plan line for an operation."""
+    voice, step = play.voice, play.step * 100 + key
+    if isinstance(op, Lookup):
+        fields = {"attr": attribute_name(op.attribute), "entity": _ref(op.entity), "var": op.var}
+        return voice.say("item_lookup", "Planner", step, **fields)
+    if isinstance(op, Calc):
+        expr = expression(op.op, [_ref(a) for a in op.args])
+        return voice.say("item_calc", "Planner", step, var=op.var, expr=expr)
+    kind = "item_read" if isinstance(op, ReadCell) else "item_code"
+    return voice.say(kind, "Planner", step, **_fields(op))
 
 
 def _plan(play: _Play, ops: list[Op], done: int) -> list[Op]:
@@ -469,21 +473,12 @@ def _task_text(play: _Play, op: Op, inputs: dict[str, Value]) -> str:
         entity = inputs.get(op.entity[1:], op.entity) if op.entity.startswith("$") else op.entity
         attr = attribute_name(op.attribute, alternative=play.draw("alias") < 0.3)
         return play.words("task_lookup", agent, attr=attr, entity=entity, var=op.var)
-    if isinstance(op, ReadCell):
-        fields = {"quarter": op.quarter, "year": op.year, "region": op.region, "var": op.var}
-        return play.words("task_read", agent, **fields)
     if isinstance(op, Calc):
         values = [inputs.get(a[1:]) if isinstance(a, str) else a for a in op.args]
         expr = expression(op.op, [v for v in values if v is not None])
         return play.words("task_calc", agent, expr=expr, var=op.var)
-    fields = {
-        "power": op.power,
-        "start": op.start,
-        "stop": op.stop,
-        "divisor": op.divisor,
-        "var": op.var,
-    }
-    return play.words("task_code", agent, **fields)
+    kind = "task_read" if isinstance(op, ReadCell) else "task_code"
+    return play.words(kind, agent, **_fields(op))
 
 
 def _dispatch(play: _Play, op: Op, done: int, total: int) -> dict[str, Value] | None:

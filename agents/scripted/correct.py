@@ -169,22 +169,25 @@ def _pick(prompt: str, checks: list[str], why: str) -> tuple[str, int, str]:
     return agent, step, reason
 
 
-@policy("correct_matcher")
-def correct_matcher(state: PolicyInput) -> PolicyReply:
-    """Runs the checks the retrieved schemata name; blames the first step they flag (else 0)."""
+def _checked(state: PolicyInput, checks: list[str] | None, why: str) -> PolicyReply:
+    """Distil or merge when asked; else blame the first step `checks` flag (None: the
+    checks the prompt's schemata name)."""
     prompt = state.last_user_text
     if _distilling(prompt):
         return _distill_reply(prompt)
-    return _answer(state, _pick(prompt, guidance_checks(prompt), "first step a schema check flags"))
+    return _answer(state, _pick(prompt, guidance_checks(prompt) if checks is None else checks, why))
+
+
+@policy("correct_matcher")
+def correct_matcher(state: PolicyInput) -> PolicyReply:
+    """Runs the checks the retrieved schemata name; blames the first step they flag (else 0)."""
+    return _checked(state, None, "first step a schema check flags")
 
 
 @policy("correct_checker")
 def correct_checker(state: PolicyInput) -> PolicyReply:
     """Runs every check with no schema; blames the first step any flags (a reasoning ceiling)."""
-    prompt = state.last_user_text
-    if _distilling(prompt):
-        return _distill_reply(prompt)
-    return _answer(state, _pick(prompt, list(CHECKS), "first step a check flags"))
+    return _checked(state, list(CHECKS), "first step a check flags")
 
 
 @lru_cache(maxsize=2)
