@@ -101,10 +101,13 @@ def site_weights(clean: Run) -> list[tuple[int, str, float]]:
     return [(s, k, w / max(per_step[s], 1.0)) for s, k, w in weighted]
 
 
-def make_trajectory(seed: int, index: int, split: str = "", tier: str = "") -> Trajectory:
-    """The `index`-th trajectory of the split generated from `seed` (same inputs, same output)."""
+def make_trajectory(seed: int, index: int, split: str = "", length: str = "") -> Trajectory:
+    """The `index`-th trajectory of the split generated from `seed` (same inputs, same output).
+
+    `length`: a tier of `tasks.TIERS` (short, medium, long); '' cycles through them by index.
+    """
     rng = random.Random(f"{seed}:{index}")
-    tier = tier or TIER_CYCLE[index % len(TIER_CYCLE)]
+    tier = length or TIER_CYCLE[index % len(TIER_CYCLE)]
     family = list(FAMILIES)[(index // len(TIER_CYCLE)) % len(FAMILIES)]
     for _ in range(_ATTEMPTS):
         task = make_task(rng, tier, family)
@@ -162,9 +165,10 @@ def split_for(trajectory_id: str) -> str:
     return "train" if hashlib.sha256(trajectory_id.encode()).digest()[0] % 2 == 0 else "test"
 
 
-def generate_split(count: int, seed: int = SPLIT_SEED, tier: str = "") -> list[Trajectory]:
-    """`count` trajectories, each in the split `split_for` gives its id (`tier`: only that one)."""
-    return [make_trajectory(seed, i, split_for(f"mas-{seed}-{i:05d}"), tier) for i in range(count)]
+def generate_split(count: int, seed: int = SPLIT_SEED, length: str = "") -> list[Trajectory]:
+    """`count` trajectories, each in the split `split_for` gives its id (`length`: one tier)."""
+    ids = [f"mas-{seed}-{i:05d}" for i in range(count)]
+    return [make_trajectory(seed, i, split_for(ids[i]), length) for i in range(count)]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -173,9 +177,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("out")
     parser.add_argument("-n", "--count", type=int, default=2400)
     parser.add_argument("--seed", type=int, default=SPLIT_SEED)
-    parser.add_argument("--tier", choices=sorted(TIERS), default="", help="one length tier only")
+    parser.add_argument(
+        "--length", choices=sorted(TIERS), default="", help="one length tier only (default: all)"
+    )
     args = parser.parse_args(argv)
-    write_trajectories(generate_split(args.count, args.seed, args.tier), args.out)
+    write_trajectories(generate_split(args.count, args.seed, args.length), args.out)
 
 
 if __name__ == "__main__":

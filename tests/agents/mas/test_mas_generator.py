@@ -125,7 +125,7 @@ def test_generation_is_reproducible_and_labels_point_at_the_history() -> None:
 
 def test_the_length_tiers_and_the_long_subset() -> None:
     lengths = {
-        tier: [len(t.history) for t in generate_split(6, seed=5, tier=tier)]
+        tier: [len(t.history) for t in generate_split(6, seed=5, length=tier)]
         for tier in ("short", "medium", "long")
     }
     assert all(8 <= n <= 15 for n in lengths["short"])
