@@ -18,6 +18,7 @@ from typing import Any
 DEMO_ROLES: dict[str, dict[str, str]] = {
     "docket/anchor_direct": {"judge": "judge"},
     "docket/anchor_audit": {"auditor": "auditor", "judge": "judge"},
+    "docket/correct_localization": {"distiller": "correct_distiller"},
     "docket/scsuff": {"generator": "scsuff_generator"},
     "docket/scsuff_hints": {"generator": "scsuff_generator", "judge": "scsuff_judge"},
 }
@@ -30,7 +31,12 @@ DEMO_POLICIES: dict[str, list[dict[str, Any]]] = {
     "docket/anchor_audit": [
         {"policy": "anchor_target", "strategy": "fabricated_authority", "overreach": 1}
     ],
-    "docket/correct_localization": [{"policy": "correct_oracle"}, {"policy": "correct_first_step"}],
+    "docket/correct_localization": [
+        {"policy": "correct_oracle"},
+        {"policy": "correct_first_step"},
+        {"policy": "correct_surface"},  # the surface baseline (as -T method=surface_baseline)
+        {"policy": "correct_checker"},
+    ],
     "docket/scsuff": [{"policy": "scsuff_rule"}, {"policy": "scsuff_constant"}],
     "docket/scsuff_hints": [{"policy": "scsuff_rule"}],
     "docket/docval_grounding": [{"policy": "docval_oracle"}, {"policy": "docval_label_right"}],

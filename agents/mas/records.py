@@ -4,6 +4,11 @@ One record: `question`, `ground_truth` (or CORRECT's `groundtruth`), `history` (
 `{name, role, content}`; the step's agent is `name`, else `role`), `mistake_agent`,
 `mistake_step` (0-based, int or digit string), `mistake_reason`. Every other field is kept as
 metadata. Bad records raise `TrajectoryError` naming the file, the index and the field.
+
+Sources: a Who&When folder (`Hand-Crafted/` or `Algorithm-Generated/`, one JSON file per
+failure, read in numeric order; records without a `dataset` field get the folder's name), a
+CORRECT-Error file (`.jsonl` rows or the Hugging Face `.parquet` file), or any JSON / JSONL file,
+optionally gzip-compressed.
 """
 
 from __future__ import annotations
@@ -125,11 +130,17 @@ def _open_text(path: Path) -> str:
 def _raw_records(path: Path) -> Iterable[tuple[str, int, object]]:
     """(source, index, raw) for a file (.json list/object, .jsonl, optionally .gz) or a folder."""
     if path.is_dir():
-        files = sorted(path.rglob("*.json"))
+        files = sorted(path.rglob("*.json"), key=_numeric_order)
         if not files:
             raise TrajectoryError(f"{path}: no .json trajectory files in this folder")
         for file in files:
-            yield from _raw_records(file)
+            for source, index, raw in _raw_records(file):
+                if isinstance(raw, dict) and "dataset" not in raw:
+                    raw = {**raw, "dataset": file.parent.name}
+                yield source, index, raw
+        return
+    if path.suffix == ".parquet":
+        yield from _parquet_records(path)
         return
     if not path.exists():
         raise TrajectoryError(f"{path}: no such trajectory file or folder")
@@ -154,6 +165,25 @@ def _raw_records(path: Path) -> Iterable[tuple[str, int, object]]:
     except (ValueError, RecursionError) as ex:  # over-long integers, deep nesting
         raise TrajectoryError(f"{path}: invalid JSON ({type(ex).__name__})") from None
     for index, raw in enumerate(data if isinstance(data, list) else [data]):
+        yield str(path), index, raw
+
+
+def _numeric_order(path: Path) -> tuple[str, int, str]:
+    """Folder, then the number in the file name (Who&When's 1.json, 2.json, ..., 10.json)."""
+    digits = "".join(c for c in path.stem if c.isdigit())
+    return str(path.parent), int(digits) if digits and len(digits) < 12 else -1, path.name
+
+
+def _parquet_records(path: Path) -> Iterable[tuple[str, int, object]]:
+    """Rows of a parquet file (CORRECT-Error as published on Hugging Face), as plain JSON."""
+    try:
+        import pandas as pd
+
+        frame = pd.read_parquet(path)
+        rows = json.loads(frame.to_json(orient="records"))
+    except (OSError, ValueError, ImportError) as ex:
+        raise TrajectoryError(f"{path}: cannot read parquet ({type(ex).__name__})") from None
+    for index, raw in enumerate(rows):
         yield str(path), index, raw
 
 

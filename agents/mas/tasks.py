@@ -1,13 +1,39 @@
-"""Task families with exact answers: arithmetic word problems, multi-hop lookups over the mini
-knowledge base, table questions over the sales files, and small code tasks."""
+"""Task families with exact answers, and composite tasks that make trajectories long.
+
+The base families are arithmetic word problems, multi-hop lookups over the mini knowledge base,
+table questions over `sales.csv` and small code tasks. `compose` joins several base tasks into
+one question with lettered parts, interleaves their operations (each part keeps its own order,
+so a value found early may only be used many steps later) and combines the part answers with a
+final Calculator step. `make_task` draws a task whose clean run has a length in a target range.
+"""
 
 from __future__ import annotations
 
 import random
+import string
 from collections.abc import Callable
+from dataclasses import replace
 
-from docket.agents.mas.simulator import Calc, Code, Lookup, ReadCell, TaskSpec
-from docket.agents.mas.world import ATTRIBUTES, CURRENT_YEAR, QUARTERS, REGIONS, build_world
+from docket.agents.mas.simulator import (
+    Calc,
+    Code,
+    Lookup,
+    Op,
+    ReadCell,
+    TaskSpec,
+    attribute_name,
+    expected_answer,
+    run,
+)
+from docket.agents.mas.world import (
+    ATTRIBUTES,
+    CURRENT_YEAR,
+    PREVIOUS_YEAR,
+    QUARTERS,
+    REGIONS,
+    SALES_FILE,
+    build_world,
+)
 
 
 def _distinct(rng: random.Random, count: int, low: int, high: int) -> list[int]:
@@ -23,7 +49,7 @@ def arithmetic(rng: random.Random) -> TaskSpec:
             f"A warehouse holds {a} crates. For {d} days, {b} trucks each deliver {c} crates per "
             f"day. Then {e} crates are shipped out. How many crates are in the warehouse now?"
         )
-        ops = (
+        ops: tuple[Op, ...] = (
             Calc("per_day", "mul", (b, c)),
             Calc("delivered", "mul", ("$per_day", d)),
             Calc("total", "add", (a, "$delivered")),
@@ -69,14 +95,14 @@ def multihop(rng: random.Random) -> TaskSpec:
     variant = rng.randrange(4)
     if variant == 0:
         attr = _int_attribute(rng, "city")
-        question = f"What is the {attr} of the city where {person} was born?"
-        ops: tuple[Lookup | Calc, ...] = (
+        question = f"What is the {attribute_name(attr)} of the city where {person} was born?"
+        ops: tuple[Op, ...] = (
             Lookup("city", person, "birth_city", "person"),
             Lookup("answer", "$city", attr, "city"),
         )
     elif variant == 1:
         attr = _int_attribute(rng, "country")
-        question = f"What is the {attr} of the country where {person} was born?"
+        question = f"What is the {attribute_name(attr)} of the country where {person} was born?"
         ops = (
             Lookup("city", person, "birth_city", "person"),
             Lookup("country", "$city", "country", "city"),
@@ -85,8 +111,8 @@ def multihop(rng: random.Random) -> TaskSpec:
     elif variant == 2:
         attr = _int_attribute(rng, "city")
         question = (
-            f"What is the {attr} of the capital of the country that contains the city where "
-            f"{person} lives?"
+            f"What is the {attribute_name(attr)} of the capital of the country that contains "
+            f"the city where {person} lives?"
         )
         ops = (
             Lookup("city", person, "residence_city", "person"),
@@ -111,29 +137,39 @@ def multihop(rng: random.Random) -> TaskSpec:
 
 
 def table(rng: random.Random) -> TaskSpec:
-    """A question over the current quarterly sales file."""
+    """A question over `sales.csv`: a total, a difference, or a change from last year."""
     quarter = rng.choice(QUARTERS)
-    if rng.random() < 0.6:
+    pick = rng.random()
+    if pick < 0.45:
         regions = rng.sample(REGIONS, 3)
         question = (
-            f"According to sales_{CURRENT_YEAR}.csv, what were the total {quarter} sales of "
+            f"According to {SALES_FILE}, what were the total {quarter} {CURRENT_YEAR} sales of "
             f"{', '.join(regions[:2])} and {regions[2]}?"
         )
         cells = tuple(ReadCell(f"cell_{i}", r, quarter) for i, r in enumerate(regions))
-        ops: tuple[ReadCell | Calc, ...] = (
-            *cells,
-            Calc("answer", "sum", tuple(f"${c.var}" for c in cells)),
+        ops: tuple[Op, ...] = (*cells, Calc("answer", "sum", tuple(f"${c.var}" for c in cells)))
+        return TaskSpec("table", question, ops, "answer")
+    if pick < 0.75:
+        first, second = rng.sample(REGIONS, 2)
+        question = (
+            f"According to {SALES_FILE}, what is the absolute difference between the {quarter} "
+            f"{CURRENT_YEAR} sales of {first} and {second}?"
+        )
+        ops = (
+            ReadCell("cell_a", first, quarter, droppable=False),
+            ReadCell("cell_b", second, quarter, droppable=False),
+            Calc("answer", "absdiff", ("$cell_a", "$cell_b")),
         )
         return TaskSpec("table", question, ops, "answer")
-    first, second = rng.sample(REGIONS, 2)
+    region = rng.choice(REGIONS)
     question = (
-        f"According to sales_{CURRENT_YEAR}.csv, what is the absolute difference between the "
-        f"{quarter} sales of {first} and {second}?"
+        f"According to {SALES_FILE}, by how much did the {quarter} sales of {region} change from "
+        f"{PREVIOUS_YEAR} to {CURRENT_YEAR}? Give the absolute change."
     )
     ops = (
-        ReadCell("cell_a", first, quarter, droppable=False),
-        ReadCell("cell_b", second, quarter, droppable=False),
-        Calc("answer", "absdiff", ("$cell_a", "$cell_b")),
+        ReadCell("cell_old", region, quarter, PREVIOUS_YEAR, droppable=False),
+        ReadCell("cell_new", region, quarter, CURRENT_YEAR, droppable=False),
+        Calc("answer", "absdiff", ("$cell_old", "$cell_new")),
     )
     return TaskSpec("table", question, ops, "answer")
 
@@ -152,7 +188,7 @@ def code(rng: random.Random) -> TaskSpec:
     if rng.random() < 0.5:
         k = rng.choice([n for n in range(3, 19) if n not in (power, divisor, start, stop)])
         question = f"{text}, then multiply the sum by {k}."
-        ops: tuple[Code | Calc, ...] = (program, Calc("answer", "mul", ("$result", k)))
+        ops: tuple[Op, ...] = (program, Calc("answer", "mul", ("$result", k)))
         return TaskSpec("code", question, ops, "answer")
     k = rng.choice([n for n in range(11, 99) if n not in (power, divisor, start, stop)])
     question = f"{text}, then subtract {k} from it."
@@ -166,3 +202,86 @@ FAMILIES: dict[str, Callable[[random.Random], TaskSpec]] = {
     "table": table,
     "code": code,
 }
+
+#: Clean-run lengths (steps) per tier, the parts per task and the distractor density.
+TIERS: dict[str, tuple[tuple[int, int], tuple[int, int], float]] = {
+    "short": ((8, 15), (1, 1), 0.15),
+    "medium": ((16, 59), (2, 3), 0.35),
+    "long": ((60, 140), (5, 7), 0.45),
+}
+#: No trajectory is shorter than this.
+MIN_STEPS = 8
+
+
+def length_tier(steps: int) -> str:
+    """The tier a trajectory of `steps` steps belongs to (short <= 15 < medium < 60 <= long)."""
+    return next(
+        name for name, ((_, high), _, _) in TIERS.items() if steps <= high or name == "long"
+    )
+
+
+def _renamed(op: Op, prefix: str, answer: str, letter: str) -> Op:
+    """`op` with its variables prefixed (the part's answer variable becomes the part letter)."""
+
+    def name(var: str) -> str:
+        return letter if var == answer else f"{prefix}{var}"
+
+    def arg(value: str | int) -> str | int:
+        return f"${name(value[1:])}" if isinstance(value, str) and value.startswith("$") else value
+
+    if isinstance(op, Lookup):
+        return replace(op, var=name(op.var), entity=str(arg(op.entity)))
+    if isinstance(op, Calc):
+        return replace(op, var=name(op.var), args=tuple(arg(a) for a in op.args))
+    return replace(op, var=name(op.var))
+
+
+def _interleave(rng: random.Random, parts: list[list[Op]]) -> list[Op]:
+    """Merge the parts' operation lists at random, keeping each part's own order."""
+    queues = [list(part) for part in parts]
+    merged: list[Op] = []
+    while any(queues):
+        queue = rng.choice([q for q in queues if q])
+        merged.append(queue.pop(0))
+    return merged
+
+
+def compose(rng: random.Random, tasks: list[TaskSpec]) -> TaskSpec:
+    """One question with a lettered part per task, answered by combining the part answers."""
+    if len(tasks) == 1:
+        return tasks[0]
+    letters = string.ascii_lowercase[: len(tasks)]
+    parts = [
+        [_renamed(op, f"{letter}_", task.answer_var, letter) for op in task.ops]
+        for letter, task in zip(letters, tasks, strict=True)
+    ]
+    lines = [f"({letter}) {task.question}" for letter, task in zip(letters, tasks, strict=True)]
+    if len(tasks) == 2 and rng.random() < 0.5:
+        op = rng.choice(["add", "sub"])
+        combine = f"{letters[0]} {'+' if op == 'add' else '-'} {letters[1]}"
+        final = Calc("answer", op, (f"${letters[0]}", f"${letters[1]}"))
+    else:
+        combine = "the sum " + " + ".join(letters)
+        final = Calc("answer", "sum", tuple(f"${letter}" for letter in letters))
+    question = (
+        f"This question has {len(tasks)} parts. Answer each part, then report {combine}.\n"
+        + "\n".join(lines)
+    )
+    ops = (*_interleave(rng, parts), final)
+    return TaskSpec("composite", question, ops, "answer")
+
+
+def make_task(rng: random.Random, tier: str, family: str = "") -> TaskSpec:
+    """A task whose clean run has a length in the tier's range (`family` for single parts)."""
+    (low, high), (few, many), density = TIERS[tier]
+    names = list(FAMILIES)
+    for _ in range(200):
+        count = rng.randint(few, many)
+        chosen = [family or rng.choice(names)] if count == 1 else rng.choices(names, k=count)
+        parts = [FAMILIES[name](rng) for name in chosen]
+        if count > 1 and any(not isinstance(expected_answer(p), int) for p in parts):
+            continue
+        task = replace(compose(rng, parts), seed=rng.randrange(10**9), density=density)
+        if low <= len(run(task).turns) <= high:
+            return task
+    raise RuntimeError(f"no {tier} task within {low}-{high} steps")

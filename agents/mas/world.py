@@ -1,11 +1,14 @@
-"""The mini knowledge base and sales tables the simulated agents consult.
+"""The mini knowledge base and sales table the simulated agents consult.
 
 Everything is built from fixed name lists and one fixed seed, so the world is identical on every
-machine; `WORLD` is the shared instance.
+machine (`build_world()` is cached). Tools print nested output: a knowledge-base record is a
+JSON object whose dated facts carry their previous value, and `sales.csv` holds one row per
+year and region.
 """
 
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -50,6 +53,24 @@ ATTRIBUTES: dict[str, dict[str, str]] = {
 #: Attributes whose record also lists an outdated value (the 2015 census).
 DATED = frozenset({"population"})
 OLD_CENSUS, NEW_CENSUS = 2015, 2023
+SALES_FILE = "sales.csv"
+
+#: How agents name each attribute in prose (the first name is the plan's).
+ATTRIBUTE_NAMES: dict[str, tuple[str, ...]] = {
+    "birth_city": ("birth city", "city of birth"),
+    "residence_city": ("city of residence", "home city"),
+    "birth_year": ("birth year", "year of birth"),
+    "first_award_year": ("first award year", "year of the first award"),
+    "country": ("country",),
+    "twin_city": ("twin city", "sister city"),
+    "population": ("population", "number of inhabitants"),
+    "founded": ("founding year", "year of founding"),
+    "area_km2": ("area in km2", "surface area in km2"),
+    "elevation_m": ("elevation in metres", "altitude in metres"),
+    "capital": ("capital",),
+    "largest_city": ("largest city",),
+    "currency": ("currency",),
+}
 
 
 @dataclass
@@ -61,15 +82,19 @@ class Entity:
     facts: dict[str, Value]
     outdated: dict[str, int] = field(default_factory=dict)
 
-    def record_text(self) -> str:
-        """The record as a search tool prints it."""
-        parts = []
+    def record_json(self) -> str:
+        """The record as the search tool prints it: nested JSON, dated facts with history."""
+        facts: dict[str, object] = {}
         for key, value in self.facts.items():
             if key in self.outdated:
-                parts.append(f"{key}: {value} ({NEW_CENSUS}), {self.outdated[key]} ({OLD_CENSUS})")
+                facts[key] = {
+                    "value": value,
+                    "as_of": NEW_CENSUS,
+                    "previous": {"value": self.outdated[key], "as_of": OLD_CENSUS},
+                }
             else:
-                parts.append(f"{key}: {value}")
-        return f"{{name: {self.name}; type: {self.kind}; " + "; ".join(parts) + "}"
+                facts[key] = value
+        return json.dumps({"name": self.name, "type": self.kind, "facts": facts})
 
 
 @dataclass
@@ -83,8 +108,8 @@ class World:
         """Entities of one kind, in a fixed order."""
         return [e for e in self.entities.values() if e.kind == kind]
 
-    def confusable(self, name: str) -> str:
-        """The entity of the same kind whose name shares the longest prefix with `name`."""
+    def confusable(self, name: str) -> list[str]:
+        """The entities of the same kind whose names share the longest prefix with `name`."""
         kind = self.entities[name].kind
         others = [e.name for e in self.of_kind(kind) if e.name != name]
 
@@ -94,19 +119,16 @@ class World:
                 min(len(name), len(other)),
             )
 
-        return max(others, key=lambda other: (shared(other), other))
+        longest = max(shared(other) for other in others)
+        return [other for other in others if shared(other) == longest]
 
-    def table_text(self, year: int, region: str) -> str:
-        """The header and one row of `sales_<year>.csv`, as a file reader prints them."""
-        row = self.sales[year][region]
-        return (
-            "region,"
-            + ",".join(QUARTERS)
-            + "\n"
-            + region
-            + ","
-            + ",".join(str(row[q]) for q in QUARTERS)
-        )
+    def table_text(self, region: str) -> str:
+        """The header and the rows of one region in `sales.csv` (one per year)."""
+        lines = ["year,region," + ",".join(QUARTERS)]
+        for year in sorted(self.sales):
+            row = self.sales[year][region]
+            lines.append(f"{year},{region}," + ",".join(str(row[q]) for q in QUARTERS))
+        return "\n".join(lines) + f"\n({len(self.sales)} rows)"
 
 
 @lru_cache(maxsize=1)

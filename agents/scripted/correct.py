@@ -1,8 +1,9 @@
 """Reference policies for `docket/correct_localization` and the rule-based schema distiller.
 
-They read the prompts of `benchmarks/correct/prompts.py`: the `Trajectory ID:` line, the
-`Step i - Agent: ...` conversation, and the question each method asks (all-at-once / CORRECT
-answer format, `Step under review: i`, `lower half (steps a-b)`, `Write an error schema`).
+They read the prompts of `benchmarks/correct/prompts.py`: the `Trajectory ID:` and `Problem:`
+lines, the `Step i - Agent: ...` conversation, and the question each method asks (all-at-once /
+CORRECT answer format, `Step under review: i`, `lower half (steps a-b)`, `Write an error
+schema`, `Schema A (kept)`).
 """
 
 from __future__ import annotations
@@ -10,23 +11,31 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from docket.agents.mas.baselines import SurfaceBaseline
+from docket.agents.mas.checks import CHECKS
 from docket.agents.mas.generate import make_trajectory
 from docket.agents.mas.records import read_trajectories
+from docket.agents.mas.schema import earliest, merge_schemata, rule_schema, schema_checks
 from docket.agents.scripted.policy import PolicyInput, PolicyReply, policy
 
+__all__ = ["conversation", "gold_label", "problem", "rule_schema"]
+
 _ID = re.compile(r"^Trajectory ID: (\S+)", re.M)
+_PROBLEM = re.compile(
+    r"^Problem: (.*?)\n(?:The correct answer to the problem is:|Conversation \(steps|"
+    r"Correct answer:|Mistake agent:)",
+    re.M | re.S,
+)
 _GENERATED_ID = re.compile(r"^mas-(\d+)-(\d+)$")
 _STEP_LINE = re.compile(r"^Step (\d+) - ([^:\n]+): ", re.M)
 _REVIEW = re.compile(r"Step under review: (\d+)")
 _HALF = re.compile(r"lower half \(steps (\d+)-(\d+)\)")
 _FIELD = re.compile(r"^Mistake (agent|step|reason): (.*)$", re.M)
-_WORD = re.compile(r"[A-Za-z_]{4,}")
-_STOP = frozenset(
-    "that this with from have will were what which their there then than when into each "
-    "step result results value the and for".split()
-)
+_MERGE = re.compile(r"Schema A \(kept\):\n(.*?)\n\nSchema B \([^)]*\):\n(.*?)\n\nRewrite", re.S)
 DISTILL_MARKER = "Write an error schema"
+MERGE_MARKER = "Schema A (kept):"
 SCHEMA_MARKER = "ERROR SCHEMATA FOR GUIDANCE"
+SHIPPED_TRAIN = ""  # '' = the shipped split's train half
 
 Label = tuple[str, int, str]
 
@@ -43,59 +52,29 @@ def conversation(prompt: str) -> list[tuple[str, str]]:
     return steps
 
 
-def _mask(text: str) -> str:
-    return re.sub(r"\d+", "N", text)
-
-
-def key_phrases(text: str, exclude: str = "", limit: int = 10) -> list[str]:
-    """Distinctive lower-case words of `text` that do not occur in `exclude`."""
-    banned = {w.lower() for w in _WORD.findall(exclude)} | _STOP
-    words = [w.lower() for w in _WORD.findall(text)]
-    return [w for w in dict.fromkeys(words) if w not in banned][:limit]
-
-
-def rule_schema(
-    question: str, history: list[tuple[str, str]], agent: str, step: int, reason: str
-) -> str:
-    """A deterministic CORRECT-style schema (signatures, context, heuristics) of one failure."""
-    content = history[step][1] if 0 <= step < len(history) else ""
-    first_line = _mask(content.splitlines()[0] if content else "")
-    where = (
-        "the first step"
-        if step == 0
-        else ("the final step" if step == len(history) - 1 else f"step {step} of {len(history)}")
-    )
-    before = history[step - 1] if 0 < step <= len(history) else None
-    context = (
-        f'It follows {before[0]}: "{_mask(before[1].splitlines()[0])}".'
-        if before
-        else "It is the opening move of the conversation, before any tool is used."
-    )
-    phrases = key_phrases(content + " " + reason, exclude=question)
-    return (
-        f'Error Signatures: {agent} at {where} writes "{first_line}". '
-        f"Key phrases: {', '.join(phrases)}.\n"
-        f"Context Analysis: {context}\n"
-        f"Detection Heuristics: Ask whether {agent}'s step is supported by the earlier steps and "
-        f"tool outputs. Pattern: {_mask(reason)}\n"
-        f"Label: Agent Name: {agent}; Step Number: {step}; Reason: {reason}"
-    )
+def problem(prompt: str) -> str:
+    """The problem statement of a prompt ('' when it has none)."""
+    found = _PROBLEM.search(prompt)
+    return found.group(1).strip() if found else ""
 
 
 def _distill_reply(prompt: str) -> PolicyReply:
+    """A distiller prompt gets `rule_schema`; a merge prompt gets `merge_schemata`."""
+    merge = _MERGE.search(prompt)
+    if merge is not None:
+        return PolicyReply(text=merge_schemata(merge.group(1), merge.group(2)))
     fields = dict(_FIELD.findall(prompt))
-    question = re.search(r"^Problem: (.*)$", prompt, re.M)
     steps = conversation(prompt.split(DISTILL_MARKER)[0])
     step = int(fields.get("step", "0")) if fields.get("step", "").isdigit() else 0
     return PolicyReply(
         text=rule_schema(
-            question.group(1) if question else "",
-            steps,
-            fields.get("agent", ""),
-            step,
-            fields.get("reason", ""),
+            problem(prompt), steps, fields.get("agent", ""), step, fields.get("reason", "")
         )
     )
+
+
+def _distilling(prompt: str) -> bool:
+    return DISTILL_MARKER in prompt or MERGE_MARKER in prompt
 
 
 @lru_cache(maxsize=8)
@@ -146,7 +125,7 @@ def _answer(state: PolicyInput, pick: tuple[str, int, str]) -> PolicyReply:
 def correct_oracle(state: PolicyInput) -> PolicyReply:
     """Answers every CORRECT prompt with the gold label (from -M labels or the generator)."""
     prompt = state.last_user_text
-    if DISTILL_MARKER in prompt:
+    if _distilling(prompt):
         return _distill_reply(prompt)
     found = _ID.search(prompt)
     if not found:
@@ -159,7 +138,7 @@ def correct_oracle(state: PolicyInput) -> PolicyReply:
 def correct_first_step(state: PolicyInput) -> PolicyReply:
     """Always blames Step 0 and its agent (Yes at step 0, always the lower half)."""
     prompt = state.last_user_text
-    if DISTILL_MARKER in prompt:
+    if _distilling(prompt):
         return _distill_reply(prompt)
     steps = conversation(prompt)
     agent = steps[0][0] if steps else "unknown"
@@ -172,30 +151,75 @@ def correct_distiller(state: PolicyInput) -> PolicyReply:
     return _distill_reply(state.last_user_text)
 
 
-def _example_phrases(prompt: str) -> list[tuple[str, set[str]]]:
-    """(agent, key phrases) of each schema in the guidance block."""
+def guidance_checks(prompt: str) -> list[str]:
+    """The checks named by the schemata in a CORRECT prompt's guidance block, in check order."""
     block = prompt.split(SCHEMA_MARKER, 1)[1] if SCHEMA_MARKER in prompt else ""
-    found = []
-    for match in re.finditer(r"Error Signatures: (\S+) .*?Key phrases: ([^.\n]*)", block):
-        found.append((match.group(1), {p.strip() for p in match.group(2).split(",") if p}))
-    return found
+    named: set[str] = set()
+    for example in re.split(r"\n\nExample \d+:\n", block):
+        named |= set(schema_checks(example))
+    return [c for c in CHECKS if c in named]
+
+
+def _pick(prompt: str, checks: list[str], why: str) -> tuple[str, int, str]:
+    steps = conversation(prompt.split(SCHEMA_MARKER, 1)[0])
+    found = earliest(problem(prompt), steps, checks) if checks and steps else None
+    step = found if found is not None else 0
+    agent = steps[step][0] if steps else "unknown"
+    reason = f"{why} ({', '.join(checks)})" if found is not None else "no check fired: step 0"
+    return agent, step, reason
+
+
+def _checked(state: PolicyInput, checks: list[str] | None, why: str) -> PolicyReply:
+    """Distil or merge when asked; else blame the first step `checks` flag (None: the
+    checks the prompt's schemata name)."""
+    prompt = state.last_user_text
+    if _distilling(prompt):
+        return _distill_reply(prompt)
+    return _answer(state, _pick(prompt, guidance_checks(prompt) if checks is None else checks, why))
 
 
 @policy("correct_matcher")
 def correct_matcher(state: PolicyInput) -> PolicyReply:
-    """Blames the step whose words best match a retrieved schema's key phrases (else Step 0)."""
+    """Runs the checks the retrieved schemata name; blames the first step they flag (else 0)."""
+    return _checked(state, None, "first step a schema check flags")
+
+
+@policy("correct_checker")
+def correct_checker(state: PolicyInput) -> PolicyReply:
+    """Runs every check with no schema; blames the first step any flags (a reasoning ceiling)."""
+    return _checked(state, list(CHECKS), "first step a check flags")
+
+
+@lru_cache(maxsize=2)
+def surface_model(train: str = SHIPPED_TRAIN) -> SurfaceBaseline:
+    """The surface baseline trained on the train half of `train` ('' = the shipped split)."""
+    from docket.agents.mas.generate import split_for
+
+    path = train or str(_shipped())
+    rows = [
+        t
+        for t in read_trajectories(path)
+        if (t.metadata.get("split") or split_for(t.id)) == "train"
+    ]
+    return SurfaceBaseline().fit(
+        [[(s.name, s.content) for s in t.history] for t in rows], [t.mistake_step for t in rows]
+    )
+
+
+def _shipped() -> object:
+    from importlib.resources import files
+
+    return files("docket.benchmarks.correct").joinpath("data/mas_trajectories.jsonl.gz")
+
+
+@policy("correct_surface", args={"train": str})
+def correct_surface(state: PolicyInput) -> PolicyReply:
+    """The surface baseline (words and positions, trained on the train split) as a model."""
     prompt = state.last_user_text
-    if DISTILL_MARKER in prompt:
+    if _distilling(prompt):
         return _distill_reply(prompt)
     steps = conversation(prompt.split(SCHEMA_MARKER, 1)[0])
-    examples = _example_phrases(prompt)
-    best, best_score = 0, 0.0
-    for index, (agent, content) in enumerate(steps):
-        words = set(key_phrases(content, limit=1000))
-        for example_agent, phrases in examples:
-            overlap = len(words & phrases) / max(len(phrases), 1)
-            score = overlap + (0.25 if example_agent == agent and overlap else 0.0)
-            if score > best_score:
-                best, best_score = index, score
-    agent = steps[best][0] if steps else "unknown"
-    return _answer(state, (agent, best, "closest match to a retrieved schema"))
+    if not steps:
+        return PolicyReply(text="I don't know.")
+    step = surface_model(str(state.args.get("train", SHIPPED_TRAIN))).predict(steps)
+    return _answer(state, (steps[step][0], step, "surface baseline's likeliest step"))

@@ -3,16 +3,18 @@ CORRECT-Error files, or a Hugging Face dataset id (only when asked for, and only
 
 The shipped split (`data/mas_trajectories.jsonl.gz`) is 2 400 trajectories of
 `docket.agents.mas`, generated with seed 2026 and split in halves by a hash of the id
-(`split_for`).
+(`split_for`); a fifth of them form the long subset (60 steps or more, `tier=long`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
 from docket.agents.mas.generate import split_for
 from docket.agents.mas.records import Trajectory, TrajectoryError, parse_record, read_trajectories
+from docket.agents.mas.tasks import length_tier
 from docket.benchmarks.correct.prompts import render_history
 from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.dataset import Sample
@@ -21,6 +23,7 @@ SHIPPED = Path(__file__).parent / "data" / "mas_trajectories.jsonl.gz"
 #: Short names for the public datasets (Hugging Face ids).
 HF_ALIASES = {"whoandwhen": "Kevin355/Who_and_When", "correct-error": "yifanyu/CORRECT-Error"}
 SPLITS = ("train", "test", "all")
+TIERS = ("short", "medium", "long")
 
 
 def load_trajectories(data: str = "", hf_name: str = "", hf_split: str = "") -> list[Trajectory]:
@@ -56,10 +59,31 @@ def split_of(trajectory: Trajectory) -> str:
     return str(split) if split in ("train", "test") else split_for(trajectory.id)
 
 
-def select(trajectories: list[Trajectory], split: str, size: int = 0) -> list[Trajectory]:
-    """The trajectories of one split (`all` keeps every one), the first `size` when size > 0."""
-    chosen = [t for t in trajectories if split == "all" or split_of(t) == split]
+def tier_of(trajectory: Trajectory) -> str:
+    """The trajectory's `tier` field, else its length tier (short <= 15 < medium < 60 <= long)."""
+    tier = trajectory.metadata.get("tier")
+    return str(tier) if tier in TIERS else length_tier(len(trajectory.history))
+
+
+def select(
+    trajectories: list[Trajectory], split: str, size: int = 0, tier: str = "all"
+) -> list[Trajectory]:
+    """The trajectories of one split and tier (`all`: every one), the first `size` when > 0."""
+    chosen = [
+        t
+        for t in trajectories
+        if (split == "all" or split_of(t) == split) and (tier == "all" or tier_of(t) == tier)
+    ]
     return chosen[:size] if size > 0 else chosen
+
+
+def data_hash(trajectories: list[Trajectory]) -> str:
+    """A short fingerprint of a data set (ids, problems, logs and labels)."""
+    digest = hashlib.sha256()
+    for t in trajectories:
+        record = [t.id, t.question, [(s.name, s.content) for s in t.history]]
+        digest.update(json.dumps([*record, t.mistake_agent, t.mistake_step]).encode())
+    return digest.hexdigest()[:16]
 
 
 def to_sample(trajectory: Trajectory) -> Sample:
@@ -79,5 +103,6 @@ def to_sample(trajectory: Trajectory) -> Sample:
             "mistake_step": trajectory.mistake_step,
             "mistake_reason": trajectory.mistake_reason,
             "steps": len(trajectory.history),
+            "tier": tier_of(trajectory),
         },
     )

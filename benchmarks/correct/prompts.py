@@ -112,6 +112,17 @@ def distill_prompt(trajectory: Trajectory) -> str:
     )
 
 
+def merge_prompt(kept: str, new: str) -> str:
+    """CORRECT schema refinement: rewrite a kept schema with a new failure's schema."""
+    return (
+        f"Schema A (kept):\n{kept}\n\nSchema B (a new failure of the same kind):\n{new}\n\n"
+        "Rewrite schema A so that it also covers the failure of schema B: merge their error "
+        "signatures, keep the context that both share, and keep every detection heuristic "
+        "that would find either failure. Use the three sections Error Signatures, Context "
+        "Analysis and Detection Heuristics."
+    )
+
+
 SECTIONS = ("Error Signatures", "Context Analysis", "Detection Heuristics")
 
 
@@ -170,6 +181,26 @@ def parse_schema(text: str) -> dict[str, str]:
     return {s: found.get(s, "") for s in SECTIONS}
 
 
+#: Role names that mean the same agent (after normalisation).
+AGENT_ALIASES = {
+    "computer": "computerterminal",
+    "terminal": "computerterminal",
+    "calc": "calculator",
+    "filereader": "filesurfer",
+    "websearcher": "websurfer",
+    "human": "user",
+}
+
+
 def normalise_agent(name: str) -> str:
-    """Lower case, letters and digits only (so `Web Surfer`, `websurfer` and `WebSurfer` agree)."""
-    return re.sub(r"[^a-z0-9]", "", name.lower())
+    """A canonical agent name: no article, role suffix, case, spacing or punctuation.
+
+    `The Orchestrator`, `orchestrator (thought)`, `Orchestrator (-> WebSurfer)` and
+    `ORCHESTRATOR` agree; so do `Web Surfer`, `web_surfer` and `WebSurfer`, and the aliases in
+    `AGENT_ALIASES` (`Computer_terminal` and `ComputerTerminal`).
+    """
+    text = re.sub(r"\([^)]*\)", " ", name).strip().lower()
+    text = re.sub(r"^(?:the|an?)\s+", "", text)
+    text = re.sub(r"\s+agent$", "", text)
+    canonical = re.sub(r"[^a-z0-9]", "", text)
+    return AGENT_ALIASES.get(canonical, canonical)

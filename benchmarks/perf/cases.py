@@ -142,7 +142,7 @@ def schema_retrieval(quick: bool) -> Measurement:
         for trajectory in fit:
             schema = asyncio.run(distil(trajectory, "rules", 512))
             cache.add(schema, trajectory.id, key=query_text(trajectory))
-        documents = [f"{key}\n{schema}" for key, schema in cache.documents()]
+        documents = [key or schema for key, schema in cache.documents()]  # what docket indexes
         peer = bm25s.BM25(k1=1.5, b=0.75, method="lucene")
         peer.index([tokens(d) for d in documents], show_progress=False)
 

@@ -192,3 +192,53 @@ def test_localisation_value_is_a_consistent_zero_one_dict(
     assert value["joint"] == value["agent"] * value["step"]
     assert value["step"] <= value["step_within"]
     assert value["answered"] == float(agent is not None and step is not None)
+
+
+AGENTS = st.sampled_from(
+    ["Planner", "Orchestrator", "WebSurfer", "FileSurfer", "Calculator", "Coder", "Verifier", "x"]
+)
+FRAGMENTS = st.lists(
+    st.one_of(
+        st.sampled_from(
+            [
+                "Next speaker: Calculator. ",
+                "store as x. ",
+                "x = 5",
+                "Ashford",
+                "search_kb(entity='Ashford', attribute='population')\n",
+                '{"name": "Ashford", "facts": {"population": {"value": 7}}}\n',
+                "read_table('sales.csv', region='North')\n",
+                "year,region,Q1\n2024,North,5\n",
+                "calculate('1 + 2')\n= 4",
+                "1. Calculator: y = 2 * 3\n",
+                "FINAL ANSWER: 3",
+                "I confirm 4.",
+                "Verifier, please confirm 3.",
+                "i**2 for 1 <= i <= 9, 3 | i",
+                "range(1, 10) if i % 3 == 0",
+                "Q3 2024",
+            ]
+        ),
+        st.text(max_size=8),
+    ),
+    max_size=8,
+).map("".join)
+
+
+@settings(max_examples=150)
+@given(st.text(max_size=40), st.lists(st.tuples(AGENTS, FRAGMENTS), max_size=6))
+def test_step_checks_read_any_conversation(question: str, steps: list[tuple[str, str]]) -> None:
+    from docket.agents.mas.checks import CHECKS, flags
+
+    found = flags(question, steps)
+    assert len(found) == len(steps) and all(f <= set(CHECKS) for f in found)
+
+
+@settings(max_examples=150)
+@given(st.text(max_size=30))
+def test_agent_normalisation_is_idempotent_and_case_blind(name: str) -> None:
+    from docket.benchmarks.correct.prompts import normalise_agent
+
+    once = normalise_agent(name)
+    assert normalise_agent(once) == once
+    assert normalise_agent(name.upper()) == normalise_agent(name.lower()) or not name.isascii()

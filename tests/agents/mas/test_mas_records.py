@@ -34,7 +34,8 @@ def test_who_and_when_folder_with_string_step_and_role_only_entries(tmp_path: Pa
     assert trajectory.id == "abc"
     assert trajectory.mistake_step == 1
     assert [s.name for s in trajectory.history] == ["human", "Expert"]
-    assert trajectory.metadata == {"question_ID": "abc", "level": 1}
+    # a record read from a folder without a dataset field is labelled with the folder's name
+    assert trajectory.metadata == {"question_ID": "abc", "level": 1, "dataset": tmp_path.name}
 
 
 def test_correct_error_rows_with_groundtruth_key(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from docket.benchmarks.correct.cache import SchemaCache, cosine, signature, tokens
+from docket.benchmarks.correct.cache import CacheMismatch, SchemaCache, cosine, signature, tokens
 from inspect_ai._util.error import PrerequisiteError
 
 HALLUCINATION = (
@@ -86,9 +86,11 @@ def test_retrieval_ranks_excludes_own_origin_and_skips_zero_scores(
     cache.add(SLIP.format(n=1), "b", key="sum the sales")
     assert [h.entry.origin for h in cache.retrieve("sales calculator result", k=5)] == ["b"]
     assert cache.retrieve("sales calculator result", k=5, exclude_origin="b") == []
-    top = cache.retrieve("already know search calculator", k=1)
+    top = cache.retrieve("where were the sales", k=1)
     assert len(top) == 1 and top[0].score > 0
     assert cache.retrieve("anything", k=0) == []
+    # entries are ranked by the failure they came from (the key), not by schema words
+    assert cache.retrieve("already know search calculator", k=5) == []
 
 
 def test_the_cache_persists_on_disk(tmp_path: Path) -> None:
@@ -109,14 +111,15 @@ def test_bad_options_are_rejected(tmp_path: Path) -> None:
 
 
 def test_bm25_and_tfidf_scores_take_their_closed_form_values(tmp_path: Path) -> None:
-    # Two entries, tokens [alpha, beta] and [gamma]; query [alpha]. N = 2, df(alpha) = 1.
-    # BM25 as Lucene scores it (no (k1 + 1) factor; k1 = 1.5, b = 0.75): idf = ln(1 + 1.5 / 1.5)
-    # = ln 2, dl = 2, avgdl = 1.5: ln 2 / (1 + 1.5 * (0.25 + 0.75 * 2 / 1.5)) = ln 2 / 2.875.
+    # Two entries indexed by their keys: [alpha, beta] and (no key: the schema) [gamma]; query
+    # [alpha]. N = 2, df(alpha) = 1. BM25 as Lucene scores it (no (k1 + 1) factor; k1 = 1.5,
+    # b = 0.75): idf = ln(1 + 1.5 / 1.5) = ln 2, dl = 2, avgdl = 1.5:
+    # ln 2 / (1 + 1.5 * (0.25 + 0.75 * 2 / 1.5)) = ln 2 / 2.875.
     # TF-IDF: alpha and beta share one idf, so the cosine is 1 / sqrt(2).
     expected = {"bm25": math.log(2) / 2.875, "tfidf": 1 / math.sqrt(2)}
     for retriever, value in expected.items():
         cache = _cache(tmp_path, retriever, retriever=retriever)  # type: ignore[arg-type]
-        cache.add("beta", "a", key="alpha")
+        cache.add("delta", "a", key="alpha beta")
         cache.add("gamma", "b", key="")
         [hit] = cache.retrieve("alpha", k=5)
         assert hit.entry.origin == "a"
@@ -170,3 +173,72 @@ def test_embedding_retriever_ranks_by_the_best_matching_step(tmp_path: Path) -> 
     best = float((chunks @ embed([SLIP.format(n=1)])[0]).max())
     assert hits[0].score == pytest.approx(best, abs=1e-5)
     assert cache.retrieve(query, k=2, exclude_origin="b")[0].entry.origin == "a"
+
+
+CHECKED = (
+    "Error Signatures: WebSurfer in a tool report.\nContext Analysis: c\n"
+    "Detection Heuristics: Ask. Checks: {checks}.\n"
+    "Label: Agent Name: WebSurfer; Step Number: {step}; Reason: r"
+)
+
+
+def test_a_merge_rewrites_the_kept_schema_from_both(tmp_path: Path) -> None:
+    cache = _cache(tmp_path, delta=0.5)
+    cache.add(CHECKED.format(checks="tool_value (1)", step=2), "a")
+    assert cache.add(CHECKED.format(checks="tool_entity (1)", step=4), "b") == ("merged", 1)
+    [entry] = cache.entries()
+    assert "Checks: tool_value (1), tool_entity (1)." in entry.text
+    assert "Label: Agent Name: WebSurfer; Step Number: 2" in entry.text
+    assert "Also labelled: Agent Name: WebSurfer; Step Number: 4" in entry.text
+    assert cache.add(CHECKED.format(checks="tool_entity (1)", step=5), "c") == ("merged", 1)
+    assert "Checks: tool_entity (2), tool_value (1)." in cache.entries()[0].text
+    # merge=None keeps the old behaviour: only the source is recorded
+    plain = _cache(tmp_path, "plain", delta=0.5)
+    plain.add(CHECKED.format(checks="tool_value (1)", step=2), "a")
+    plain.add(CHECKED.format(checks="arithmetic (1)", step=3), "b", merge=None)
+    assert plain.entries()[0].text == CHECKED.format(checks="tool_value (1)", step=2)
+
+
+def test_the_identity_of_a_cache_file_is_checked(tmp_path: Path) -> None:
+    strict = {"mode": "strict", "split": "train", "data": "d1"}
+    cache = SchemaCache(tmp_path / "c.sqlite", identity=strict)
+    cache.add(SLIP.format(n=1), "a")
+    cache.close()
+    SchemaCache(tmp_path / "c.sqlite", identity=strict).close()  # same protocol: reused
+    SchemaCache(tmp_path / "c.sqlite").close()  # no identity asked: no check
+    leaky = {**strict, "mode": "transductive_leaks_labels", "split": "test"}
+    with pytest.raises(CacheMismatch) as raised:
+        SchemaCache(tmp_path / "c.sqlite", identity=leaky)
+    message = str(raised.value)
+    assert "\n" not in message
+    assert "data=d1, mode=strict, split=train" in message
+    assert "not data=d1, mode=transductive_leaks_labels, split=test" in message
+
+
+def test_retrieval_leaves_out_an_entry_that_holds_the_query_merged_in(tmp_path: Path) -> None:
+    cache = _cache(tmp_path)
+    cache.add(SLIP.format(n=1), "a", key="sales")
+    cache.add(SLIP.format(n=2), "b", key="other words")  # merged into entry 1 (origin a)
+    assert cache.owner("b") == 1
+    assert cache.retrieve("sales", k=5, exclude_origin="b") == []
+    assert [h.entry.id for h in cache.retrieve("sales", k=5, exclude_origin="z")] == [1]
+
+
+def test_hot_entries_are_replayed_on_their_sources_once_per_change(tmp_path: Path) -> None:
+    from docket.agents.mas.schema import Labelled
+
+    question = "What is 2 + 3?"
+    good = (
+        ("Planner", "Plan:\n1. Calculator: x = 2 + 3"),
+        ("Calculator", "calculate('2 + 3')\n= 6"),
+    )
+    source = Labelled(question, good, 1)
+    cache = _cache(tmp_path, delta=0.5, decay=1.0)
+    cache.add(CHECKED.format(checks="tool_value (1)", step=1), "a", labelled=source)
+    cache.add(CHECKED.format(checks="arithmetic (1)", step=1), "b", labelled=source)
+    assert cache.replay_hot(theta_hot=5.0) == []  # hotness 2 < 5
+    assert cache.replay_hot(theta_hot=2.0) == [1]
+    text = cache.entries()[0].text
+    # arithmetic finds the labelled step in both failures; tool_value flags nothing (harmless)
+    assert "Checks: arithmetic (replay 2/2), tool_value (replay 0/2)." in text
+    assert cache.replay_hot(theta_hot=2.0) == []  # unchanged since the last replay

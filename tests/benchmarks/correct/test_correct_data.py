@@ -1,16 +1,21 @@
-"""The shipped split: size, compression, reproducibility from the seed, coverage."""
+"""The shipped split: size, tiers, reproducibility, coverage, and no give-aways."""
 
 from __future__ import annotations
 
 import pytest
+from docket.agents.mas.baselines import KeywordRule, SurfaceBaseline
 from docket.agents.mas.generate import SPLIT_SEED, make_trajectory
 from docket.agents.mas.taxonomy import ERROR_TYPES
-from docket.benchmarks.correct.dataset import SHIPPED, load_trajectories, select
+from docket.benchmarks.correct.dataset import SHIPPED, load_trajectories, select, tier_of
 from docket.benchmarks.correct.prompts import correct_prompt
 from inspect_ai.model import ChatMessageUser, get_model
 
 
-def test_shipped_split_is_large_small_and_covers_the_taxonomy() -> None:
+def _steps(trajectory: object) -> list[tuple[str, str]]:
+    return [(s.name, s.content) for s in trajectory.history]  # type: ignore[attr-defined]
+
+
+def test_shipped_split_is_large_small_and_covers_the_taxonomy_and_tiers() -> None:
     trajectories = load_trajectories()
     assert len(trajectories) >= 2000
     assert SHIPPED.stat().st_size < 5 * 1024 * 1024
@@ -20,10 +25,17 @@ def test_shipped_split_is_large_small_and_covers_the_taxonomy() -> None:
         "multihop",
         "table",
         "code",
+        "composite",
     }
     assert len(select(trajectories, "train")) + len(select(trajectories, "test")) == len(
         trajectories
     )
+    lengths = [len(t.history) for t in trajectories]
+    assert min(lengths) >= 8 and max(lengths) >= 60
+    long = select(trajectories, "all", tier="long")
+    assert len(long) >= 400 and all(len(t.history) >= 60 for t in long)
+    assert all(tier_of(t) == t.metadata["tier"] for t in trajectories)
+    assert len({t.mistake_agent for t in trajectories}) >= 6
 
 
 def test_shipped_records_are_reproduced_from_the_seed() -> None:
@@ -33,14 +45,39 @@ def test_shipped_records_are_reproduced_from_the_seed() -> None:
         assert again == trajectory
 
 
+@pytest.mark.slow
+def test_every_shipped_record_is_regenerated_and_counterfactually_confirmed() -> None:
+    # make_trajectory keeps a trajectory only when `confirm` accepts its fault, so regenerating
+    # every record byte for byte re-runs the replay of every shipped label
+    for index, trajectory in enumerate(load_trajectories()):
+        assert make_trajectory(SPLIT_SEED, index, str(trajectory.metadata["split"])) == trajectory
+
+
+def test_no_reasoning_baselines_stay_near_blaming_step_zero() -> None:
+    """Item 1 of issue 14: words and positions do not give the mistake away."""
+    everything = load_trajectories()
+    train, test = select(everything, "train"), select(everything, "test")
+    first = sum(t.mistake_step == 0 for t in test) / len(test)
+    conversations, labels = [_steps(t) for t in train], [t.mistake_step for t in train]
+    surface = SurfaceBaseline().fit(conversations, labels)
+    keyword = KeywordRule().fit(conversations, labels)
+    surface_score = sum(surface.predict(_steps(t)) == t.mistake_step for t in test) / len(test)
+    keyword_score = sum(keyword.predict(_steps(t)) == t.mistake_step for t in test) / len(test)
+    assert 0.05 < first < 0.2  # blaming step 0 is a real baseline, not zero
+    assert surface_score <= first + 0.05, (surface_score, first)
+    assert keyword_score <= first, (keyword_score, first, keyword.phrases)
+
+
 @pytest.mark.parametrize("with_schema", [True, False])
-async def test_matcher_follows_the_retrieved_schema(with_schema: bool) -> None:
+async def test_matcher_runs_the_checks_the_retrieved_schema_names(with_schema: bool) -> None:
     trajectory = next(
-        t for t in load_trajectories() if t.metadata["error_type"] == "hallucinated_fact"
+        t
+        for t in load_trajectories()
+        if t.metadata["error_type"] == "calculation_slip" and t.mistake_step > 0
     )
     schema = (
-        "Error Signatures: WebSurfer at step 4 writes x. Key phrases: already, know, needed.\n"
-        "Context Analysis: c\nDetection Heuristics: h"
+        "Error Signatures: Calculator in a calculation at step 4 of 9: x. Exposed by: "
+        "arithmetic.\nContext Analysis: c\nDetection Heuristics: Ask: h. Checks: arithmetic (1)."
     )
     prompt = correct_prompt(trajectory, [schema] if with_schema else [], with_gt=False)
     model = get_model("docket/scripted", policy="correct_matcher", memoize=False)

@@ -10,6 +10,7 @@ from docket.benchmarks.correct.prompts import (
     all_at_once_prompt,
     distill_prompt,
     half_prompt,
+    normalise_agent,
     parse_half,
     parse_localisation,
     parse_schema,
@@ -71,12 +72,43 @@ def test_parse_schema_sections_in_markdown() -> None:
 
 def test_score_values_exact() -> None:
     assert localisation_value("web surfer", 5, "WebSurfer", 4, tolerance=1) == {
-        "agent": 1.0,
         "step": 0.0,
+        "agent": 1.0,
         "step_within": 1.0,
         "joint": 0.0,
         "answered": 1.0,
     }
+    assert list(localisation_value("a", 1, "a", 1, 0)) == [
+        "step",
+        "agent",
+        "step_within",
+        "joint",
+        "answered",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("said", "gold"),
+    [
+        ("The Orchestrator", "Orchestrator"),
+        ("Orchestrator (thought)", "Orchestrator"),
+        ("Orchestrator (-> WebSurfer)", "orchestrator"),
+        ("ORCHESTRATOR agent", "Orchestrator"),
+        ("Web Surfer", "WebSurfer"),
+        ("web_surfer", "WebSurfer"),
+        ("a Verification Expert", "Verification_Expert"),
+        ("Computer terminal", "ComputerTerminal"),
+        ("computer", "Computer_terminal"),
+    ],
+)
+def test_agent_names_are_normalised(said: str, gold: str) -> None:
+    assert normalise_agent(said) == normalise_agent(gold)
+    assert localisation_value(said, 3, gold, 3, tolerance=0)["joint"] == 1.0
+
+
+def test_different_agents_stay_different() -> None:
+    assert normalise_agent("Orchestrator") != normalise_agent("WebSurfer")
+    assert normalise_agent("Theodore") == "theodore"  # an article is a whole word only
     assert localisation_value(None, 4, "WebSurfer", 4, tolerance=0)["answered"] == 0.0
     assert localisation_value("Coder", 2, "WebSurfer", 4, tolerance=1)["step_within"] == 0.0
 

