@@ -50,7 +50,7 @@ def test_cli_audit_of_refuser_with_roles_and_epochs(tmp_path: Path) -> None:
         (anchor_audit, {"max_turns": 0}, "anchor_audit: -T max_turns=0 must be at least 1"),
         (anchor_audit, {"compact_after": "x"}, "-T compact_after='x' must be int, got str"),
         (anchor_direct, {"emulator": "yes"}, "-T emulator='yes' must be bool, got str"),
-        (anchor_direct, {"sandbox": "vm"}, "anchor_direct: unknown sandbox kind 'vm'"),
+        (anchor_direct, {"sandbox": "vm"}, "anchor_direct: -T sandbox='vm' is not a sandbox kind"),
         (anchor_direct, {"categories": "nope"}, "anchor_direct: unknown categories ['nope']"),
         (anchor_audit, {"categories": 3}, "-T categories=3 must be str, got int"),
         (anchor_direct, {"scenarios": "/no/such.jsonl"}, "cannot read scenarios"),

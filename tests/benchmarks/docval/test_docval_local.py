@@ -58,16 +58,18 @@ def test_a_text_teacher_given_the_page_image_stops_with_one_line(text_checkpoint
 def test_the_demo_runs_docval_on_text_models(
     task: str, text_checkpoint: Path, tmp_path: Path
 ) -> None:
-    from docket.demo import DEMO_TASK_ARGS, _eval_set
+    from docket.suite import load_preset, plan, run_plan
 
-    model = get_model(f"docket/local/{text_checkpoint}")
+    preset = load_preset("offline")
+    [item] = plan(preset, tmp_path, tasks=[task], models=[f"docket/local/{text_checkpoint}"])
+    item.eval_args.update(limit=1, max_tokens=4)
     # eval_set leaves its last model active in the calling context; run it in a copy so later
     # tasks built outside an eval do not see it
-    ran = copy_context().run(_eval_set, task, [model], tmp_path, "none", limit=1, max_tokens=4)
-    assert ran
-    [info] = list_eval_logs(str(tmp_path))
+    ran, problems = copy_context().run(run_plan, [item], None, "none")
+    assert ran, problems
+    [info] = list_eval_logs(str(item.log_dir))
     log = read_eval_log(info)
     assert log.status == "success"
-    assert log.eval.task_args | DEMO_TASK_ARGS[task] == log.eval.task_args
+    assert log.eval.task_args | preset.task_args[task] == log.eval.task_args
     mode = (log.eval.metadata or {})["mode"]
     assert mode == ("layout_text" if task.endswith("grounding") else "teacher")
