@@ -8,6 +8,7 @@ The shipped split (`data/mas_trajectories.jsonl.gz`) is 2 400 trajectories of
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from pathlib import Path
@@ -26,11 +27,17 @@ SPLITS = ("train", "test", "all")
 TIERS = ("short", "medium", "long")
 
 
+@functools.lru_cache(maxsize=1)
+def _shipped() -> tuple[Trajectory, ...]:
+    """The shipped trajectories, parsed once per process (they are frozen dataclasses)."""
+    return tuple(read_trajectories(SHIPPED))
+
+
 def load_trajectories(data: str = "", hf_name: str = "", hf_split: str = "") -> list[Trajectory]:
     """Trajectories from `data`: '' (shipped split), a file or folder, or `hf:<id or alias>`."""
     try:
         if not data:
-            return read_trajectories(SHIPPED)
+            return list(_shipped())
         if data.startswith("hf:"):
             return load_hf(data[3:], hf_name, hf_split or "train")
         return read_trajectories(data)
