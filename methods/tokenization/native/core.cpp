@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <queue>
 
 namespace incbpe {
@@ -100,6 +102,7 @@ std::vector<CanonicalRule> MergeTable::canonical_rules() const {
     // depend on its context), so every other rule producing it is dropped.
     std::vector<CanonicalRule> out;
     std::vector<u32> seq;
+    std::vector<std::pair<u32, u32>> pair;
     for (u32 id = 0; id < tokens_.size(); ++id) {
         const std::string& t = tokens_[id];
         if (t.size() < 2 || t.size() > MAX_TOKEN_BYTES) continue;
@@ -115,23 +118,31 @@ std::vector<CanonicalRule> MergeTable::canonical_rules() const {
         }
         if (!ok) continue;
         u32 last_pre = NONE, last_suc = NONE, last_priority = NONE;
+        // pair[i]: (priority, result) of seq[i], seq[i + 1]; updated around each merge
+        pair.resize(seq.size() - 1);
+        auto look = [&](size_t i) {
+            u32 pr = NONE, res = NONE;
+            if (!lookup(seq[i], seq[i + 1], &pr, &res)) pr = NONE;
+            pair[i] = {pr, res};
+        };
+        for (size_t i = 0; i + 1 < seq.size(); ++i) look(i);
         while (seq.size() > 1) {
-            u32 best = NONE, best_res = NONE;
+            u32 best = NONE;
             size_t at = 0;
-            for (size_t i = 0; i + 1 < seq.size(); ++i) {
-                u32 pr, res;
-                if (lookup(seq[i], seq[i + 1], &pr, &res) && pr < best) {
-                    best = pr;
-                    best_res = res;
+            for (size_t i = 0; i < pair.size(); ++i)
+                if (pair[i].first < best) {
+                    best = pair[i].first;
                     at = i;
                 }
-            }
             if (best == NONE) break;
             last_pre = seq[at];
             last_suc = seq[at + 1];
             last_priority = best;
-            seq[at] = best_res;
+            seq[at] = pair[at].second;
             seq.erase(seq.begin() + at + 1);
+            pair.erase(pair.begin() + at);
+            if (at > 0) look(at - 1);
+            if (at + 1 < seq.size()) look(at);
         }
         if (seq.size() == 1 && seq[0] == id && last_priority != NONE)
             out.push_back({id, last_pre, last_suc, last_priority});
@@ -174,9 +185,18 @@ Vocabulary::Vocabulary(const std::vector<std::string>& tokens, const std::vector
         }
         add_node(r.token, pre, suc, r.priority);
     }
+    auto t0 = std::chrono::steady_clock::now();
     build_forest();
+    auto t1 = std::chrono::steady_clock::now();
     build_automaton();
+    auto t2 = std::chrono::steady_clock::now();
     build_candidate_trees();
+    auto t3 = std::chrono::steady_clock::now();
+    if (std::getenv("INCBPE_PROFILE")) {
+        auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
+        std::fprintf(stderr, "forest %.0f ms, automaton %.0f ms, candidate trees %.0f ms\n",
+                     ms(t0, t1), ms(t1, t2), ms(t2, t3));
+    }
 }
 
 void Vocabulary::build_forest() {
@@ -228,35 +248,44 @@ void Vocabulary::build_automaton() {
     // Trie of the canonical tokens, then breadth-first suffix links and full transition rows.
     // A row is 16 tiles of 16 targets; a state shares its suffix-link state's tiles and copies
     // only those where it has trie children of its own.
-    std::unordered_map<u64, u32> edge;  // (state << 8 | byte) -> child
     std::vector<u32> terminal{NONE};
     std::vector<u16> depth{0};
     std::vector<u32> parent{NONE};
     std::vector<u8> via{0};
     std::vector<std::vector<std::pair<u8, u32>>> kids(1);
+    u32 root_child[256];
+    std::fill(std::begin(root_child), std::end(root_child), NONE);
     for (u32 x = 0; x < node_id_.size(); ++x) {
         const std::string& t = tokens_[node_id_[x]];
         u32 s = 0;
-        for (char c : t) {
-            u64 key = (u64(s) << 8) | u8(c);
-            auto it = edge.find(key);
-            if (it == edge.end()) {
-                u32 child = u32(terminal.size());
-                edge.emplace(key, child);
+        for (char ch : t) {
+            u8 c = u8(ch);
+            u32 next = NONE;
+            if (s == 0) {
+                next = root_child[c];
+            } else {
+                for (auto [b, child] : kids[s])
+                    if (b == c) {
+                        next = child;
+                        break;
+                    }
+            }
+            if (next == NONE) {
+                next = u32(terminal.size());
                 terminal.push_back(NONE);
                 depth.push_back(u16(depth[s] + 1));
                 parent.push_back(s);
-                via.push_back(u8(c));
-                kids.push_back({});
-                kids[s].push_back({u8(c), child});
-                s = child;
-            } else {
-                s = it->second;
+                via.push_back(c);
+                kids.emplace_back();
+                kids[s].push_back({c, next});
+                if (s == 0) root_child[c] = next;
             }
+            s = next;
         }
         terminal[s] = x;
     }
     size_t states = terminal.size();
+    auto prof_trie = std::chrono::steady_clock::now();
     std::vector<u32> fail(states, 0);
     state_tiles_.assign(states, {});
     state_longest_.assign(states, NONE);
@@ -293,6 +322,9 @@ void Vocabulary::build_automaton() {
         }
         for (auto [b, child] : kids[s]) order.push_back(child);
     }
+    if (std::getenv("INCBPE_PROFILE"))
+        std::fprintf(stderr, "automaton: rows after trie %.0f ms\n",
+                     std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - prof_trie).count());
     // the canonical suffix chain of each node (for its candidate tree)
     node_state_.assign(node_id_.size(), 0);
     for (u32 s = 1; s < states; ++s)

@@ -558,6 +558,7 @@ static PyObject* mod_rules_from_ranks(PyObject*, PyObject* arg) {
             for (u32 r = 0; r < tokens.size(); ++r)
                 if (!tokens[r].empty()) rank.emplace(tokens[r], r);
             std::vector<std::pair<size_t, size_t>> parts;  // [start, end) in the token
+            std::vector<u32> pair;
             for (u32 r = 0; r < tokens.size(); ++r) {
                 const std::string& t = tokens[r];
                 if (t.size() < 2 || t.size() > MAX_TOKEN_BYTES) continue;
@@ -571,22 +572,28 @@ static PyObject* mod_rules_from_ranks(PyObject*, PyObject* arg) {
                 bool atoms = true;
                 for (auto& p : parts) atoms &= rank_of(p.first, p.second) != NONE;
                 if (!atoms) continue;
+                // pair[i]: rank of parts[i] + parts[i + 1]; only the merged pair's neighbours
+                // change after a merge
+                pair.resize(parts.size() - 1);
+                for (size_t i = 0; i + 1 < parts.size(); ++i)
+                    pair[i] = rank_of(parts[i].first, parts[i + 1].second);
                 u32 left = NONE, right = NONE;
                 while (parts.size() > 1) {
                     u32 best = NONE;
                     size_t at = 0;
-                    for (size_t i = 0; i + 1 < parts.size(); ++i) {
-                        u32 m = rank_of(parts[i].first, parts[i + 1].second);
-                        if (m < best) {
-                            best = m;
+                    for (size_t i = 0; i < pair.size(); ++i)
+                        if (pair[i] < best) {
+                            best = pair[i];
                             at = i;
                         }
-                    }
                     if (best == NONE) break;
                     left = rank_of(parts[at].first, parts[at].second);
                     right = rank_of(parts[at + 1].first, parts[at + 1].second);
                     parts[at].second = parts[at + 1].second;
                     parts.erase(parts.begin() + at + 1);
+                    pair.erase(pair.begin() + at);
+                    if (at > 0) pair[at - 1] = rank_of(parts[at - 1].first, parts[at].second);
+                    if (at + 1 < parts.size()) pair[at] = rank_of(parts[at].first, parts[at + 1].second);
                 }
                 if (parts.size() == 1 && rank_of(0, t.size()) == r) rules.push_back({left, right, r});
             }
