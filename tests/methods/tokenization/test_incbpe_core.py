@@ -8,7 +8,6 @@ import math
 import random
 import time
 
-import pytest
 from docket.methods.tokenization import oracle
 from docket.methods.tokenization._native import native
 from docket.methods.tokenization.properize import ImproperMergeList, is_proper, pack, properize
