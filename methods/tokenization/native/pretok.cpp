@@ -295,14 +295,14 @@ void Pipeline::encode_one(const u8* data, size_t size, std::vector<u32>& out,
     for (size_t k = first; k < out.size(); ++k) any |= out[k] == UNKNOWN;
     if (!any) return;
     size_t w = first;
+    bool previous_unknown = false;
     for (size_t k = first; k < out.size(); ++k) {
-        if (out[k] != UNKNOWN) {
+        bool unknown = out[k] == UNKNOWN;
+        if (!unknown)
             out[w++] = out[k];
-        } else if (options_.unknown_id != NONE) {
-            bool fused = options_.fuse_unknown && w > first && out[w - 1] == options_.unknown_id &&
-                         k > first && out[k - 1] == UNKNOWN;
-            if (!fused) out[w++] = options_.unknown_id;
-        }
+        else if (options_.unknown_id != NONE && !(options_.fuse_unknown && previous_unknown))
+            out[w++] = options_.unknown_id;
+        previous_unknown = unknown;
     }
     out.resize(w);
 }
