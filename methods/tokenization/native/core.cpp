@@ -195,6 +195,10 @@ Vocabulary::Vocabulary(const std::vector<std::string>& tokens, const std::vector
     build_automaton();
     auto t2 = std::chrono::steady_clock::now();
     build_candidate_trees();
+    info_.resize(node_id_.size());
+    for (u32 x = 0; x < node_id_.size(); ++x)
+        info_[x] = {range_lo_[x], range_hi_[x], fid_[x], node_id_[x], cd_root_[x], node_len_[x],
+                    suc_len_[x]};
     auto t3 = std::chrono::steady_clock::now();
     if (std::getenv("INCBPE_PROFILE")) {
         auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
@@ -291,18 +295,17 @@ void Vocabulary::build_automaton() {
     size_t states = terminal.size();
     auto prof_trie = std::chrono::steady_clock::now();
     std::vector<u32> fail(states, 0);
-    state_tiles_.assign(states, {});
-    state_longest_.assign(states, NONE);
-    state_depth_ = depth;
+    states_.assign(states, State{{}, NONE, 0});
+    for (size_t s = 0; s < states; ++s) states_[s].depth = depth[s];
     tiles_.clear();
     // root: 16 tiles of its own, every byte leads back to the root unless a child exists
     for (int h = 0; h < 16; ++h) {
         std::array<u32, 16> tile;
         tile.fill(0);
-        state_tiles_[0][h] = u32(tiles_.size());
+        states_[0].tiles[h] = u32(tiles_.size());
         tiles_.push_back(tile);
     }
-    for (auto [b, child] : kids[0]) tiles_[state_tiles_[0][b >> 4]][b & 15] = child;
+    for (auto [b, child] : kids[0]) tiles_[states_[0].tiles[b >> 4]][b & 15] = child;
     std::vector<u32> order{0};
     order.reserve(states);
     for (size_t head = 0; head < order.size(); ++head) {
@@ -310,19 +313,19 @@ void Vocabulary::build_automaton() {
         if (s != 0) {
             u32 f = parent[s] == 0 ? 0 : delta(fail[parent[s]], via[s]);
             fail[s] = f;
-            state_tiles_[s] = state_tiles_[f];
+            states_[s].tiles = states_[f].tiles;
             bool own[16] = {false};
             for (auto [b, child] : kids[s]) {
                 int h = b >> 4;
                 if (!own[h]) {
-                    std::array<u32, 16> copy = tiles_[state_tiles_[s][h]];
-                    state_tiles_[s][h] = u32(tiles_.size());
+                    std::array<u32, 16> copy = tiles_[states_[s].tiles[h]];
+                    states_[s].tiles[h] = u32(tiles_.size());
                     tiles_.push_back(copy);
                     own[h] = true;
                 }
-                tiles_[state_tiles_[s][h]][b & 15] = child;
+                tiles_[states_[s].tiles[h]][b & 15] = child;
             }
-            state_longest_[s] = terminal[s] != NONE ? terminal[s] : state_longest_[f];
+            states_[s].longest = terminal[s] != NONE ? terminal[s] : states_[f].longest;
         }
         for (auto [b, child] : kids[s]) order.push_back(child);
     }
@@ -335,7 +338,7 @@ void Vocabulary::build_automaton() {
         if (terminal[s] != NONE) node_state_[terminal[s]] = s;
     shorter_suffix_.assign(node_id_.size(), NONE);
     for (u32 x = 0; x < node_id_.size(); ++x)
-        shorter_suffix_[x] = state_longest_[fail[node_state_[x]]];
+        shorter_suffix_[x] = states_[fail[node_state_[x]]].longest;
 }
 
 void Vocabulary::build_candidate_trees() {
@@ -410,7 +413,8 @@ void Vocabulary::build_candidate_trees() {
             }
             removed[centroid] = 1;
             u32 me = u32(cnodes_.size());
-            cnodes_.push_back({members[centroid], NONE, 0, 0});
+            u32 cn = members[centroid];
+            cnodes_.push_back({range_lo_[cn], range_hi_[cn], cn, NONE, 0, 0, suc_len_[cn], node_len_[cn]});
             u32 parent_side = NONE;
             if (tree_parent[centroid] != NONE && !removed[tree_parent[centroid]])
                 parent_side = build(tree_parent[centroid]);
@@ -425,7 +429,7 @@ void Vocabulary::build_candidate_trees() {
                       [](const CChild& a, const CChild& b) { return a.lo < b.lo; });
             cnodes_[me].parent_side = parent_side;
             cnodes_[me].child_begin = u32(cchildren_.size());
-            cnodes_[me].child_count = u32(kids.size());
+            cnodes_[me].child_count = u16(kids.size());
             cchildren_.insert(cchildren_.end(), kids.begin(), kids.end());
             return me;
         };
@@ -435,36 +439,36 @@ void Vocabulary::build_candidate_trees() {
 
 template <class FidAt>
 u32 Vocabulary::last_token(u32 x, size_t p, const FidAt& fid_at) const {
-    if (pre_[x] == NONE) return x;
+    const NodeInfo& nx = info_[x];
+    if (nx.suc_len == 0) return x;
     // Fast path: the longest token ending here is itself the last token (most bytes of text).
-    u32 w = fid_at(p - suc_len_[x]);
-    if (range_lo_[x] <= w && w < range_hi_[x]) return x;
+    u32 w = fid_at(p - nx.suc_len);
+    if (nx.lo <= w && w < nx.hi) return x;
     // Otherwise the answer is the deepest node of the valid root path of x's candidate tree.
-    u32 cur = cd_root_[x];
+    u32 cur = nx.cd_root;
     for (;;) {
         ++centroid_steps;
         const CNode& c = cnodes_[cur];
-        u32 y = c.node;
         bool valid = true;
-        if (pre_[y] != NONE) {
-            u32 v = fid_at(p - suc_len_[y]);
-            valid = range_lo_[y] <= v && v < range_hi_[y];
+        if (c.suc_len != 0) {
+            u32 v = fid_at(p - c.suc_len);
+            valid = c.lo <= v && v < c.hi;
         }
         if (!valid) {
-            if (c.parent_side == NONE) return y;  // cannot happen for a normalised dictionary
+            if (c.parent_side == NONE) return c.node;  // cannot happen when normalised
             cur = c.parent_side;
             continue;
         }
-        if (c.child_count == 0) return y;
-        // all children of y share suc = y: one value decides which (at most one) is valid
-        u32 v = fid_at(p - node_len_[y]);
+        if (c.child_count == 0) return c.node;
+        // all children of the centroid share suc = it: one value decides which (at most one)
+        u32 v = fid_at(p - c.len);
         const CChild* begin = cchildren_.data() + c.child_begin;
         const CChild* end = begin + c.child_count;
         const CChild* it =
             std::upper_bound(begin, end, v, [](u32 value, const CChild& k) { return value < k.lo; });
-        if (it == begin) return y;
+        if (it == begin) return c.node;
         --it;
-        if (v >= it->hi) return y;
+        if (v >= it->hi) return c.node;
         cur = it->target;
     }
 }
@@ -485,7 +489,7 @@ void Vocabulary::encode_piece(const u8* data, size_t size, std::vector<u32>& out
     for (size_t i = 0; i < size; ++i) {
         size_t p = i + 1;
         state = delta(state, data[i]);
-        u32 x = state_longest_[state];
+        u32 x = states_[state].longest;
         if (x == NONE) {
             tok[p] = UNKNOWN;
             len[p] = 1;
@@ -494,10 +498,10 @@ void Vocabulary::encode_piece(const u8* data, size_t size, std::vector<u32>& out
             state = 0;
             continue;
         }
-        u32 a = last_token(x, p, fid_at);
-        tok[p] = node_id_[a];
-        len[p] = node_len_[a];
-        fid[p] = fid_[a];
+        const NodeInfo& a = info_[last_token(x, p, fid_at)];
+        tok[p] = a.id;
+        len[p] = a.len;
+        fid[p] = a.fid;
     }
     size_t first = out.size();
     for (size_t p = size; p > 0; p -= len[p]) out.push_back(tok[p]);
@@ -508,8 +512,8 @@ size_t Vocabulary::memory_bytes() const {
     size_t total = 0;
     for (const auto& t : tokens_) total += t.size() + sizeof(std::string);
     total += node_of_id_.size() * 4 + node_id_.size() * (4 + 2 + 2 + 4 * 3 + 4 * 3 + 8);
-    total += state_tiles_.size() * sizeof(state_tiles_[0]) + tiles_.size() * sizeof(tiles_[0]);
-    total += state_longest_.size() * 4 + state_depth_.size() * 2;
+    total += states_.size() * sizeof(State) + tiles_.size() * sizeof(tiles_[0]);
+    total += info_.size() * sizeof(NodeInfo);
     total += cd_root_.size() * 4 + cnodes_.size() * sizeof(CNode) + cchildren_.size() * sizeof(CChild);
     return total;
 }
@@ -571,7 +575,7 @@ void Stream::step(u8 byte) {
     const Vocabulary& v = *vocab_;
     size_t p = last_tok_.size();  // the new prefix length
     u32 s = v.delta(state_, byte);
-    u32 x = v.state_longest_[s];
+    u32 x = v.states_[s].longest;
     size_t depth;
     if (x == NONE) {  // a byte no token contains: a hard boundary
         last_tok_.push_back(UNKNOWN);
@@ -584,12 +588,12 @@ void Stream::step(u8 byte) {
         size_t segment = segment_start_;
         const u32* fid = last_fid_.data();
         auto fid_at = [segment, fid](size_t q) { return q <= segment ? NONE : fid[q]; };
-        u32 a = v.last_token(x, p, fid_at);
-        last_tok_.push_back(v.node_id_[a]);
-        last_len_.push_back(v.node_len_[a]);
-        last_fid_.push_back(v.fid_[a]);
+        const Vocabulary::NodeInfo& a = v.info_[v.last_token(x, p, fid_at)];
+        last_tok_.push_back(a.id);
+        last_len_.push_back(a.len);
+        last_fid_.push_back(a.fid);
         state_ = s;
-        depth = v.state_depth_[s];
+        depth = v.states_[s].depth;
     }
     if (!eager_) return;
     alive_.push_back(0);

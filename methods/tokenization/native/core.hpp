@@ -129,7 +129,7 @@ class Vocabulary {
 
     size_t n_ids() const { return tokens_.size(); }
     size_t n_canonical() const { return node_id_.size(); }
-    size_t n_states() const { return state_tiles_.size(); }
+    size_t n_states() const { return states_.size(); }
     size_t n_tiles() const { return tiles_.size(); }
     size_t n_candidate_nodes() const { return cnodes_.size(); }
     size_t max_token_bytes() const { return max_len_; }
@@ -141,7 +141,24 @@ class Vocabulary {
 
    private:
     friend class Stream;
-    u32 delta(u32 state, u8 byte) const { return tiles_[state_tiles_[state][byte >> 4]][byte & 15]; }
+    // hot-path records: what one step reads about a node, a state or a centroid sits together
+    struct NodeInfo {
+        u32 lo, hi, fid, id, cd_root;
+        u16 len, suc_len;  // suc_len 0: a single byte
+    };
+    struct State {
+        std::array<u32, 16> tiles;
+        u32 longest;  // longest canonical token that is a suffix (node or NONE)
+        u32 depth;
+    };
+    struct CNode {
+        u32 lo, hi;  // the centroid's validity range
+        u32 node, parent_side, child_begin;
+        u16 child_count, suc_len, len;
+    };
+    u32 delta(u32 state, u8 byte) const {
+        return tiles_[states_[state].tiles[byte >> 4]][byte & 15];
+    }
     // the last token (node) of BPE(prefix of length p), given the longest token x ending there
     template <class FidAt>
     u32 last_token(u32 x, size_t p, const FidAt& fid_at) const;
@@ -162,14 +179,10 @@ class Vocabulary {
     std::vector<u32> node_state_;      // node -> its automaton state
     std::vector<u32> shorter_suffix_;  // node -> longest canonical proper suffix (or NONE)
     // Aho-Corasick automaton
-    std::vector<std::array<u32, 16>> state_tiles_;
+    std::vector<State> states_;
     std::vector<std::array<u32, 16>> tiles_;
-    std::vector<u32> state_longest_;  // longest canonical token that is a suffix (node or NONE)
-    std::vector<u16> state_depth_;
+    std::vector<NodeInfo> info_;
     // centroid-decomposed candidate trees
-    struct CNode {
-        u32 node, parent_side, child_begin, child_count;
-    };
     struct CChild {
         u32 lo, hi, target;
     };
