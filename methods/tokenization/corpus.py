@@ -15,18 +15,23 @@ from pathlib import Path
 PATHOLOGICAL = ("a", "space", "ab", "letters")
 
 
-@lru_cache(maxsize=1)
-def stdlib_files() -> list[Path]:
-    """The standard library's `.py` files in a fixed order (site-packages excluded)."""
+@lru_cache(maxsize=2)
+def stdlib_files(installed: bool = False) -> list[Path]:
+    """The standard library's `.py` files (its tests and site-packages excluded), or with
+    `installed` the installed packages' (site-packages), in a fixed order."""
+    if installed:
+        root = Path(sysconfig.get_paths()["purelib"])
+        return sorted(p for p in root.rglob("*.py") if "test" not in p.parts)
     root = Path(sysconfig.get_paths()["stdlib"])
     return sorted(p for p in root.rglob("*.py") if not {"site-packages", "test"} & set(p.parts))
 
 
-def stdlib_text(size: int, skip: int = 0) -> str:
-    """About `size` characters of standard-library source, starting after `skip` files."""
+def stdlib_text(size: int, skip: int = 0, installed: bool = False) -> str:
+    """About `size` characters of Python source, starting after `skip` files (`installed`:
+    from site-packages instead of the standard library)."""
     parts: list[str] = []
     total = 0
-    for path in stdlib_files()[skip:]:
+    for path in stdlib_files(installed)[skip:]:
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
@@ -52,17 +57,22 @@ def pathological(kind: str, size: int, seed: int = 0) -> str:
     raise ValueError(f"unknown pathological input {kind!r} (accepted: {', '.join(PATHOLOGICAL)})")
 
 
-def _training_lines(size: int) -> Iterator[str]:
-    yield from stdlib_text(size).splitlines()
+def _training_lines(size: int, installed: bool) -> Iterator[str]:
+    yield from stdlib_text(size, installed=installed).splitlines()
     rng = random.Random(0)
     for _ in range(2000):  # runs of repeated characters give long tokens ('a' x 64 ...)
         yield rng.choice("aaaab= -#*0") * rng.randint(1, 64)
 
 
 def train_byte_level_bpe(
-    folder: Path, vocab_size: int = 4000, corpus_chars: int = 400_000, use_regex: bool = True
+    folder: Path,
+    vocab_size: int = 4000,
+    corpus_chars: int = 400_000,
+    use_regex: bool = True,
+    installed: bool = False,
 ) -> Path:
-    """Train a byte-level BPE with HF's `BpeTrainer` and save `tokenizer.json` in `folder`."""
+    """Train a byte-level BPE with HF's `BpeTrainer` and save `tokenizer.json` in `folder`
+    (on standard-library sources, or with `installed` on site-packages sources)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     bpe = Tokenizer(models.BPE())
@@ -75,7 +85,7 @@ def train_byte_level_bpe(
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
-    bpe.train_from_iterator(_training_lines(corpus_chars), trainer)
+    bpe.train_from_iterator(_training_lines(corpus_chars, installed), trainer)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "tokenizer.json"
     bpe.save(str(path))

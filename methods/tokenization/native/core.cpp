@@ -4,11 +4,38 @@
 
 #include <algorithm>
 #include <chrono>
+#include <new>
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
 #include <cstdio>
 #include <cstdlib>
 #include <queue>
 
 namespace incbpe {
+
+constexpr size_t HUGE_PAGE = size_t(2) << 20;
+
+void* huge_alloc(size_t bytes) {
+    if (bytes < (size_t(1) << 20)) {
+        void* p = ::operator new(bytes);
+        return p;
+    }
+    size_t rounded = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+    void* p = std::aligned_alloc(HUGE_PAGE, rounded);
+    if (!p) throw std::bad_alloc();
+#ifdef MADV_HUGEPAGE
+    madvise(p, rounded, MADV_HUGEPAGE);
+#endif
+    return p;
+}
+
+void huge_free(void* p, size_t bytes) noexcept {
+    if (bytes < (size_t(1) << 20))
+        ::operator delete(p);
+    else
+        std::free(p);
+}
 
 namespace {
 
@@ -295,8 +322,9 @@ void Vocabulary::build_automaton() {
     size_t states = terminal.size();
     auto prof_trie = std::chrono::steady_clock::now();
     std::vector<u32> fail(states, 0);
-    states_.assign(states, State{{}, NONE, 0});
-    for (size_t s = 0; s < states; ++s) states_[s].depth = depth[s];
+    states_.assign(states, State{});
+    longest_.assign(states, NONE);
+    depth_.assign(depth.begin(), depth.end());
     tiles_.clear();
     // root: 16 tiles of its own, every byte leads back to the root unless a child exists
     for (int h = 0; h < 16; ++h) {
@@ -325,7 +353,7 @@ void Vocabulary::build_automaton() {
                 }
                 tiles_[states_[s].tiles[h]][b & 15] = child;
             }
-            states_[s].longest = terminal[s] != NONE ? terminal[s] : states_[f].longest;
+            longest_[s] = terminal[s] != NONE ? terminal[s] : longest_[f];
         }
         for (auto [b, child] : kids[s]) order.push_back(child);
     }
@@ -338,7 +366,7 @@ void Vocabulary::build_automaton() {
         if (terminal[s] != NONE) node_state_[terminal[s]] = s;
     shorter_suffix_.assign(node_id_.size(), NONE);
     for (u32 x = 0; x < node_id_.size(); ++x)
-        shorter_suffix_[x] = states_[fail[node_state_[x]]].longest;
+        shorter_suffix_[x] = longest_[fail[node_state_[x]]];
 }
 
 void Vocabulary::build_candidate_trees() {
@@ -414,7 +442,8 @@ void Vocabulary::build_candidate_trees() {
             removed[centroid] = 1;
             u32 me = u32(cnodes_.size());
             u32 cn = members[centroid];
-            cnodes_.push_back({range_lo_[cn], range_hi_[cn], cn, NONE, 0, 0, suc_len_[cn], node_len_[cn]});
+            cnodes_.push_back(
+                {range_lo_[cn], range_hi_[cn], cn, NONE, 0, 0, NONE, 0, 0, suc_len_[cn], node_len_[cn]});
             u32 parent_side = NONE;
             if (tree_parent[centroid] != NONE && !removed[tree_parent[centroid]])
                 parent_side = build(tree_parent[centroid]);
@@ -430,6 +459,11 @@ void Vocabulary::build_candidate_trees() {
             cnodes_[me].parent_side = parent_side;
             cnodes_[me].child_begin = u32(cchildren_.size());
             cnodes_[me].child_count = u16(kids.size());
+            if (kids.size() == 1) {
+                cnodes_[me].child_lo = kids[0].lo;
+                cnodes_[me].child_hi = kids[0].hi;
+                cnodes_[me].child_target = kids[0].target;
+            }
             cchildren_.insert(cchildren_.end(), kids.begin(), kids.end());
             return me;
         };
@@ -442,10 +476,11 @@ u32 Vocabulary::last_token(u32 x, size_t p, const FidAt& fid_at) const {
     const NodeInfo& nx = info_[x];
     if (nx.suc_len == 0) return x;
     // Fast path: the longest token ending here is itself the last token (most bytes of text).
+    u32 cur = nx.cd_root;
+    __builtin_prefetch(&cnodes_[cur]);  // the slow path's first read, overlapped
     u32 w = fid_at(p - nx.suc_len);
     if (nx.lo <= w && w < nx.hi) return x;
     // Otherwise the answer is the deepest node of the valid root path of x's candidate tree.
-    u32 cur = nx.cd_root;
     for (;;) {
         ++centroid_steps;
         const CNode& c = cnodes_[cur];
@@ -462,6 +497,11 @@ u32 Vocabulary::last_token(u32 x, size_t p, const FidAt& fid_at) const {
         if (c.child_count == 0) return c.node;
         // all children of the centroid share suc = it: one value decides which (at most one)
         u32 v = fid_at(p - c.len);
+        if (c.child_count == 1) {
+            if (v < c.child_lo || v >= c.child_hi) return c.node;
+            cur = c.child_target;
+            continue;
+        }
         const CChild* begin = cchildren_.data() + c.child_begin;
         const CChild* end = begin + c.child_count;
         const CChild* it =
@@ -474,37 +514,48 @@ u32 Vocabulary::last_token(u32 x, size_t p, const FidAt& fid_at) const {
 }
 
 void Vocabulary::encode_piece(const u8* data, size_t size, std::vector<u32>& out,
-                              std::vector<u32>& tok, std::vector<u16>& len,
-                              std::vector<u32>& fid) const {
+                              std::vector<u32>& node, std::vector<u16>& /*unused*/,
+                              std::vector<u32>& ring) const {
+    // One pass over the bytes storing only each prefix's last token (as a node); the forest
+    // ids the validity checks read lie at most one token length back, so they live in a small
+    // ring buffer. The tokenization is the chain of last tokens from the end.
     if (size == 0) return;
-    if (tok.size() < size + 1) {
-        tok.resize(size + 1);
-        len.resize(size + 1);
-        fid.resize(size + 1);
-    }
-    fid[0] = NONE;
+    if (node.size() < size + 1) node.resize(size + 1);
+    size_t window = 1;
+    while (window < size_t(max_len_) + 2) window <<= 1;
+    if (ring.size() < window) ring.resize(window);
+    size_t mask = window - 1;
+    ring[0] = NONE;
     size_t segment = 0;
     u32 state = 0;
-    auto fid_at = [&](size_t q) { return q <= segment ? NONE : fid[q]; };
+    const u32* fids = ring.data();
+    auto fid_at = [&](size_t q) { return q <= segment ? NONE : fids[q & mask]; };
     for (size_t i = 0; i < size; ++i) {
         size_t p = i + 1;
         state = delta(state, data[i]);
-        u32 x = states_[state].longest;
+        u32 x = longest_[state];
         if (x == NONE) {
-            tok[p] = UNKNOWN;
-            len[p] = 1;
-            fid[p] = NONE;
+            node[p] = NONE;
+            ring[p & mask] = NONE;
             segment = p;
             state = 0;
             continue;
         }
-        const NodeInfo& a = info_[last_token(x, p, fid_at)];
-        tok[p] = a.id;
-        len[p] = a.len;
-        fid[p] = a.fid;
+        u32 a = last_token(x, p, fid_at);
+        node[p] = a;
+        ring[p & mask] = info_[a].fid;
     }
     size_t first = out.size();
-    for (size_t p = size; p > 0; p -= len[p]) out.push_back(tok[p]);
+    for (size_t p = size; p > 0;) {
+        u32 a = node[p];
+        if (a == NONE) {
+            out.push_back(UNKNOWN);
+            p -= 1;
+        } else {
+            out.push_back(info_[a].id);
+            p -= info_[a].len;
+        }
+    }
     std::reverse(out.begin() + first, out.end());
 }
 
@@ -513,6 +564,7 @@ size_t Vocabulary::memory_bytes() const {
     for (const auto& t : tokens_) total += t.size() + sizeof(std::string);
     total += node_of_id_.size() * 4 + node_id_.size() * (4 + 2 + 2 + 4 * 3 + 4 * 3 + 8);
     total += states_.size() * sizeof(State) + tiles_.size() * sizeof(tiles_[0]);
+    total += longest_.size() * 4 + depth_.size() * 2;
     total += info_.size() * sizeof(NodeInfo);
     total += cd_root_.size() * 4 + cnodes_.size() * sizeof(CNode) + cchildren_.size() * sizeof(CChild);
     return total;
@@ -575,7 +627,7 @@ void Stream::step(u8 byte) {
     const Vocabulary& v = *vocab_;
     size_t p = last_tok_.size();  // the new prefix length
     u32 s = v.delta(state_, byte);
-    u32 x = v.states_[s].longest;
+    u32 x = v.longest_[s];
     size_t depth;
     if (x == NONE) {  // a byte no token contains: a hard boundary
         last_tok_.push_back(UNKNOWN);
@@ -593,7 +645,7 @@ void Stream::step(u8 byte) {
         last_len_.push_back(a.len);
         last_fid_.push_back(a.fid);
         state_ = s;
-        depth = v.states_[s].depth;
+        depth = v.depth_[s];
     }
     if (!eager_) return;
     alive_.push_back(0);

@@ -40,6 +40,29 @@ constexpr u32 NONE = 0xFFFFFFFFu;
 constexpr u32 UNKNOWN = 0xFFFFFFFFu;
 constexpr size_t MAX_TOKEN_BYTES = 65535;  // lengths are stored as u16
 
+// Allocator for the large lookup tables: blocks of a megabyte or more are 2 MB-aligned and
+// marked for transparent huge pages, so the automaton and the candidate trees (tens of MB for a
+// 200k vocabulary) cost a few TLB entries instead of thousands; under virtualisation a TLB miss
+// costs about a microsecond, which would dominate the per-byte latency.
+void* huge_alloc(size_t bytes);
+void huge_free(void* p, size_t bytes) noexcept;
+
+template <class T>
+struct HugeAllocator {
+    using value_type = T;
+    HugeAllocator() = default;
+    template <class U>
+    HugeAllocator(const HugeAllocator<U>&) {}
+    T* allocate(size_t n) { return static_cast<T*>(huge_alloc(n * sizeof(T))); }
+    void deallocate(T* p, size_t n) noexcept { huge_free(p, n * sizeof(T)); }
+    template <class U>
+    bool operator==(const HugeAllocator<U>&) const { return true; }
+    template <class U>
+    bool operator!=(const HugeAllocator<U>&) const { return false; }
+};
+template <class T>
+using HugeVector = std::vector<T, HugeAllocator<T>>;
+
 struct Rule {
     u32 left, right, result;  // token ids; the priority is the rule's index
 };
@@ -104,12 +127,12 @@ class Stream {
     bool finished_ = false;
     u32 state_ = 0;
     size_t segment_start_ = 0;
-    std::vector<u32> last_tok_;  // per prefix length: the last token's id
-    std::vector<u16> last_len_;  // ... and its length in bytes
-    std::vector<u32> last_fid_;  // ... and its forest pre-order id (NONE: no token)
+    HugeVector<u32> last_tok_;  // per prefix length: the last token's id
+    HugeVector<u16> last_len_;  // ... and its length in bytes
+    HugeVector<u32> last_fid_;  // ... and its forest pre-order id (NONE: no token)
     // eager emitter: alive-children count and sum of alive children per position
-    std::vector<u32> alive_;
-    std::vector<u64> child_sum_;
+    HugeVector<u32> alive_;
+    HugeVector<u64> child_sum_;
     size_t frontier_lo_ = 0;
     size_t root_ = 0;
     size_t max_pending_ = 0;
@@ -146,14 +169,14 @@ class Vocabulary {
         u32 lo, hi, fid, id, cd_root;
         u16 len, suc_len;  // suc_len 0: a single byte
     };
-    struct State {
+    struct alignas(64) State {  // one cache line per automaton state
         std::array<u32, 16> tiles;
-        u32 longest;  // longest canonical token that is a suffix (node or NONE)
-        u32 depth;
     };
     struct CNode {
         u32 lo, hi;  // the centroid's validity range
-        u32 node, parent_side, child_begin;
+        u32 node, parent_side;
+        u32 child_lo, child_hi, child_target;  // its only child component, kept inline
+        u32 child_begin;                       // else: its children in cchildren_
         u16 child_count, suc_len, len;
     };
     u32 delta(u32 state, u8 byte) const {
@@ -179,16 +202,18 @@ class Vocabulary {
     std::vector<u32> node_state_;      // node -> its automaton state
     std::vector<u32> shorter_suffix_;  // node -> longest canonical proper suffix (or NONE)
     // Aho-Corasick automaton
-    std::vector<State> states_;
-    std::vector<std::array<u32, 16>> tiles_;
-    std::vector<NodeInfo> info_;
+    HugeVector<State> states_;
+    HugeVector<u32> longest_;  // state -> longest canonical token that is a suffix (or NONE)
+    HugeVector<u16> depth_;    // state -> length of its string
+    HugeVector<std::array<u32, 16>> tiles_;
+    HugeVector<NodeInfo> info_;
     // centroid-decomposed candidate trees
     struct CChild {
         u32 lo, hi, target;
     };
     std::vector<u32> cd_root_;  // node -> index into cnodes_
-    std::vector<CNode> cnodes_;
-    std::vector<CChild> cchildren_;
+    HugeVector<CNode> cnodes_;
+    HugeVector<CChild> cchildren_;
 };
 
 }  // namespace incbpe

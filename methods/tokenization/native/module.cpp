@@ -161,10 +161,12 @@ static PyObject* Vocab_encode(VocabObject* self, PyObject* arg) {
     if (!b.get(arg)) return nullptr;
     std::vector<u32> out;
     if (!without_gil([&] {
-            std::vector<u32> tok, fid;
-            std::vector<u16> len;
+            // per-thread scratch: a fresh multi-megabyte buffer per call would page-fault
+            static thread_local std::vector<u32> node, ring;
+            static thread_local std::vector<u16> unused;
             out.reserve(b.size() / 3 + 8);
-            v->encode_piece(b.data(), b.size(), out, tok, len, fid);
+            v->encode_piece(b.data(), b.size(), out, node, unused, ring);
+            if (node.size() > (size_t(64) << 20)) std::vector<u32>().swap(node);
         }))
         return nullptr;
     return id_list(out);
