@@ -42,15 +42,35 @@ INCBPE = Extension(
 class OptionalBuildExt(build_ext):
     """Build the native core if a C++17 compiler works; otherwise one line, and go on."""
 
+    failed: set = set()
+
     def build_extension(self, ext: Extension) -> None:
         try:
             super().build_extension(ext)
         except Exception as error:  # CompileError, LinkError, a missing compiler executable
+            self.failed.add(ext.name)
             reason = (str(error).splitlines() or [type(error).__name__])[0][:160]
             sys.stderr.write(
                 f"docket: native tokenizer core {ext.name} not built ({reason}); install g++ "
                 "(C++17) and reinstall to use docket.methods.tokenization\n"
             )
+
+    def _built_only(self, step, *args):  # type: ignore[no-untyped-def]
+        everything = self.extensions
+        self.extensions = [e for e in everything if e.name not in self.failed]
+        try:
+            return step(*args)
+        finally:
+            self.extensions = everything
+
+    def copy_extensions_to_source(self) -> None:
+        self._built_only(super().copy_extensions_to_source)
+
+    def get_outputs(self) -> list:
+        return self._built_only(super().get_outputs)
+
+    def get_output_mapping(self) -> dict:
+        return self._built_only(super().get_output_mapping)
 
 
 # docket.egg-info in the repo root would shadow the installed metadata whenever the root is on
