@@ -171,6 +171,7 @@ def _load_pretrained(spec: CheckpointSpec) -> LoadedModel:
     )
     model.to(spec.device)
     model.eval()
+    tokenizer: Any
     if spec.tokenizer and spec.tokenizer != INCBPE:
         tokenizer = AutoTokenizer.from_pretrained(spec.tokenizer, local_files_only=True)
     else:

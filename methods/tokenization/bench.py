@@ -17,6 +17,7 @@ import struct
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -168,21 +169,15 @@ def bpe_pathological(s: Setup, sizes: tuple[int, ...], peer_limit: int) -> dict[
             data = text.encode()
             reps = 9 if size <= 100_000 else 5
             expected = s.ours_whole.encode_bytes(data)
-            row["ours"].append(
-                median_seconds(lambda d=data: s.ours_whole.vocab.encode(d), reps, cpu=True)
-            )
+            row["ours"].append(median_seconds(partial(s.ours_whole.vocab.encode, data), reps, True))
             if size <= peer_limit:
                 _same(kind, expected, s.hf_whole.encode(text).ids)
                 _same(kind, expected, s.tiktoken_whole.encode_ordinary(text))
                 peer_reps = 3 if size >= 100_000 else reps
-                row["hf"].append(
-                    median_seconds(lambda t=text: s.hf_whole.encode(t), peer_reps, cpu=True)
-                )
-                row["tiktoken"].append(
-                    median_seconds(
-                        lambda t=text: s.tiktoken_whole.encode_ordinary(t), peer_reps, cpu=True
-                    )
-                )
+                hf = partial(s.hf_whole.encode, text)
+                row["hf"].append(median_seconds(hf, peer_reps, True))
+                peer = partial(s.tiktoken_whole.encode_ordinary, text)
+                row["tiktoken"].append(median_seconds(peer, peer_reps, True))
         for impl in ("ours", "hf", "tiktoken"):
             times = row[impl]
             row[f"{impl}_exponent"] = fitted_exponent(list(sizes[: len(times)]), times)

@@ -17,7 +17,9 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 from .corpus import stdlib_text
 from .tokenizer import Tokenizer
@@ -69,11 +71,7 @@ def pairs(folder: Path) -> dict[str, Check]:
         peer = tiktoken.Encoding(
             name, pat_str=QUICKTOK_PATTERNS[name], mergeable_ranks=ranks, special_tokens=specials
         )
-        ours = Tokenizer.from_quicktok(name)  # type: ignore[arg-type]
-        checks[f"{name} vs tiktoken"] = lambda t, o=ours, p=peer: (
-            o.encode(t),
-            p.encode_ordinary(t),
-        )
+        checks[f"{name} vs tiktoken"] = partial(_pair, Tokenizer.from_quicktok(name), peer)
     whole = s.ours_whole
 
     def prefixes(t: str) -> tuple[list[int], list[int]]:
@@ -93,6 +91,10 @@ def pairs(folder: Path) -> dict[str, Check]:
     checks["BPE-only: every prefix + eager"] = prefixes
     checks["BPE-only vs HF"] = lambda t: (whole.encode(t), s.hf_whole.encode(t).ids)
     return checks
+
+
+def _pair(ours: Tokenizer, peer: Any, text: str) -> tuple[list[int], list[int]]:
+    return ours.encode(text), list(peer.encode_ordinary(text))
 
 
 def run_corpus(checks: dict[str, Check], text: str, report: Report) -> None:

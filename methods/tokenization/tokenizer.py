@@ -99,7 +99,7 @@ class Tokenizer:
         return cls(from_tiktoken_ranks(mergeable_ranks, pattern, special_tokens, name))
 
     @classmethod
-    def from_quicktok(cls, name: Literal["cl100k_base", "o200k_base"]) -> Tokenizer:
+    def from_quicktok(cls, name: str) -> Tokenizer:
         """cl100k_base / o200k_base from the ranks shipped by `quicktok-v1`."""
         return cls(from_quicktok(name))
 

@@ -44,7 +44,7 @@ def quicktok_pair(name: str) -> tuple[Any, Tokenizer]:
     peer = tiktoken.Encoding(
         name, pat_str=QUICKTOK_PATTERNS[name], mergeable_ranks=ranks, special_tokens=specials
     )
-    return peer, Tokenizer.from_quicktok(name)  # type: ignore[arg-type]
+    return peer, Tokenizer.from_quicktok(name)
 
 
 @pytest.fixture(scope="session")
