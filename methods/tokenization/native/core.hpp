@@ -158,6 +158,8 @@ class Vocabulary {
     size_t max_token_bytes() const { return max_len_; }
     size_t memory_bytes() const;
     bool canonical(u32 id) const { return id < node_of_id_.size() && node_of_id_[id] != NONE; }
+    // whether some token holds this byte (a single-byte token exists)
+    bool known_byte(u8 byte) const { return longest_[delta(0, byte)] != NONE; }
     const std::string& token_bytes(u32 id) const { return tokens_[id]; }
     // Search-step counters of the last `step` (for the O(log^2 t) bound test).
     mutable u64 centroid_steps = 0;

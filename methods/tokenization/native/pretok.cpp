@@ -280,6 +280,28 @@ Pipeline::Pipeline(const Vocabulary& vocab, PipelineOptions options)
 void Pipeline::encode_one(const u8* data, size_t size, std::vector<u32>& out,
                           std::vector<u32>& tok, std::vector<u16>& len,
                           std::vector<u32>& fid) const {
+    if (options_.unknown_id == NONE) {
+        // HF without an unknown token drops such bytes before merging, so their neighbours
+        // can still merge across them
+        size_t k = 0;
+        while (k < size && vocab_->known_byte(data[k])) ++k;
+        if (k < size) {
+            std::string kept(reinterpret_cast<const char*>(data), k);
+            for (; k < size; ++k)
+                if (vocab_->known_byte(data[k])) kept.push_back(char(data[k]));
+            size_t first = out.size();
+            vocab_->encode_piece(reinterpret_cast<const u8*>(kept.data()), kept.size(), out, tok,
+                                 len, fid);
+            if (out.size() - first > 1 && kept.size() <= whole_max_) {
+                auto it = whole_.find(kept);
+                if (it != whole_.end()) {
+                    out.resize(first);
+                    out.push_back(it->second);
+                }
+            }
+            return;
+        }
+    }
     size_t first = out.size();
     vocab_->encode_piece(data, size, out, tok, len, fid);
     if (out.size() - first > 1 && size <= whole_max_) {

@@ -68,8 +68,9 @@ def test_lone_surrogates_become_replacement_characters(cl100k: tuple[Any, Tokeni
 
 
 def test_bytes_outside_the_vocabulary_follow_hf(tmp_path: Path) -> None:
-    """A vocabulary without byte fallback: unknown bytes are dropped, or become the unknown
-    token (fused when fuse_unk), exactly as HF tokenizers does."""
+    """A vocabulary without byte fallback: unknown bytes are dropped before merging (their
+    neighbours still merge), or become the unknown token (fused when fuse_unk), exactly as HF
+    tokenizers does; the bytes API keeps them as -1 boundaries."""
     from tokenizers import Tokenizer as HFTokenizer
     from tokenizers import decoders, models, pre_tokenizers, trainers
 
@@ -80,7 +81,7 @@ def test_bytes_outside_the_vocabulary_follow_hf(tmp_path: Path) -> None:
         trainer = trainers.BpeTrainer(vocab_size=80, special_tokens=["<unk>"], show_progress=False)
         bpe.train_from_iterator(["aab abab bba aaa bbb"] * 10, trainer)
         tok = Tokenizer.from_tokenizer_json(json.loads(bpe.to_str()))
-        for text in ("abc", "xyz ab zz", "ab日本 ab", "ü", ""):
+        for text in ("abc", "xyz ab zz", "ab日本 ab", "ü", "", "axb", "a\x16b zaab"):
             assert tok.encode(text) == bpe.encode(text).ids, (unk, fuse, text)
     assert tok.encode_bytes(b"axb") == [tok.encode("a")[0], -1, tok.encode("b")[0]]
 
