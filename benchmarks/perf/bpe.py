@@ -50,51 +50,40 @@ def _rate(size: int, seconds: float) -> str:
     return f"{size / seconds / MB:.1f} MB/s"
 
 
-def bpe_step(quick: bool) -> Measurement | Skipped:
-    if missing := _prerequisites("bpe_step"):
+def _paired(name: str, quick: bool, peer: str, target: float) -> Measurement | Skipped:
+    """A case whose two sides come from `bench.<name>` and alternate under paired_medians."""
+    if missing := _prerequisites(name):
         return missing
     from docket.methods.tokenization import bench
 
-    s = _setup(quick)
-    ours, theirs, facts = bench.bpe_step(s)
+    ours, theirs, facts = getattr(bench, name)(_setup(quick))
     repeats = 3 if quick else 7
     docket_s, peer_s = paired_medians(ours, theirs, repeats)
     size = facts["bytes"]
+    if name == "bpe_step":
+        operation = f"BPE of {facts['pieces']} GPT-2 pieces ({size / MB:.1f} MB text), 50k vocab"
+        extra = ""
+    else:
+        operation = f"encode {size / MB:.1f} MB text (GPT-2 split + BPE), 50k vocab"
+        extra = f"; HF tokenizers {_rate(size, facts['hf_s'])}"
     return Measurement(
-        "bpe_step",
-        f"BPE of {facts['pieces']} GPT-2 pieces ({size / MB:.1f} MB text), 50k vocab",
-        "HF tokenizers (pre-split words)",
+        name,
+        operation,
+        peer,
         docket_s,
         peer_s,
-        target=1 / 3,
+        target=target,
         repeats=repeats,
-        note=f"{_rate(size, docket_s)} vs {_rate(size, peer_s)}; identical ids checked",
+        note=f"{_rate(size, docket_s)} vs {_rate(size, peer_s)}{extra}; identical ids checked",
     )
+
+
+def bpe_step(quick: bool) -> Measurement | Skipped:
+    return _paired("bpe_step", quick, "HF tokenizers (pre-split words)", 1 / 3)
 
 
 def bpe_pipeline(quick: bool) -> Measurement | Skipped:
-    if missing := _prerequisites("bpe_pipeline"):
-        return missing
-    from docket.methods.tokenization import bench
-
-    s = _setup(quick)
-    ours, theirs, facts = bench.bpe_pipeline(s)
-    repeats = 3 if quick else 7
-    docket_s, peer_s = paired_medians(ours, theirs, repeats)
-    size = facts["bytes"]
-    return Measurement(
-        "bpe_pipeline",
-        f"encode {size / MB:.1f} MB text (GPT-2 split + BPE), 50k vocab",
-        "tiktoken encode_ordinary",
-        docket_s,
-        peer_s,
-        target=1.0,
-        repeats=repeats,
-        note=(
-            f"{_rate(size, docket_s)} vs {_rate(size, peer_s)}; HF tokenizers "
-            f"{_rate(size, facts['hf_s'])}; identical ids checked"
-        ),
-    )
+    return _paired("bpe_pipeline", quick, "tiktoken encode_ordinary", 1.0)
 
 
 def bpe_pathological(quick: bool) -> Measurement | Skipped:

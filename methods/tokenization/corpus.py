@@ -9,6 +9,7 @@ import sysconfig
 from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 #: Pathological inputs of the paper and the digest: runs of one character, of spaces, 'abab'
 #: and random letters (one huge piece for a regex pre-tokenizer).
@@ -104,3 +105,23 @@ def smollm2_tokenizer_json(folder: Path) -> Path:
     path = folder / "tokenizer.json"
     tokenizer.backend_tokenizer.save(str(path))
     return path
+
+
+#: Characters that stress the split patterns: contractions in both cases, the long s, digits
+#: of several scripts, newlines, combining marks, titlecase and modifier letters, odd spaces.
+TRICKY = "aZ' sStTlLvVeErRdDmMſ\n\r\t 0123٣¹/.!?-_\u0301\u00e9日本語ǅʰ\u2028\xa0<|>"
+
+
+def adversarial_strings(max_size: int = 60) -> Any:
+    """A hypothesis strategy of random and adversarial strings (hypothesis imported here)."""
+    from hypothesis import strategies as st
+
+    return st.one_of(
+        st.text(max_size=max_size),
+        st.text(alphabet=TRICKY, max_size=max_size),
+        st.builds(lambda c, n: c * n, st.sampled_from(list(TRICKY)), st.integers(0, 400)),
+        st.lists(
+            st.sampled_from(["'s", "'LL", " ", "\n", "  ", "abc", "ABC", "123", "!!", "\r\n"])
+        ).map("".join),
+        st.binary(max_size=max_size).map(lambda b: b.decode("utf-8", "replace")),
+    )

@@ -21,7 +21,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from .corpus import stdlib_text
+from .corpus import adversarial_strings, stdlib_text
 from .tokenizer import Tokenizer
 
 Check = Callable[[str], tuple[list[int], list[int]]]
@@ -112,18 +112,8 @@ def run_corpus(checks: dict[str, Check], text: str, report: Report) -> None:
 
 def run_strings(checks: dict[str, Check], examples: int, report: Report) -> None:
     from hypothesis import HealthCheck, given, settings
-    from hypothesis import strategies as st
 
-    tricky = "aZ' sStTlLvVeErRdDmMſ\n\r\t 0123٣¹/.!?-_\u0301\u00e9日本語ǅʰ\u2028\xa0<|>"
-    strings = st.one_of(
-        st.text(max_size=80),
-        st.text(alphabet=tricky, max_size=80),
-        st.builds(lambda c, n: c * n, st.sampled_from(list(tricky)), st.integers(0, 400)),
-        st.lists(
-            st.sampled_from(["'s", "'LL", " ", "\n", "  ", "abc", "ABC", "123", "!!", "\r\n"])
-        ).map("".join),
-        st.binary(max_size=60).map(lambda b: b.decode("utf-8", "replace")),
-    )
+    strings = adversarial_strings(80)
 
     @settings(
         max_examples=examples,

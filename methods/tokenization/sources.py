@@ -11,7 +11,6 @@ import json
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
@@ -93,23 +92,11 @@ def split_kind(pattern: str | None, flavour: str = "tiktoken") -> SplitKind:
     return "regex" if flavour == "hf" and kind == "cl100k" else kind
 
 
-@lru_cache(maxsize=1)
-def byte_to_unicode() -> dict[int, str]:
-    """GPT-2's reversible byte -> printable character map used by byte-level BPE vocabularies."""
-    printable = [*range(ord("!"), ord("~") + 1), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
-    chars = list(printable)
-    extra = 0
-    for b in range(256):
-        if b not in printable:
-            printable.append(b)
-            chars.append(256 + extra)
-            extra += 1
-    return {b: chr(c) for b, c in zip(printable, chars, strict=True)}
-
-
-@lru_cache(maxsize=1)
 def unicode_to_byte() -> dict[str, int]:
-    return {c: b for b, c in byte_to_unicode().items()}
+    """GPT-2's printable character -> byte table of byte-level BPE vocabularies."""
+    from ..decoding.output import _byte_decoder
+
+    return _byte_decoder()
 
 
 def _token_bytes(text: str) -> bytes | None:

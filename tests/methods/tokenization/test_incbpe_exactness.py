@@ -9,22 +9,12 @@ from typing import Any
 
 import pytest
 from docket.methods.tokenization._native import native
-from docket.methods.tokenization.corpus import pathological, stdlib_text
+from docket.methods.tokenization.corpus import adversarial_strings, pathological, stdlib_text
 from docket.methods.tokenization.sources import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN
 from docket.methods.tokenization.tokenizer import Tokenizer
 from hypothesis import example, given, settings
-from hypothesis import strategies as st
 
-#: Characters that stress the split patterns: contractions, case, digits, newlines, marks.
-TRICKY = "aZ' sStTlLvVeErRdDmMſ\n\r\t 0123٣¹/.!?-_ \u0301\u00e9日本語ǅʰ\u2028\xa0"
-adversarial = st.one_of(
-    st.text(max_size=60),
-    st.text(alphabet=TRICKY, max_size=60),
-    st.builds(lambda c, n: c * n, st.sampled_from(list(TRICKY)), st.integers(0, 300)),
-    st.lists(
-        st.sampled_from(["'s", "'LL", " ", "\n", "  ", "abc", "ABC", "123", "!!", "\r\n"])
-    ).map("".join),
-)
+adversarial = adversarial_strings()
 TEXT = stdlib_text(120_000, skip=400)  # files the trained vocabulary did not see
 
 
