@@ -227,7 +227,7 @@ Vocabulary::Vocabulary(const std::vector<std::string>& tokens, const std::vector
         info_[x] = {range_lo_[x], range_hi_[x], fid_[x], node_id_[x], cd_root_[x], node_len_[x],
                     suc_len_[x]};
     auto t3 = std::chrono::steady_clock::now();
-    if (std::getenv("INCBPE_PROFILE")) {
+    if (std::getenv("INCBPE_PROFILE")) {  // build times, for tuning
         auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
         std::fprintf(stderr, "forest %.0f ms, automaton %.0f ms, candidate trees %.0f ms\n",
                      ms(t0, t1), ms(t1, t2), ms(t2, t3));
@@ -320,7 +320,6 @@ void Vocabulary::build_automaton() {
         terminal[s] = x;
     }
     size_t states = terminal.size();
-    auto prof_trie = std::chrono::steady_clock::now();
     std::vector<u32> fail(states, 0);
     states_.assign(states, State{});
     longest_.assign(states, NONE);
@@ -357,9 +356,6 @@ void Vocabulary::build_automaton() {
         }
         for (auto [b, child] : kids[s]) order.push_back(child);
     }
-    if (std::getenv("INCBPE_PROFILE"))
-        std::fprintf(stderr, "automaton: rows after trie %.0f ms\n",
-                     std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - prof_trie).count());
     // the canonical suffix chain of each node (for its candidate tree)
     node_state_.assign(node_id_.size(), 0);
     for (u32 s = 1; s < states; ++s)

@@ -105,6 +105,17 @@ static bool read_rules(PyObject* obj, std::vector<Rule>& out) {
     return true;
 }
 
+// (tokens, rules) constructor arguments shared by Vocabulary and Reference
+static bool read_vocabulary_args(PyObject* args, PyObject* kwargs, std::vector<std::string>& tokens,
+                                 std::vector<Rule>& rules) {
+    static const char* names[] = {"tokens", "rules", nullptr};
+    PyObject *tokens_obj, *rules_obj;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO", const_cast<char**>(names), &tokens_obj,
+                                     &rules_obj))
+        return false;
+    return read_tokens(tokens_obj, tokens) && read_rules(rules_obj, rules);
+}
+
 static PyObject* id_list(const std::vector<u32>& ids) {
     PyObject* list = PyList_New(Py_ssize_t(ids.size()));
     if (!list) return nullptr;
@@ -131,14 +142,9 @@ static void Vocab_dealloc(VocabObject* self) {
 }
 
 static int Vocab_init(VocabObject* self, PyObject* args, PyObject* kwargs) {
-    static const char* names[] = {"tokens", "rules", nullptr};
-    PyObject *tokens_obj, *rules_obj;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO", const_cast<char**>(names), &tokens_obj,
-                                     &rules_obj))
-        return -1;
     std::vector<std::string> tokens;
     std::vector<Rule> rules;
-    if (!read_tokens(tokens_obj, tokens) || !read_rules(rules_obj, rules)) return -1;
+    if (!read_vocabulary_args(args, kwargs, tokens, rules)) return -1;
     std::shared_ptr<Vocabulary> built;
     if (!without_gil([&] { built = std::make_shared<Vocabulary>(tokens, rules); })) return -1;
     delete self->vocab;
@@ -472,14 +478,9 @@ static void Reference_dealloc(ReferenceObject* self) {
 }
 
 static int Reference_init(ReferenceObject* self, PyObject* args, PyObject* kwargs) {
-    static const char* names[] = {"tokens", "rules", nullptr};
-    PyObject *tokens_obj, *rules_obj;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO", const_cast<char**>(names), &tokens_obj,
-                                     &rules_obj))
-        return -1;
     std::vector<std::string> tokens;
     std::vector<Rule> rules;
-    if (!read_tokens(tokens_obj, tokens) || !read_rules(rules_obj, rules)) return -1;
+    if (!read_vocabulary_args(args, kwargs, tokens, rules)) return -1;
     MergeTable* made = nullptr;
     if (!without_gil([&] { made = new MergeTable(tokens, rules); })) return -1;
     delete self->table;
