@@ -363,6 +363,54 @@ void Vocabulary::build_automaton() {
     shorter_suffix_.assign(node_id_.size(), NONE);
     for (u32 x = 0; x < node_id_.size(); ++x)
         shorter_suffix_[x] = longest_[fail[node_state_[x]]];
+    relabel_states(parent, order);
+}
+
+void Vocabulary::relabel_states(const std::vector<u32>& parent, const std::vector<u32>& order) {
+    // Heavy-path layout: states renumbered in depth-first order, largest subtree first, so a
+    // match that extends a token walks through neighbouring rows; tiles in order of first use.
+    size_t states = states_.size();
+    std::vector<std::vector<u32>> children(states);
+    std::vector<u32> subtree(states, 1);
+    for (size_t h = order.size(); h-- > 1;) subtree[parent[order[h]]] += subtree[order[h]];
+    for (size_t h = 1; h < order.size(); ++h) children[parent[order[h]]].push_back(order[h]);
+    std::vector<u32> renamed(states, NONE), stack{0};
+    u32 counter = 0;
+    while (!stack.empty()) {
+        u32 s = stack.back();
+        stack.pop_back();
+        renamed[s] = counter++;
+        auto& kids = children[s];
+        std::sort(kids.begin(), kids.end(), [&](u32 a, u32 b) { return subtree[a] < subtree[b]; });
+        stack.insert(stack.end(), kids.begin(), kids.end());  // the heaviest is taken next
+    }
+    HugeVector<State> rows(states);
+    HugeVector<u32> longest(states);
+    HugeVector<u16> depth(states);
+    std::vector<u32> tile_renamed(tiles_.size(), NONE);
+    HugeVector<std::array<u32, 16>> tiles;
+    tiles.reserve(tiles_.size());
+    std::vector<u32> by_new(states);
+    for (u32 s = 0; s < states; ++s) by_new[renamed[s]] = s;
+    for (u32 n = 0; n < states; ++n) {
+        u32 s = by_new[n];
+        for (int h = 0; h < 16; ++h) {
+            u32 t = states_[s].tiles[h];
+            if (tile_renamed[t] == NONE) {
+                tile_renamed[t] = u32(tiles.size());
+                std::array<u32, 16> entries = tiles_[t];
+                for (u32& e : entries) e = renamed[e];
+                tiles.push_back(entries);
+            }
+            rows[n].tiles[h] = tile_renamed[t];
+        }
+        longest[n] = longest_[s];
+        depth[n] = depth_[s];
+    }
+    states_.swap(rows);
+    longest_.swap(longest);
+    depth_.swap(depth);
+    tiles_.swap(tiles);
 }
 
 void Vocabulary::build_candidate_trees() {

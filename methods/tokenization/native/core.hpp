@@ -190,6 +190,7 @@ class Vocabulary {
 
     void build_forest();
     void build_automaton();
+    void relabel_states(const std::vector<u32>& parent, const std::vector<u32>& order);
     void build_candidate_trees();
 
     std::vector<std::string> tokens_;

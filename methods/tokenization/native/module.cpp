@@ -178,6 +178,23 @@ static PyObject* Vocab_encode(VocabObject* self, PyObject* arg) {
     return id_list(out);
 }
 
+static PyObject* Vocab_count(VocabObject* self, PyObject* arg) {
+    Vocabulary* v = vocab_of(self);
+    if (!v) return nullptr;
+    Buffer b;
+    if (!b.get(arg)) return nullptr;
+    size_t count = 0;
+    if (!without_gil([&] {
+            static thread_local std::vector<u32> node, ring, out;
+            static thread_local std::vector<u16> unused;
+            out.clear();
+            v->encode_piece(b.data(), b.size(), out, node, unused, ring);
+            count = out.size();
+        }))
+        return nullptr;
+    return PyLong_FromSize_t(count);
+}
+
 static PyObject* Vocab_info(VocabObject* self, PyObject*) {
     Vocabulary* v = vocab_of(self);
     if (!v) return nullptr;
@@ -208,6 +225,8 @@ static PyObject* Vocab_take_steps(VocabObject* self, PyObject*) {
 static PyMethodDef Vocab_methods[] = {
     {"encode", (PyCFunction)Vocab_encode, METH_O,
      "BPE of bytes as one piece (no pre-tokenization); -1 for bytes outside the vocabulary."},
+    {"count", (PyCFunction)Vocab_count, METH_O,
+     "Number of tokens of `encode(data)`, without building the list."},
     {"info", (PyCFunction)Vocab_info, METH_NOARGS, "Sizes of the built structures."},
     {"is_canonical", (PyCFunction)Vocab_is_canonical, METH_O,
      "Whether BPE can produce token `id` (its own bytes encode to it)."},
