@@ -557,6 +557,36 @@ u32 Vocabulary::last_token(u32 x, size_t p, const FidAt& fid_at) const {
     }
 }
 
+void Vocabulary::longest_tokens(const u8* data, size_t size, u32* longest) const {
+    // The automaton's state after a byte depends only on the last max_len_ bytes (its string
+    // is at most that long), so a walk started from the root max_len_ bytes before its segment
+    // is in the true state where the segment begins. WALKS such walks advance in lock-step:
+    // each byte is a chain of dependent reads (state row, tile), and on a long input that does
+    // not fit the caches the walks' misses overlap instead of queueing one behind the other.
+    constexpr size_t WALKS = 8;
+    size_t part = size / WALKS;
+    u32 state[WALKS];
+    size_t start[WALKS];
+    for (size_t w = 0; w < WALKS; ++w) {
+        start[w] = w * part;
+        u32 s = 0;
+        for (size_t i = start[w] > max_len_ ? start[w] - max_len_ : 0; i < start[w]; ++i)
+            s = delta(s, data[i]);
+        state[w] = s;
+    }
+    for (size_t j = 0; j < part; ++j)
+        for (size_t w = 0; w < WALKS; ++w) {
+            size_t i = start[w] + j;
+            state[w] = delta(state[w], data[i]);
+            longest[i + 1] = longest_[state[w]];
+        }
+    u32 s = state[WALKS - 1];  // the last walk also takes the remainder
+    for (size_t i = WALKS * part; i < size; ++i) {
+        s = delta(s, data[i]);
+        longest[i + 1] = longest_[s];
+    }
+}
+
 void Vocabulary::encode_piece(const u8* data, size_t size, std::vector<u32>& out,
                               std::vector<u32>& node, std::vector<u16>& /*unused*/,
                               std::vector<u32>& ring) const {
@@ -574,10 +604,19 @@ void Vocabulary::encode_piece(const u8* data, size_t size, std::vector<u32>& out
     u32 state = 0;
     const u32* fids = ring.data();
     auto fid_at = [&](size_t q) { return q <= segment ? NONE : fids[q & mask]; };
+    // Long pieces: the automaton runs first, as overlapped walks, leaving each position's
+    // longest token in node[]; the BPE pass below then only reads it.
+    bool walked = size >= WALKS_FROM;
+    if (walked) longest_tokens(data, size, node.data());
     for (size_t i = 0; i < size; ++i) {
         size_t p = i + 1;
-        state = delta(state, data[i]);
-        u32 x = longest_[state];
+        u32 x;
+        if (walked) {
+            x = node[p];
+        } else {
+            state = delta(state, data[i]);
+            x = longest_[state];
+        }
         if (x == NONE) {
             node[p] = NONE;
             ring[p & mask] = NONE;

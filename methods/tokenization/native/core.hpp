@@ -188,6 +188,11 @@ class Vocabulary {
     template <class FidAt>
     u32 last_token(u32 x, size_t p, const FidAt& fid_at) const;
 
+    // longest[i + 1] = the longest canonical token ending at byte i (NONE: unknown byte)
+    void longest_tokens(const u8* data, size_t size, u32* longest) const;
+    // pieces at least this long run the automaton first, as overlapped walks
+    static constexpr size_t WALKS_FROM = 16384;
+
     void build_forest();
     void build_automaton();
     void relabel_states(const std::vector<u32>& parent, const std::vector<u32>& order);

@@ -150,6 +150,33 @@ def test_pathological_inputs_match_the_reference(trained_whole: tuple[object, To
         assert tok.encode_bytes(text.encode()) == hf.encode(text).ids  # type: ignore[attr-defined]
 
 
+def test_long_pieces_walked_ahead_match_the_byte_stream() -> None:
+    """Pieces of 16 KB and more run the automaton first as eight overlapped walks, each
+    started a longest-token length before its segment: equal to the byte-at-a-time stream and
+    the heap reference across every walk boundary, with unknown bytes and long tokens."""
+    core = native()
+    rng = random.Random(5)
+    for trial in range(6):
+        tokens, rules = random_vocabulary(rng, b"abc", rng.randint(5, 40))
+        if trial % 2:  # a long token (up to 40 bytes) stretches the walks' warm-up
+            for _ in range(3):
+                tokens.append(tokens[rules[-1][2]] + tokens[rules[-1][2]])
+                rules.append((rules[-1][2], rules[-1][2], len(tokens) - 1))
+        if not is_proper(tokens, rules):
+            rules = properize(tokens, rules)
+        vocab = core.Vocabulary(tokens, pack(rules))
+        reference = core.Reference(tokens, pack(rules))
+        size = 16_384 + rng.randint(0, 9_000)
+        text = bytes(rng.choice(b"abcab" if trial < 4 else b"aaaax") for _ in range(size))
+        stream = core.Stream(vocab, False)
+        stream.feed(text)
+        expected = stream.tokens_of_prefix(len(text))
+        assert list(vocab.encode(text)) == expected
+        assert vocab.count(text) == len(expected)
+        if b"x" not in text:
+            assert list(reference.encode(text)) == expected
+
+
 def test_fuzz_random_bytes_and_vocabularies_never_crash() -> None:
     """Bounded-time fuzz: random token strings (repeats, empties), random and invalid rule
     ids, random input bytes. Bad rules are one ValueError; the rest encodes like the oracle."""
