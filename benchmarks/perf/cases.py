@@ -5,7 +5,9 @@
 - sandbox_sample: a sample's whole sandbox lifetime (init, 10 execs, cleanup), the same pair;
 - schema_retrieval: `SchemaCache.retrieve` (top 5, SQLite hotness update) vs bare `bm25s`;
 - greedy_decode: docket's token loop on SmolLM2 vs transformers `generate` (same tokens checked);
-- gguf_load: SmolLM2 through docket's dequantised cache vs transformers' `gguf_file=` load.
+- gguf_load: SmolLM2 through docket's dequantised cache vs transformers' `gguf_file=` load;
+- bpe_step, bpe_pipeline, bpe_pathological, bpe_stream_latency, bpe_append: the incremental
+  BPE tokenizer against HF tokenizers and tiktoken (`bpe.py`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from docket.benchmarks.perf.bpe import BPE_CASES
 from docket.benchmarks.perf.harness import Measurement, Skipped, paired_medians
 
 Case = Callable[[bool], "Measurement | Skipped"]
@@ -266,4 +269,5 @@ CASES: dict[str, Case] = {
     "schema_retrieval": schema_retrieval,
     "greedy_decode": greedy_decode,
     "gguf_load": gguf_load,
+    **BPE_CASES,  # incremental BPE (benchmarks/perf/bpe.py)
 }

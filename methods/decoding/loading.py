@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 DTYPES = ("auto", "float32", "float16", "bfloat16")
+#: `-M tokenizer=incbpe`: the checkpoint's own tokenizer on docket.methods.tokenization's core.
+INCBPE = "incbpe"
 _DTYPE_ALIASES = {"fp32": "float32", "fp16": "float16", "half": "float16", "bf16": "bfloat16"}
 
 
@@ -101,7 +103,8 @@ def gguf_cache_dir(spec: CheckpointSpec) -> Path | None:
     tokenizer) loads in about a second. `DOCKET_CACHE` moves it, `DOCKET_GGUF_CACHE=0` turns it
     off. The key includes the file's size and mtime, so a replaced file is converted again.
     """
-    if not spec.gguf_file or os.environ.get("DOCKET_GGUF_CACHE", "1") == "0" or spec.tokenizer:
+    own_tokenizer = spec.tokenizer and spec.tokenizer != INCBPE
+    if not spec.gguf_file or os.environ.get("DOCKET_GGUF_CACHE", "1") == "0" or own_tokenizer:
         return None
     source = Path(spec.path) / spec.gguf_file
     stat = source.stat()
@@ -113,7 +116,10 @@ def gguf_cache_dir(spec: CheckpointSpec) -> Path | None:
 def _load(spec: CheckpointSpec) -> LoadedModel:
     cache = gguf_cache_dir(spec)
     if cache is not None and (cache / "config.json").is_file():
-        return _load_pretrained(CheckpointSpec(str(cache), device=spec.device, dtype=spec.dtype))
+        copy = CheckpointSpec(
+            str(cache), tokenizer=spec.tokenizer, device=spec.device, dtype=spec.dtype
+        )
+        return _load_pretrained(copy)
     loaded = _load_pretrained(spec)
     if cache is not None:
         _save_copy(loaded, cache)
@@ -165,10 +171,15 @@ def _load_pretrained(spec: CheckpointSpec) -> LoadedModel:
     )
     model.to(spec.device)
     model.eval()
-    if spec.tokenizer:
+    tokenizer: Any
+    if spec.tokenizer and spec.tokenizer != INCBPE:
         tokenizer = AutoTokenizer.from_pretrained(spec.tokenizer, local_files_only=True)
     else:
         tokenizer = AutoTokenizer.from_pretrained(spec.path, local_files_only=True, **gguf)
+    if spec.tokenizer == INCBPE:  # the same tokenizer, encoding on the incremental BPE core
+        from ..tokenization.hf import wrap
+
+        tokenizer = wrap(tokenizer)
     return LoadedModel(model=model, tokenizer=tokenizer)
 
 
