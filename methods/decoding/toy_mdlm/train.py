@@ -44,6 +44,8 @@ class TrainConfig:
     #: Extra EOS padding after each answer, up to this many tokens (the model learns to end).
     pad_extra: int = 8
     seed: int = 0
+    #: Loss is averaged and logged every this many steps.
+    log_every: int = 100
     threads: int = 0
 
 
@@ -120,8 +122,8 @@ def train(
         optimizer.step()
         scheduler.step()
         running += loss.item()
-        if (step + 1) % 100 == 0 or step + 1 == config.steps:
-            count = (step % 100) + 1
+        if (step + 1) % config.log_every == 0 or step + 1 == config.steps:
+            count = (step % config.log_every) + 1
             losses.append((step + 1, running / count))
             log(f"step {step + 1}/{config.steps} loss {running / count:.4f}")
             running = 0.0
@@ -146,7 +148,9 @@ def trained_checkpoint(
     config: TrainConfig = TrainConfig(), log: Callable[[str], None] = print
 ) -> Path:
     """The toy checkpoint for `config`, trained into docket's cache on first use."""
-    key = "-".join(f"{k}{v}" for k, v in asdict(config).items() if k != "threads")
+    key = "-".join(
+        f"{k}{v}" for k, v in asdict(config).items() if k not in ("threads", "log_every")
+    )
     target = cache_root() / key
     if (target / "model.safetensors").is_file():
         return target
