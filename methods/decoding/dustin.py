@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextvars
 import copy
+import functools
 import math
 import threading
 import time
@@ -230,6 +231,58 @@ def assisted_generation_draft(draft: Any, draft_tokens: int) -> Any:
     return draft
 
 
+# --- a KV cache that grows in place -----------------------------------------------------------
+
+
+def growing_cache() -> Any:
+    """A new `GrowingCache` (see `_growing_cache_class`)."""
+    return _growing_cache_class()()
+
+
+@functools.cache
+def _growing_cache_class() -> Any:
+    """A transformers `DynamicCache` whose layers write new entries into a preallocated buffer
+    (capacity doubling) instead of concatenating: appending γ + 1 entries costs O(γ), not a
+    copy of the whole cache, so a long context's verification step pays only for what its
+    attention reads. Cropping (rejected drafts) just shortens the view."""
+    from transformers.cache_utils import Cache, DynamicCache, DynamicLayer
+
+    class GrowingLayer(DynamicLayer):  # type: ignore[misc]
+        buffer_keys: torch.Tensor | None = None
+        buffer_values: torch.Tensor | None = None
+
+        def update(
+            self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any
+        ) -> tuple[torch.Tensor, torch.Tensor]:
+            if not self.is_initialized:
+                self.lazy_initialization(key_states, value_states)
+            length = self.get_seq_length()
+            needed = length + key_states.shape[-2]
+            if self.buffer_keys is None or self.buffer_keys.shape[-2] < needed:
+                capacity = max(
+                    needed, 2 * (0 if self.buffer_keys is None else self.buffer_keys.shape[-2]), 64
+                )
+                shape = (*key_states.shape[:-2], capacity, key_states.shape[-1])
+                keys = key_states.new_empty(shape)
+                values = value_states.new_empty((*shape[:-1], value_states.shape[-1]))
+                if length:
+                    keys[..., :length, :] = self.keys
+                    values[..., :length, :] = self.values
+                self.buffer_keys, self.buffer_values = keys, values
+            assert self.buffer_keys is not None and self.buffer_values is not None
+            self.buffer_keys[..., length:needed, :] = key_states
+            self.buffer_values[..., length:needed, :] = value_states
+            self.keys = self.buffer_keys[..., :needed, :]
+            self.values = self.buffer_values[..., :needed, :]
+            return self.keys, self.values
+
+    class GrowingCache(DynamicCache):  # type: ignore[misc]
+        def __init__(self) -> None:
+            Cache.__init__(self, layer_class_to_replicate=GrowingLayer)
+
+    return GrowingCache
+
+
 # --- selection --------------------------------------------------------------------------------
 
 
@@ -393,14 +446,12 @@ class DustinDecoder:
         rng: torch.Generator | None = None,
     ) -> tuple[Generation, DustinTrace]:
         """One completion (EOS, stop sequences and max tokens as `decode_loop`)."""
-        from transformers import DynamicCache
-
         s = self.settings
         sparse = s.verify == "sparse"
         temperature = params.temperature or 0.0
         trace = DustinTrace()
-        target_cache = DynamicCache(config=self.target.config)
-        draft_cache = DynamicCache(config=self.draft.config)
+        target_cache = growing_cache()
+        draft_cache = growing_cache()
         history = torch.zeros(max(len(prompt) - 1, 0), device=self.target.device)
         out: list[int] = []
         steps: list[TokenStep] = []
@@ -595,6 +646,91 @@ def _token_step(logits: torch.Tensor, token: int, top: int) -> TokenStep:
             (int(i), float(v)) for i, v in zip(indices.tolist(), values.tolist(), strict=True)
         ]
     return step
+
+
+# --- verification cost at a given context (benchmarks, GPU script) -------------------------------
+
+
+@dataclass(frozen=True)
+class VerifyTiming:
+    """Seconds per verification step, dense and sparse, at one context length."""
+
+    context: int
+    dense_s: float
+    sparse_s: float
+    reads: int
+
+    @property
+    def ratio(self) -> float:
+        return self.sparse_s / self.dense_s
+
+
+def verification_step_pair(
+    target: Any, context: int, settings: DustinSettings, seed: int = 0
+) -> tuple[Callable[[], object], Callable[[], object], int]:
+    """(sparse, dense) callables that each run `settings.refresh` verification steps of γ + 1
+    tokens over a `context`-token cache (random keys and values: the cost does not depend on
+    them), the sparse one including selection and its refresh-round estimation; and the number
+    of cached entries the sparse step reads."""
+    register_attention()
+    if target.config._attn_implementation != ATTENTION:
+        target.set_attn_implementation(ATTENTION)
+    g = _geometry(target)
+    generator = torch.Generator().manual_seed(seed)
+    dtype = getattr(target, "dtype", torch.float32)
+    cache = growing_cache()
+    with torch.inference_mode():
+        for layer in range(g.layers):
+            shape = (1, g.kv_heads, context, g.head_dim)
+            keys = torch.randn(shape, generator=generator).to(dtype=dtype, device=target.device)
+            values = torch.randn(shape, generator=generator).to(dtype=dtype, device=target.device)
+            cache.update(keys, values, layer)
+    vocab = int(target.config.get_text_config(decoder=True).vocab_size)
+    tokens = torch.randint(0, vocab, (settings.draft_tokens + 1,), generator=generator).tolist()
+    lookahead = torch.rand(context, generator=generator).to(target.device)
+    history = torch.rand(context, generator=generator).to(target.device)
+    heads = estimation_heads(g.layers, g.heads, settings.est_heads)
+    name, _ = _forward_style(target)
+    tensor = torch.tensor([tokens], device=target.device)
+
+    def step(state: Round | None) -> None:
+        token = _ROUND.set(state)
+        try:
+            target(input_ids=tensor, use_cache=True, **{name: cache})
+        finally:
+            _ROUND.reset(token)
+        crop_to(cache, context)
+
+    def dense() -> object:
+        with torch.inference_mode():
+            for _ in range(settings.refresh):
+                step(None)
+        return None
+
+    def sparse() -> object:
+        with torch.inference_mode():
+            for index in range(settings.refresh):
+                score = settings.mix * _normalised(lookahead) + (1 - settings.mix) * _normalised(
+                    history
+                )
+                selected = select_positions(
+                    score, context, settings.budget, settings.sinks, settings.recent
+                )
+                now = torch.zeros(context, device=target.device)
+                step(
+                    Round(
+                        "sparse",
+                        context,
+                        selected,
+                        est_heads=heads,
+                        history_now=now,
+                        refresh=index == 0,
+                    )
+                )
+        return None
+
+    reads = min(context, settings.sinks + settings.recent + settings.budget)
+    return sparse, dense, reads
 
 
 # --- docket/local plugin ------------------------------------------------------------------------

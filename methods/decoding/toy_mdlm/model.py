@@ -6,7 +6,9 @@ masked-diffusion LM, no time conditioning). Positions enter three ways: rotary a
 learned absolute position embedding and a learned embedding of the offset from the answer's
 first position (`answer_start`, the prompt length), so a model this small can align answer
 positions with prompt positions (copy: fixed absolute source; reverse: fixed offset before the
-answer) after minutes of CPU training. Its forward has the cache API of DSB's modified LLaDA
+answer) after minutes of CPU training. Both learned tables are clamped at their ends, so an
+answer region far longer than in training (LLaDA's 256 tokens of EOS-filled answer) stays in
+distribution. Its forward has the cache API of DSB's modified LLaDA
 code (digest (b).3, b.6):
 
 - `model(x, use_cache=True)`: a full forward over all positions; returns the logits and a
@@ -46,6 +48,11 @@ class ToyConfig:
     mlp: int = 512
     rope_theta: float = 10000.0
     max_length: int = 512
+    #: Learned absolute positions; later positions share the last embedding.
+    absolute_positions: int = 32
+    #: Learned offsets from the answer start in [-offset_range, offset_range] (clamped), so
+    #: an answer region longer than any seen in training still reads as "far into the answer".
+    offset_range: int = 20
 
     def to_json(self) -> dict[str, object]:
         """The `config.json` fields (with `model_type`)."""
@@ -135,14 +142,16 @@ class _Block(nn.Module):
 class ToyMaskPredictor(nn.Module):
     """Bidirectional transformer mask predictor with a `replace_position` window cache."""
 
+    angles: torch.Tensor
+
     def __init__(self, config: ToyConfig) -> None:
         super().__init__()
         if config.hidden % config.heads or (config.hidden // config.heads) % 2:
             raise ValueError("hidden must split into heads of even size")
         self.config = config
         self.embed = nn.Embedding(config.vocab_size, config.hidden)
-        self.absolute = nn.Embedding(config.max_length, config.hidden)
-        self.offset = nn.Embedding(2 * config.max_length, config.hidden)
+        self.absolute = nn.Embedding(config.absolute_positions, config.hidden)
+        self.offset = nn.Embedding(2 * config.offset_range + 1, config.hidden)
         self.blocks = nn.ModuleList(_Block(config) for _ in range(config.layers))
         self.norm = nn.LayerNorm(config.hidden)
         self.register_buffer(
@@ -185,6 +194,7 @@ class ToyMaskPredictor(nn.Module):
             where = torch.arange(length, device=input_ids.device)
             angles = self.angles[:length]
         else:
+            assert replace_position is not None
             mask = replace_position.reshape(-1)
             if mask.shape[0] != past_key_values.length:
                 raise ValueError("replace_position must cover the cached length")
@@ -194,10 +204,10 @@ class ToyMaskPredictor(nn.Module):
             angles = self.angles[positions]
             where = positions
         start = torch.as_tensor(answer_start, device=input_ids.device).reshape(-1, 1)
-        offsets = (where[None, :] - start + self.config.max_length).clamp(
-            0, 2 * self.config.max_length - 1
-        )
-        hidden = self.embed(input_ids) + self.absolute(where)[None] + self.offset(offsets)
+        span = self.config.offset_range
+        offsets = (where[None, :] - start).clamp(-span, span) + span
+        absolute = where.clamp(max=self.config.absolute_positions - 1)
+        hidden = self.embed(input_ids) + self.absolute(absolute)[None] + self.offset(offsets)
         cache = WindowCache()
         for index, block in enumerate(self.blocks):
             cached = (

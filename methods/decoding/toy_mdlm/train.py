@@ -31,18 +31,18 @@ from . import checkpoint, data
 class TrainConfig:
     """Model size and optimisation of the shipped toy model."""
 
-    steps: int = 3000
+    steps: int = 4000
     batch: int = 32
     lr: float = 2e-3
     warmup: int = 100
     weight_decay: float = 0.01
-    hidden: int = 128
+    hidden: int = 64
     layers: int = 4
     heads: int = 4
-    mlp: int = 512
+    mlp: int = 256
     max_len: int = 16
     #: Extra EOS padding after each answer, up to this many tokens (the model learns to end).
-    pad_extra: int = 8
+    pad_extra: int = 12
     seed: int = 0
     #: Loss is averaged and logged every this many steps.
     log_every: int = 100
