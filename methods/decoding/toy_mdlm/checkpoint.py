@@ -39,7 +39,7 @@ def load(path: str | Path, device: str = "cpu", dtype: str = "float32") -> tuple
     """(model, tokenizer) of a toy checkpoint directory, in eval mode on `device`."""
     import torch
     from safetensors.torch import load_model
-    from transformers import AutoTokenizer
+    from transformers import PreTrainedTokenizerFast
 
     from .model import ToyConfig, ToyMaskPredictor
 
@@ -51,5 +51,5 @@ def load(path: str | Path, device: str = "cpu", dtype: str = "float32") -> tuple
         model.to(getattr(torch, dtype))
     model.to(device)
     model.eval()
-    tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+    tokenizer = PreTrainedTokenizerFast.from_pretrained(str(folder), local_files_only=True)
     return model, tokenizer

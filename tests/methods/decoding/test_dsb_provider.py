@@ -11,18 +11,12 @@ from typing import Any
 import pytest
 from docket.methods.decoding.local_hf import LocalHFModelAPI
 from docket.methods.decoding.toy_mdlm import data
-from docket.methods.decoding.toy_mdlm.train import TrainConfig, train
+from docket.methods.decoding.toy_mdlm.train import TrainConfig
 from inspect_ai.model import ChatMessageUser, GenerateConfig
 
 TINY = TrainConfig(
     steps=30, batch=8, hidden=32, layers=2, heads=2, mlp=64, warmup=5, lr=3e-3, log_every=10
 )
-
-
-@pytest.fixture(scope="module")
-def toy_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A toy mask predictor trained for a handful of steps by the shipped script."""
-    return train(tmp_path_factory.mktemp("toy-mdlm"), TINY, log=lambda _: None)
 
 
 def test_training_script_writes_a_loadable_checkpoint_and_lowers_the_loss(toy_dir: Path) -> None:
@@ -150,6 +144,7 @@ async def test_transformers_masked_lm_path_decodes_without_a_cache(bert_dir: Pat
         api(bert_dir, cache="dsb")
 
 
+@pytest.mark.slow
 def test_an_inspect_eval_scores_the_method_and_keeps_its_counters(
     toy_dir: Path, tmp_path: Path
 ) -> None:
@@ -171,8 +166,21 @@ def test_an_inspect_eval_scores_the_method_and_keeps_its_counters(
         log_dir=str(tmp_path),
     )[0]
     assert log.status == "success" and log.samples is not None
+    nfes = []
     for sample in log.samples:
         events = [e for e in sample.events if isinstance(e, ModelEvent)]
         metadata = events[0].output.metadata
         assert metadata is not None and metadata["choices"][0]["nfe"] >= 3
+        nfes.append(metadata["choices"][0]["nfe"])
     assert log.results is not None and log.results.scores[0].name == "exact"
+    # the leaderboard shows the mean counters of the run's model calls
+    from docket.reports.leaderboard import build_report
+
+    files = build_report(tmp_path, tmp_path / "report")
+    table = json.loads(files.json.read_text())
+    entry = table["benchmarks"][0]["tables"][0]["entries"][0]
+    assert entry["method_counters"]["method"] == "dsb"
+    assert entry["method_counters"]["calls"] == 2
+    assert entry["method_counters"]["nfe"] == sum(nfes) / 2
+    assert f"dsb: nfe {sum(nfes) / 2:.3g}" in files.markdown.read_text()
+    assert "dsb: nfe" in files.html.read_text()

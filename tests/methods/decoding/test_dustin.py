@@ -24,25 +24,6 @@ EOS = 299
 
 
 @pytest.fixture(scope="module")
-def target() -> Any:
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=300,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=4,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=2048,
-        eos_token_id=EOS,
-        pad_token_id=0,
-    )
-    return LlamaForCausalLM(config).eval()
-
-
-@pytest.fixture(scope="module")
 def prompt() -> list[int]:
     return torch.randint(1, 298, (160,), generator=torch.Generator().manual_seed(1)).tolist()
 
@@ -183,16 +164,6 @@ def test_sampling_is_seeded_and_acceptance_counted(target: Any, prompt: list[int
     ]
     assert runs[0][0].token_ids == runs[1][0].token_ids
     assert runs[0][1].drafted >= runs[0][1].accepted
-
-
-@pytest.fixture(scope="module")
-def tiny_llama_dir(tmp_path_factory: pytest.TempPathFactory, target: Any) -> Path:
-    from docket.methods.decoding.toy_mdlm.data import build_tokenizer
-
-    path = tmp_path_factory.mktemp("dustin-target")
-    target.save_pretrained(path)
-    build_tokenizer().save_pretrained(path)  # any tokenizer whose ids fit the vocabulary
-    return path
 
 
 async def test_docket_local_runs_dustin_and_logs_counters(tiny_llama_dir: Path) -> None:

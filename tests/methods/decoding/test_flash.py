@@ -84,16 +84,6 @@ def test_knobs_parse_counts_pairs_and_layers() -> None:
 # --- on a tiny random LLaVA -----------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def vlm(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    from docket.methods.decoding.loading import CheckpointSpec, load
-    from docket.methods.distill.tiny_vlm import build_tiny_vlm
-
-    path = tmp_path_factory.mktemp("flash-vlm")
-    build_tiny_vlm(path, ["a red square on a white page"] * 4, image_size=64, patch_size=16)
-    return load(CheckpointSpec(path=str(path)))
-
-
 def image_prompt(vlm: Any) -> tuple[list[int], DecodeParams]:
     from docket.methods.decoding.flash import image_token_id
 
