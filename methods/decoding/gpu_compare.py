@@ -93,9 +93,13 @@ def compare_dsb(args: argparse.Namespace) -> list[dict[str, Any]]:
         seconds, nfes, correct = [], [], 0
         for row in rows:
             messages = [{"role": "user", "content": row["question"]}]
-            text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+            text = tokenizer.apply_chat_template(
+                messages, tokenize=False, add_generation_prompt=True
+            )
             prompt = list(tokenizer(text, add_special_tokens=False)["input_ids"])
-            spent, result = timed(lambda p=prompt: generate(loaded.model, p, settings), args.device)
+            spent, result = timed(
+                lambda p=prompt, s=settings: generate(loaded.model, p, s), args.device
+            )
             answer = tokenizer.decode(result.tokens, skip_special_tokens=True)
             correct += "answer" in row and _last_number(answer) == _last_number(str(row["answer"]))
             seconds.append(spent)
@@ -159,12 +163,18 @@ def compare_dustin(args: argparse.Namespace) -> list[dict[str, Any]]:
     if args.prompt_file:
         text = Path(args.prompt_file).read_text()
     else:
-        text = " ".join(f"Note {i}: the code word for day {i} is w{i * 7919 % 1000}." for i in range(4000))
+        text = " ".join(
+            f"Note {i}: the code word for day {i} is w{i * 7919 % 1000}." for i in range(4000)
+        )
     ids = list(tokenizer(text, add_special_tokens=False)["input_ids"])[: max(args.contexts)]
-    question = list(tokenizer(" What is the code word for day 17?", add_special_tokens=False)["input_ids"])
+    question = list(
+        tokenizer(" What is the code word for day 17?", add_special_tokens=False)["input_ids"]
+    )
     params = DecodeParams(max_new_tokens=args.new_tokens)
     for verify in ("dense", "sparse"):
-        decoder = DustinDecoder(target, draft, DustinSettings(**{**base.__dict__, "verify": verify}))
+        decoder = DustinDecoder(
+            target, draft, DustinSettings(**{**base.__dict__, "verify": verify})
+        )
         spent, (generation, _) = timed(
             lambda d=decoder: d.generate(
                 ids + question, params, eos_token_ids(target, tokenizer), tokenizer.decode
@@ -213,7 +223,12 @@ def compare_flash(args: argparse.Namespace) -> list[dict[str, Any]]:
         lambda: generate(model, tokenizer, ids, params, settings, original), args.device
     )
     rows = [
-        {"method": "flash", "setting": "plain", "seconds_per_token": plain_s / len(plain.token_ids), "text": plain.text},
+        {
+            "method": "flash",
+            "setting": "plain",
+            "seconds_per_token": plain_s / len(plain.token_ids),
+            "text": plain.text,
+        },
         {
             "method": "flash",
             "setting": "flash",
