@@ -279,11 +279,18 @@ def _toy_mdlm(quick: bool) -> tuple[Any, Any] | str:
     return load(trained_checkpoint(config, log=lambda _: None))
 
 
-def _toy_pair(
-    name: str, quick: bool, ours: dict[str, Any], theirs: dict[str, Any], **common: Any
-) -> tuple[float, float, Any, Any, int] | Skipped:
-    """Paired medians of decoding the held-out toy set with two DSB settings, and each side's
-    accuracy and NFE (`toy_mdlm.evaluate.score`)."""
+def _toy_case(
+    name: str,
+    quick: bool,
+    ours: dict[str, Any],
+    theirs: dict[str, Any],
+    peer: str,
+    target: float,
+    block: int,
+    length: int,
+) -> Measurement | Skipped:
+    """Decoding the toy masked-diffusion LM's held-out copy/reverse/sort set with two DSB
+    settings (τ 0.9): paired medians, with each side's exact match, NFE and tokens processed."""
     loaded = _toy_mdlm(quick)
     if isinstance(loaded, str):
         return Skipped(name, loaded)
@@ -293,6 +300,7 @@ def _toy_pair(
     model, tokenizer = loaded
     examples = eval_set(12 if quick else 60)
     results: dict[str, Any] = {}
+    common = {"block_length": block, "threshold": 0.9, "gen_length": length}
 
     def run(label: str, settings: dict[str, Any]) -> Callable[[], object]:
         def once() -> object:
@@ -303,70 +311,48 @@ def _toy_pair(
 
     repeats = 1 if quick else 3
     docket_s, peer_s = paired_medians(run("ours", ours), run("theirs", theirs), repeats)
-    return docket_s, peer_s, results["ours"], results["theirs"], len(examples)
-
-
-def _quality(ours: Any, theirs: Any) -> str:
-    return (
-        f"exact match {ours.accuracy:.2f} vs {theirs.accuracy:.2f}; "
-        f"mean NFE {ours.mean_nfe:.2f} vs {theirs.mean_nfe:.2f} "
-        f"(NFE ratio {ours.mean_nfe / theirs.mean_nfe:.2f})"
+    a, b = results["ours"], results["theirs"]
+    return Measurement(
+        name,
+        f"{len(examples)} toy answers, {length} tokens, block {block}, τ 0.9",
+        peer,
+        docket_s,
+        peer_s,
+        target=target,
+        repeats=repeats,
+        note=(
+            f"exact match {a.accuracy:.2f} vs {b.accuracy:.2f}; mean NFE {a.mean_nfe:.2f} vs "
+            f"{b.mean_nfe:.2f} (NFE ratio {a.mean_nfe / b.mean_nfe:.2f}); tokens processed "
+            f"per answer {a.mean_processed:.0f} vs {b.mean_processed:.0f}"
+        ),
     )
 
 
 def dsb_nfe(quick: bool) -> Measurement | Skipped:
-    """DSB (greedy sliding window) vs naive fixed blocks, both threshold 0.9 without cache, on
-    the toy masked-diffusion LM's held-out copy/reverse/sort set."""
-    block, length = 4, 24
-    pair = _toy_pair(
+    """DSB (greedy sliding window) vs naive fixed blocks, both without cache."""
+    return _toy_case(
         "dsb_nfe",
         quick,
         {"schedule": "dsb"},
         {"schedule": "naive"},
-        block_length=block,
-        threshold=0.9,
-        gen_length=length,
-    )
-    if isinstance(pair, Skipped):
-        return pair
-    docket_s, peer_s, ours, theirs, size = pair
-    return Measurement(
-        "dsb_nfe",
-        f"{size} toy answers, {length} tokens, block {block}, τ 0.9",
         "naive fixed blocks (Fast-dLLM threshold decoding)",
-        docket_s,
-        peer_s,
         target=0.7,
-        repeats=1 if quick else 3,
-        note=_quality(ours, theirs),
+        block=4,
+        length=24,
     )
 
 
 def dsb_cache(quick: bool) -> Measurement | Skipped:
     """DSB with DSB Cache vs DSB without a cache, LLaDA's answer length (256) and block (32)."""
-    block, length = 32, 256
-    pair = _toy_pair(
+    return _toy_case(
         "dsb_cache",
         quick,
         {"schedule": "dsb", "cache": "dsb", "prefix_window": 4},
         {"schedule": "dsb"},
-        block_length=block,
-        threshold=0.9,
-        gen_length=length,
-    )
-    if isinstance(pair, Skipped):
-        return pair
-    docket_s, peer_s, ours, theirs, size = pair
-    return Measurement(
-        "dsb_cache",
-        f"{size} toy answers, {length} tokens, block {block}, τ 0.9",
         "DSB without cache (full forward per step)",
-        docket_s,
-        peer_s,
         target=0.6,
-        repeats=1 if quick else 3,
-        note=_quality(ours, theirs)
-        + f"; tokens processed per answer {ours.mean_processed:.0f} vs {theirs.mean_processed:.0f}",
+        block=32,
+        length=256,
     )
 
 

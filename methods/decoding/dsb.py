@@ -47,6 +47,7 @@ from .sampling import (
     Generation,
     GenerationInterrupted,
     TokenStep,
+    _step,
     eos_token_ids,
 )
 
@@ -583,7 +584,7 @@ def to_generation(
     steps: list[TokenStep] = []
     if params.logprobs:
         for index, token in enumerate(text_ids):
-            steps.append(_token_step(result.step_logits[index], token, params.top_logprobs))
+            steps.append(_step(result.step_logits[index], token, params.top_logprobs))
     trace = result.trace
     return Generation(
         kept,
@@ -603,17 +604,6 @@ def to_generation(
             "latency_s": round(result.seconds, 6),
         },
     )
-
-
-def _token_step(logits: torch.Tensor, token: int, top: int) -> TokenStep:
-    logprobs = torch.log_softmax(logits.float(), dim=-1)
-    step = TokenStep(token, float(logprobs[token]))
-    if top > 0:
-        values, indices = torch.topk(logprobs, min(top, logprobs.shape[-1]))
-        step.top = [
-            (int(i), float(v)) for i, v in zip(indices.tolist(), values.tolist(), strict=True)
-        ]
-    return step
 
 
 _LOADED: dict[tuple[CheckpointSpec, bool, int | None], LoadedModel] = {}

@@ -36,8 +36,6 @@ from __future__ import annotations
 import contextvars
 import copy
 import functools
-import math
-import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -46,6 +44,7 @@ from typing import Any, Literal
 import torch
 
 from . import knobs
+from .attention import head_weights, register, sdpa
 from .loading import CheckpointSpec, LoadedModel, load
 from .plugins import MethodPlugin, register_method
 from .sampling import (
@@ -54,6 +53,7 @@ from .sampling import (
     GenerationInterrupted,
     TokenStep,
     _forward_style,
+    _step,
     eos_token_ids,
     filter_logits,
 )
@@ -105,30 +105,6 @@ class Round:
 _ROUND: contextvars.ContextVar[Round | None] = contextvars.ContextVar("dustin_round", default=None)
 
 
-def _sdpa(*args: Any, **kwargs: Any) -> tuple[torch.Tensor, Any]:
-    from transformers.integrations.sdpa_attention import sdpa_attention_forward
-
-    return sdpa_attention_forward(*args, **kwargs)
-
-
-def _head_weights(
-    module: Any, query: torch.Tensor, key: torch.Tensor, heads: list[int] | None, causal_from: int
-) -> torch.Tensor:
-    """Post-softmax attention `[heads, q, kv]` of the chosen query heads (all when None); query
-    row i sees keys up to `causal_from + i`."""
-    groups = getattr(module, "num_key_value_groups", 1)
-    index = torch.tensor(heads if heads is not None else range(query.shape[1]), device=query.device)
-    q = query[0, index].float()
-    k = key[0, torch.div(index, groups, rounding_mode="floor")].float()
-    scores = torch.matmul(q, k.transpose(-1, -2)) * float(module.scaling)
-    rows, columns = scores.shape[-2], scores.shape[-1]
-    limit = causal_from + torch.arange(rows, device=scores.device)[:, None]
-    scores = scores.masked_fill(
-        torch.arange(columns, device=scores.device)[None, :] > limit, -math.inf
-    )
-    return torch.softmax(scores, dim=-1)
-
-
 def dustin_attention(
     module: Any,
     query: torch.Tensor,
@@ -141,25 +117,25 @@ def dustin_attention(
     round, also records draft / historical attention, or verifies on the selected entries."""
     state = _ROUND.get()
     if state is None or query.shape[0] != 1:
-        return _sdpa(module, query, key, value, attention_mask, **kwargs)
+        return sdpa(module, query, key, value, attention_mask, **kwargs)
     layer = int(getattr(module, "layer_idx", 0))
     q_len, kv_len = query.shape[2], key.shape[2]
     cached = kv_len - q_len
     if state.mode == "draft":
         if q_len <= 64 and state.lookahead is not None:
-            weights = _head_weights(module, query, key, None, cached)
+            weights = head_weights(module, query, key, None, cached)
             state.lookahead += weights[..., : state.context].sum(dim=(0, 1))
-        return _sdpa(module, query, key, value, attention_mask, **kwargs)
+        return sdpa(module, query, key, value, attention_mask, **kwargs)
     if state.mode == "prefill":
         heads = state.est_heads.get(layer)
         if heads and state.history_now is not None:
             tail = min(state.tail, q_len)
-            weights = _head_weights(module, query[:, :, -tail:], key, heads, kv_len - tail)
+            weights = head_weights(module, query[:, :, -tail:], key, heads, kv_len - tail)
             state.history_now += weights.sum(dim=(0, 1))[: state.history_now.shape[0]]
-        return _sdpa(module, query, key, value, attention_mask, **kwargs)
+        return sdpa(module, query, key, value, attention_mask, **kwargs)
     heads = state.est_heads.get(layer)
     if state.refresh and heads and state.history_now is not None:
-        weights = _head_weights(module, query, key, heads, cached)
+        weights = head_weights(module, query, key, heads, cached)
         state.history_now += weights[..., :cached].sum(dim=(0, 1))
     assert state.selected is not None
     keep = torch.cat([state.selected, torch.arange(cached, kv_len, device=key.device)])
@@ -168,20 +144,12 @@ def dustin_attention(
     reads = state.selected.shape[0]
     mask = torch.ones(q_len, reads + q_len, dtype=torch.bool, device=key.device)
     mask[:, reads:] = torch.ones(q_len, q_len, dtype=torch.bool, device=key.device).tril()
-    return _sdpa(module, query, sub_key, sub_value, mask[None, None], **kwargs)
-
-
-_REGISTERED = threading.Lock()
+    return sdpa(module, query, sub_key, sub_value, mask[None, None], **kwargs)
 
 
 def register_attention() -> None:
-    """Register `docket_dustin` with transformers' attention and mask interfaces (idempotent)."""
-    from transformers import AttentionInterface
-    from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
-
-    with _REGISTERED:
-        AttentionInterface.register(ATTENTION, dustin_attention)
-        AttentionMaskInterface.register(ATTENTION, sdpa_mask)
+    """Register `docket_dustin` with transformers' attention interface (idempotent)."""
+    register(ATTENTION, dustin_attention)
 
 
 # --- draft models -----------------------------------------------------------------------------
@@ -535,7 +503,7 @@ class DustinDecoder:
                         trace.context_at_end = len(sequence)
                         return self._done(out, text, "stop", steps, trace, started)
                     if params.logprobs:
-                        steps.append(_token_step(logits[index], token, params.top_logprobs))
+                        steps.append(_step(logits[index], token, params.top_logprobs))
                     text = decode_text(out)
                     cut = _first_stop(text, params.stop_seqs)
                     if cut is not None:
@@ -635,17 +603,6 @@ def crop_to(cache: Any, length: int) -> None:
 def _first_stop(text: str, stop_seqs: tuple[str, ...]) -> int | None:
     found = [i for i in (text.find(s) for s in stop_seqs if s) if i >= 0]
     return min(found) if found else None
-
-
-def _token_step(logits: torch.Tensor, token: int, top: int) -> TokenStep:
-    logprobs = torch.log_softmax(logits, dim=-1)
-    step = TokenStep(token, float(logprobs[token]))
-    if top > 0:
-        values, indices = torch.topk(logprobs, min(top, logprobs.shape[-1]))
-        step.top = [
-            (int(i), float(v)) for i, v in zip(indices.tolist(), values.tolist(), strict=True)
-        ]
-    return step
 
 
 # --- verification cost at a given context (benchmarks, GPU script) -------------------------------

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import contextvars
 import math
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -41,6 +40,7 @@ from typing import Any
 import torch
 
 from . import knobs
+from .attention import head_weights, register
 from .loading import LoadedModel
 from .plugins import MethodPlugin, register_method
 from .sampling import DecodeParams, Generation, greedy, sample
@@ -218,17 +218,6 @@ def _original(name: str) -> Any:
     return AttentionInterface._global_mapping[name]
 
 
-def _weights(
-    module: Any, query: torch.Tensor, key: torch.Tensor, heads: list[int], rows: slice
-) -> torch.Tensor:
-    """Post-softmax attention `[len(heads), rows, kv]` (no mask: the last query sees all)."""
-    groups = getattr(module, "num_key_value_groups", 1)
-    index = torch.tensor(heads, device=query.device)
-    q = query[0, index, rows].float()
-    k = key[0, torch.div(index, groups, rounding_mode="floor")].float()
-    return torch.softmax(torch.matmul(q, k.transpose(-1, -2)) * float(module.scaling), dim=-1)
-
-
 def flash_attention(
     module: Any,
     query: torch.Tensor,
@@ -250,7 +239,7 @@ def flash_attention(
     if query.shape[2] > 1:  # prefill: score every head on the last prompt query
         if run.selected is None and layer in run.candidate_layers():
             heads = list(range(query.shape[1]))
-            rows = _weights(module, query, key, heads, slice(-1, None))[:, 0]
+            rows = head_weights(module, query[:, :, -1:], key, heads)[:, 0]
             for head in heads:
                 maps = [rows[head, s : s + n].reshape(g) for s, n, g in run.runs]
                 svs = sum(float(spectral_score(m, run.settings.low_radius)) for m in maps)
@@ -259,7 +248,7 @@ def flash_attention(
     heads = run.select().get(layer)
     if not heads or run.settings.strength == 0:
         return output, weights
-    rows = _weights(module, query, key, heads, slice(0, 1))[:, 0]
+    rows = head_weights(module, query[:, :, :1], key, heads)[:, 0]
     shaped = shape_rows(rows, run.runs, run.settings)
     groups = getattr(module, "num_key_value_groups", 1)
     output = output.clone()
@@ -271,17 +260,9 @@ def flash_attention(
     return output, weights
 
 
-_REGISTERED = threading.Lock()
-
-
 def register_attention() -> None:
-    """Register `docket_flash` with transformers' attention and mask interfaces (idempotent)."""
-    from transformers import AttentionInterface
-    from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
-
-    with _REGISTERED:
-        AttentionInterface.register(ATTENTION, flash_attention)
-        AttentionMaskInterface.register(ATTENTION, sdpa_mask)
+    """Register `docket_flash` with transformers' attention interface (idempotent)."""
+    register(ATTENTION, flash_attention)
 
 
 def text_config(model: Any) -> Any:

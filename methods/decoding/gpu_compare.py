@@ -119,8 +119,15 @@ def compare_dsb(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def _load_causal(path: str, device: str, dtype: str) -> Any:
+    """A checkpoint directory, or a `.gguf` file (dequantised by transformers)."""
     from .loading import CheckpointSpec, load
 
+    if path.endswith(".gguf"):
+        file = Path(path)
+        spec = CheckpointSpec(
+            path=str(file.parent), gguf_file=file.name, device=device, dtype=dtype
+        )
+        return load(spec)
     return load(CheckpointSpec(path=path, device=device, dtype=dtype))
 
 
