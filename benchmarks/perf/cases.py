@@ -300,7 +300,7 @@ def _toy_case(
     model, tokenizer = loaded
     examples = eval_set(12 if quick else 60)
     results: dict[str, Any] = {}
-    common = {"block_length": block, "threshold": 0.9, "gen_length": length}
+    common: dict[str, Any] = {"block_length": block, "threshold": 0.9, "gen_length": length}
 
     def run(label: str, settings: dict[str, Any]) -> Callable[[], object]:
         def once() -> object:

@@ -224,7 +224,7 @@ class HFMaskedLM:
         return self.model.device
 
     @property
-    def supports_cache(self) -> bool:  # type: ignore[override]
+    def supports_cache(self) -> bool:
         return "replace_position" in self.forward_args
 
     def _logits(self, out: Any) -> torch.Tensor:

@@ -158,7 +158,7 @@ def register_attention() -> None:
 def make_self_draft(target: Any, layers: int) -> Any:
     """A causal LM made of the target's first `layers` decoder layers, its final norm and LM
     head (the same module objects: no extra weights); a Llama-style `model.layers` is needed."""
-    inner = getattr(target, "model", None)
+    inner: Any = getattr(target, "model", None)
     stack = getattr(inner, "layers", None)
     if stack is None or not hasattr(inner, "norm") or not hasattr(target, "lm_head"):
         raise ValueError(
@@ -215,7 +215,7 @@ def _growing_cache_class() -> Any:
     attention reads. Cropping (rejected drafts) just shortens the view."""
     from transformers.cache_utils import Cache, DynamicCache, DynamicLayer
 
-    class GrowingLayer(DynamicLayer):  # type: ignore[misc]
+    class GrowingLayer(DynamicLayer):
         buffer_keys: torch.Tensor | None = None
         buffer_values: torch.Tensor | None = None
 
@@ -233,18 +233,19 @@ def _growing_cache_class() -> Any:
                 shape = (*key_states.shape[:-2], capacity, key_states.shape[-1])
                 keys = key_states.new_empty(shape)
                 values = value_states.new_empty((*shape[:-1], value_states.shape[-1]))
-                if length:
+                if length and self.keys is not None and self.values is not None:
                     keys[..., :length, :] = self.keys
                     values[..., :length, :] = self.values
                 self.buffer_keys, self.buffer_values = keys, values
-            assert self.buffer_keys is not None and self.buffer_values is not None
-            self.buffer_keys[..., length:needed, :] = key_states
-            self.buffer_values[..., length:needed, :] = value_states
-            self.keys = self.buffer_keys[..., :needed, :]
-            self.values = self.buffer_values[..., :needed, :]
-            return self.keys, self.values
+            buffer_keys, buffer_values = self.buffer_keys, self.buffer_values
+            assert buffer_keys is not None and buffer_values is not None
+            buffer_keys[..., length:needed, :] = key_states
+            buffer_values[..., length:needed, :] = value_states
+            keys, values = buffer_keys[..., :needed, :], buffer_values[..., :needed, :]
+            self.keys, self.values = keys, values
+            return keys, values
 
-    class GrowingCache(DynamicCache):  # type: ignore[misc]
+    class GrowingCache(DynamicCache):
         def __init__(self) -> None:
             Cache.__init__(self, layer_class_to_replicate=GrowingLayer)
 
@@ -376,6 +377,8 @@ class DustinDecoder:
         self.est_heads = estimation_heads(
             self.geometry.layers, self.geometry.heads, settings.est_heads
         )
+        #: EMA of the target's attention mass per cached position (refreshed every R rounds).
+        self.history = torch.zeros(0)
 
     def _forward(
         self, model: Any, ids: list[int], cache: Any, name: str, state: Round | None
@@ -414,21 +417,18 @@ class DustinDecoder:
         rng: torch.Generator | None = None,
     ) -> tuple[Generation, DustinTrace]:
         """One completion (EOS, stop sequences and max tokens as `decode_loop`)."""
-        s = self.settings
-        sparse = s.verify == "sparse"
+        sparse = self.settings.verify == "sparse"
         temperature = params.temperature or 0.0
         trace = DustinTrace()
-        target_cache = growing_cache()
-        draft_cache = growing_cache()
-        history = torch.zeros(max(len(prompt) - 1, 0), device=self.target.device)
+        target_cache, draft_cache = growing_cache(), growing_cache()
+        self.history = torch.zeros(max(len(prompt) - 1, 0), device=self.target.device)
         out: list[int] = []
         steps: list[TokenStep] = []
         text = ""
         started = time.perf_counter()
         with torch.inference_mode():
-            # prefill both models on all but the last prompt token
-            if len(prompt) > 1:
-                state = Round("prefill", est_heads=self.est_heads, history_now=history)
+            if len(prompt) > 1:  # prefill both models on all but the last prompt token
+                state = Round("prefill", est_heads=self.est_heads, history_now=self.history)
                 self._forward(
                     self.target,
                     prompt[:-1],
@@ -443,75 +443,88 @@ class DustinDecoder:
             while True:
                 if params.interrupted():
                     raise GenerationInterrupted(f"stopped after {len(out)} tokens")
-                room = params.max_new_tokens - len(out)
-                gamma = max(0, min(s.draft_tokens, room - 1))
-                context = target_cache.get_seq_length()
-                lookahead = torch.zeros(context, device=self.target.device)
-                drafts, draft_probs = self._draft(
-                    sequence, draft_cache, gamma, lookahead, context, temperature, params, rng
+                new, logits = self._round(
+                    sequence, target_cache, draft_cache, params, trace, temperature, rng
                 )
-                trace.draft_forwards += len(drafts) if drafts else 0
-                pending = sequence[context:]
-                refresh = sparse and trace.rounds % max(1, s.refresh) == 0
-                if sparse:
-                    if history.shape[0] < context:
-                        history = torch.cat(
-                            [
-                                history,
-                                torch.zeros(context - history.shape[0], device=history.device),
-                            ]
-                        )
-                    score = s.mix * _normalised(lookahead) + (1 - s.mix) * _normalised(
-                        history[:context]
-                    )
-                    selected = select_positions(score, context, s.budget, s.sinks, s.recent)
-                    now = torch.zeros(context, device=self.target.device)
-                    state: Round | None = Round(
-                        "sparse",
-                        context=context,
-                        selected=selected,
-                        est_heads=self.est_heads,
-                        history_now=now,
-                        refresh=refresh,
-                    )
-                    reads = int(selected.shape[0])
-                else:
-                    state, reads = None, context
-                result = self._forward(
-                    self.target, pending + drafts, target_cache, self.cache_name, state
-                )
-                trace.target_forwards += 1
-                trace.rounds += 1
-                trace.drafted += len(drafts)
-                self._count(trace, context, reads, len(pending) + len(drafts), refresh)
-                if sparse and refresh:
-                    history = s.decay * history[:context] + (1 - s.decay) * _normalised(now)
-                logits = result.logits[0, len(pending) - 1 :].float()
-                accepted, bonus = self._verify(
-                    drafts, draft_probs, logits, temperature, params, rng
-                )
-                trace.accepted += accepted
-                new = drafts[:accepted] + [bonus]
-                kept = context + len(pending) + accepted
-                crop_to(target_cache, kept)
-                crop_to(draft_cache, kept)
                 for index, token in enumerate(new):
                     out.append(token)
                     sequence.append(token)
                     trace.emitted += 1
+                    trace.context_at_end = len(sequence)
                     if token in eos:
-                        trace.context_at_end = len(sequence)
                         return self._done(out, text, "stop", steps, trace, started)
                     if params.logprobs:
                         steps.append(_step(logits[index], token, params.top_logprobs))
                     text = decode_text(out)
                     cut = _first_stop(text, params.stop_seqs)
                     if cut is not None:
-                        trace.context_at_end = len(sequence)
                         return self._done(out, text[:cut], "stop", steps, trace, started)
                     if len(out) >= params.max_new_tokens:
-                        trace.context_at_end = len(sequence)
                         return self._done(out, text, "max_tokens", steps, trace, started)
+
+    def _round(
+        self,
+        sequence: list[int],
+        target_cache: Any,
+        draft_cache: Any,
+        params: DecodeParams,
+        trace: DustinTrace,
+        temperature: float,
+        rng: torch.Generator | None,
+    ) -> tuple[list[int], torch.Tensor]:
+        """Draft γ tokens, verify them (dense or on the selected entries), keep the accepted
+        ones in both caches; returns the new tokens and the target's logits for them."""
+        s = self.settings
+        gamma = max(0, min(s.draft_tokens, params.max_new_tokens - trace.emitted - 1))
+        context = target_cache.get_seq_length()
+        lookahead = torch.zeros(context, device=self.target.device)
+        drafts, draft_probs = self._draft(
+            sequence, draft_cache, gamma, lookahead, context, temperature, params, rng
+        )
+        trace.draft_forwards += len(drafts)
+        pending = sequence[context:]
+        refresh = s.verify == "sparse" and trace.rounds % s.refresh == 0
+        state, reads, now = self._select(context, lookahead, refresh)
+        result = self._forward(self.target, pending + drafts, target_cache, self.cache_name, state)
+        trace.target_forwards += 1
+        trace.rounds += 1
+        trace.drafted += len(drafts)
+        self._count(trace, context, reads, len(pending) + len(drafts), refresh)
+        if now is not None and refresh:
+            recent = _normalised(now)
+            self.history = s.decay * self.history[:context] + (1 - s.decay) * recent
+        logits = result.logits[0, len(pending) - 1 :].float()
+        accepted, bonus = self._verify(drafts, draft_probs, logits, temperature, params, rng)
+        trace.accepted += accepted
+        kept = context + len(pending) + accepted
+        crop_to(target_cache, kept)
+        crop_to(draft_cache, kept)
+        return drafts[:accepted] + [bonus], logits
+
+    def _select(
+        self, context: int, lookahead: torch.Tensor, refresh: bool
+    ) -> tuple[Round | None, int, torch.Tensor | None]:
+        """The verification round's state (None: dense), the cached entries it reads and the
+        buffer its head-subset estimate fills on refresh rounds."""
+        s = self.settings
+        if s.verify != "sparse":
+            return None, context, None
+        if self.history.shape[0] < context:
+            missing = torch.zeros(context - self.history.shape[0], device=self.history.device)
+            self.history = torch.cat([self.history, missing])
+        history = self.history[:context]
+        score = s.mix * _normalised(lookahead) + (1 - s.mix) * _normalised(history)
+        selected = select_positions(score, context, s.budget, s.sinks, s.recent)
+        now = torch.zeros(context, device=self.target.device)
+        state = Round(
+            "sparse",
+            context=context,
+            selected=selected,
+            est_heads=self.est_heads,
+            history_now=now,
+            refresh=refresh,
+        )
+        return state, int(selected.shape[0]), now
 
     def _done(
         self,

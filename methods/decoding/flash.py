@@ -238,9 +238,9 @@ def flash_attention(
         run.forwards += 1
     if query.shape[2] > 1:  # prefill: score every head on the last prompt query
         if run.selected is None and layer in run.candidate_layers():
-            heads = list(range(query.shape[1]))
-            rows = head_weights(module, query[:, :, -1:], key, heads)[:, 0]
-            for head in heads:
+            every = list(range(query.shape[1]))
+            rows = head_weights(module, query[:, :, -1:], key, every)[:, 0]
+            for head in every:
                 maps = [rows[head, s : s + n].reshape(g) for s, n, g in run.runs]
                 svs = sum(float(spectral_score(m, run.settings.low_radius)) for m in maps)
                 run.scores[(layer, head)] = svs

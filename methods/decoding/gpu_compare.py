@@ -31,6 +31,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -97,9 +98,7 @@ def compare_dsb(args: argparse.Namespace) -> list[dict[str, Any]]:
                 messages, tokenize=False, add_generation_prompt=True
             )
             prompt = list(tokenizer(text, add_special_tokens=False)["input_ids"])
-            spent, result = timed(
-                lambda p=prompt, s=settings: generate(loaded.model, p, s), args.device
-            )
+            spent, result = timed(partial(generate, loaded.model, prompt, settings), args.device)
             answer = tokenizer.decode(result.tokens, skip_special_tokens=True)
             correct += "answer" in row and _last_number(answer) == _last_number(str(row["answer"]))
             seconds.append(spent)
@@ -182,12 +181,14 @@ def compare_dustin(args: argparse.Namespace) -> list[dict[str, Any]]:
         decoder = DustinDecoder(
             target, draft, DustinSettings(**{**base.__dict__, "verify": verify})
         )
-        spent, (generation, _) = timed(
-            lambda d=decoder: d.generate(
-                ids + question, params, eos_token_ids(target, tokenizer), tokenizer.decode
-            ),
-            args.device,
+        run = partial(
+            decoder.generate,
+            ids + question,
+            params,
+            eos_token_ids(target, tokenizer),
+            tokenizer.decode,
         )
+        spent, (generation, _) = timed(run, args.device)
         out = {
             "method": "dustin",
             "verify": verify,
