@@ -3,7 +3,8 @@
     python -m docket.methods.decoding.toy_mdlm.train --out runs/toy-mdlm [--steps 3000]
 
 Writes a checkpoint directory that `docket/local/DIR -M method=dsb` loads, plus
-`train_log.json` (loss curve, held-out exact-match accuracy under naive and DSB decoding).
+`train_log.json` (config, parameter count, training seconds, loss curve); held-out exact match
+under each schedule comes from `python -m docket.methods.decoding.toy_mdlm.evaluate DIR`.
 `trained_checkpoint()` trains once into docket's cache (`~/.cache/docket/toy_mdlm`, moved with
 `DOCKET_CACHE`) and reuses it, for benchmarks and README numbers.
 """

