@@ -175,6 +175,7 @@ def _entry(
         "overrides": run.overrides,
         "notes": run.notes,
         "log": run.log,
+        "method_counters": run.method_counters,
     }
 
 
@@ -379,6 +380,25 @@ def _setup_text(setup: dict[str, str]) -> str:
     return ", ".join(f"{k}={v}" for k, v in setup.items()) or "–"
 
 
+#: Decoding-method counters shown under the model, in this order when present.
+COUNTERS = (
+    "nfe",
+    "tokens_per_forward",
+    "acceptance_rate",
+    "attention_bytes_saved",
+    "shaped_steps",
+    "latency_s",
+)
+
+
+def _counters_text(counters: dict[str, Any]) -> str:
+    """`dsb: nfe 12.3, tokens_per_forward 2.1, latency_s 0.21 (mean of 40 calls)`."""
+    if not counters:
+        return ""
+    shown = [f"{k} {counters[k]:.3g}" for k in COUNTERS if isinstance(counters.get(k), float)]
+    return f"{counters['method']}: {', '.join(shown)} (mean of {counters['calls']} calls)"
+
+
 def _markdown_table(t: dict[str, Any], lines: list[str]) -> None:
     h = t["headline"]
     args = ", ".join(f"{k}={v}" for k, v in sorted(t["task_args"].items())) or "defaults"
@@ -398,8 +418,11 @@ def _markdown_table(t: dict[str, Any], lines: list[str]) -> None:
     for e in t["entries"]:
         n = f"{e['n']} (small)" if e["small_n"] else str(e["n"])
         value = _fmt(e["value"]) + (" (overridden)" if e["overrides"] else "")
+        model = e["model"]
+        if e.get("method_counters"):
+            model += f" ({_counters_text(e['method_counters'])})"
         lines.append(
-            f"| {e['rank']} | {e['model']} | {_setup_text(e['setup'])} | {value} | {_ci(e)} | {n} "
+            f"| {e['rank']} | {model} | {_setup_text(e['setup'])} | {value} | {_ci(e)} | {n} "
             f"| {e['tokens']['total']} | {_money(e['cost'])} | {_duration(e['wall_seconds'])} |"
         )
     if t["categories"]:
@@ -507,7 +530,14 @@ def _table_id(table: dict[str, Any]) -> str:
 def render_html(data: dict[str, Any], runs: list[Run], bundle_links: dict[str, str]) -> str:
     """The static HTML page: sections, tables, category breakdowns and inline SVG plots."""
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["j2"]))
-    env.filters.update(fmt=_fmt, money=_money, duration=_duration, ci=_ci, setup=_setup_text)
+    env.filters.update(
+        fmt=_fmt,
+        money=_money,
+        duration=_duration,
+        ci=_ci,
+        setup=_setup_text,
+        counters=_counters_text,
+    )
     figures: dict[str, list[dict[str, str]]] = {}
     for bench in data["benchmarks"]:
         for table in bench["tables"]:

@@ -5,12 +5,22 @@ A corrupted or truncated log becomes one `LogError` naming the file; every other
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
-from inspect_ai.analysis import EvalColumn, EvalColumns, evals_df, samples_df
+from inspect_ai.analysis import (
+    EvalColumn,
+    EvalColumns,
+    EventColumn,
+    EventInfo,
+    evals_df,
+    events_df,
+    samples_df,
+)
 
 #: Inspect names JSON logs `<ISO timestamp>_<task>_<id>.json`; other JSON files (eval-set.json,
 #: logs.json, baselines) in a log directory are not logs.
@@ -53,12 +63,46 @@ class LogError:
 
 @dataclass
 class LoadedLogs:
-    """One row per readable eval log (`evals`), one per sample epoch (`samples`), and the errors."""
+    """One row per readable eval log (`evals`), one per sample epoch (`samples`), the errors,
+    and per eval id the mean decoding-method counters of its model calls (`method_counters`)."""
 
     evals: pd.DataFrame
     samples: pd.DataFrame
     errors: list[LogError] = field(default_factory=list)
     files: int = 0
+    counters: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def method_counters(path: str | Path) -> dict[str, dict[str, Any]]:
+    """Per eval id: the decoding method and the mean of each numeric counter over the model
+    calls that recorded them (`ModelOutput.metadata = {"method": NAME, "choices": [...]}`, as
+    `docket/local -M method=...` writes), with the number of calls."""
+    events = events_df(
+        str(path),
+        columns=[*EventInfo, EventColumn("docket_call_metadata", path="output.metadata")],
+        filter=lambda event: event.event == "model",
+        quiet=True,
+    )
+    found: dict[str, dict[str, list[float]]] = {}
+    methods: dict[str, str] = {}
+    for eval_id, raw in zip(events["eval_id"], events["docket_call_metadata"], strict=True):
+        metadata = json.loads(raw) if isinstance(raw, str) else raw
+        if not isinstance(metadata, dict) or not metadata.get("method"):
+            continue
+        methods[eval_id] = str(metadata["method"])
+        values = found.setdefault(eval_id, {})
+        for choice in (metadata.get("choices") or [])[:1]:
+            for key, value in choice.items():
+                if isinstance(value, int | float) and not isinstance(value, bool):
+                    values.setdefault(key, []).append(float(value))
+    return {
+        eval_id: {
+            "method": methods[eval_id],
+            "calls": max((len(v) for v in values.values()), default=0),
+            **{key: sum(v) / len(v) for key, v in sorted(values.items())},
+        }
+        for eval_id, values in found.items()
+    }
 
 
 def find_log_files(log_dir: str | Path) -> list[Path]:
@@ -81,12 +125,15 @@ def load_logs(log_dir: str | Path) -> LoadedLogs:
     """Read every log under `log_dir`; unreadable files are reported, not raised."""
     eval_frames: list[pd.DataFrame] = []
     sample_frames: list[pd.DataFrame] = []
+    counters: dict[str, dict[str, Any]] = {}
     errors: list[LogError] = []
     paths = find_log_files(log_dir)
     for path in paths:
         try:
             evals = evals_df(str(path), columns=[*EvalColumns, *EXTRA_EVAL_COLUMNS], quiet=True)
             samples = samples_df(str(path), quiet=True)
+            if _uses_a_decoding_method(evals):
+                counters.update(method_counters(path))
         except Exception as ex:  # noqa: BLE001 - any reader failure is this file's error
             errors.append(LogError(str(path), _short_error(ex)))
             continue
@@ -95,4 +142,15 @@ def load_logs(log_dir: str | Path) -> LoadedLogs:
             sample_frames.append(samples)
     evals_all = pd.concat(eval_frames, ignore_index=True) if eval_frames else pd.DataFrame()
     samples_all = pd.concat(sample_frames, ignore_index=True) if sample_frames else pd.DataFrame()
-    return LoadedLogs(evals=evals_all, samples=samples_all, errors=errors, files=len(paths))
+    return LoadedLogs(
+        evals=evals_all, samples=samples_all, errors=errors, files=len(paths), counters=counters
+    )
+
+
+def _uses_a_decoding_method(evals: pd.DataFrame) -> bool:
+    """Whether a log's model ran with `-M method=...` (only then are its events read)."""
+    for raw in evals.get("docket_model_args", []):
+        args = json.loads(raw) if isinstance(raw, str) else raw
+        if isinstance(args, dict) and args.get("method"):
+            return True
+    return False

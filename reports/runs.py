@@ -106,6 +106,9 @@ class Run:
     superseded: list[Run] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     overrides: list[dict[str, Any]] = field(default_factory=list)
+    #: Mean per-call counters of a decoding method (`docket/local -M method=...`): NFE,
+    #: acceptance rate, tokens per forward, latency, ...
+    method_counters: dict[str, Any] = field(default_factory=dict)
 
     @property
     def model_label(self) -> str:
@@ -523,6 +526,7 @@ def build_runs(
         if not loaded.samples.empty:
             _attach_samples(run, loaded.samples[loaded.samples["eval_id"] == row["eval_id"]])
         compute_values(run)
+        run.method_counters = dict(loaded.counters.get(str(row["eval_id"]), {}))
         run.unscored_reason = _unscored_reason(run)
         runs.append(run)
     return newest_only(runs)

@@ -8,12 +8,16 @@
 - gguf_load: SmolLM2 through docket's dequantised cache vs transformers' `gguf_file=` load;
 - bpe_step, bpe_pipeline, bpe_pathological, bpe_stream_latency, bpe_append: the incremental
   BPE tokenizer against HF tokenizers and tiktoken (`bpe.py`).
+- dsb_nfe / dsb_cache: DSB vs naive blocks, DSB Cache vs no cache, on the toy masked-diffusion LM;
+- dustin_verify: Dustin's sparse vs dense verification step over 1k/4k/16k-token caches;
+- flash_overhead: FLASH decoding vs plain decoding of the same LLaVA-shaped model.
 """
 
 from __future__ import annotations
 
 import asyncio
 import importlib.util
+import itertools
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -263,6 +267,223 @@ def gguf_load(quick: bool) -> Measurement | Skipped:
     )
 
 
+# --- methods/decoding: DSB, DSB Cache, Dustin, FLASH (issue 19) --------------------------------
+
+
+def _toy_mdlm(quick: bool) -> tuple[Any, Any] | str:
+    """The trained toy masked-diffusion LM (trained into docket's cache on first use)."""
+    for package in ("torch", "transformers"):
+        if importlib.util.find_spec(package) is None:
+            return f"{package} is not installed (pip install 'docket[methods]')"
+    from docket.methods.decoding.toy_mdlm.checkpoint import load
+    from docket.methods.decoding.toy_mdlm.train import TrainConfig, trained_checkpoint
+
+    config = TrainConfig(steps=300) if quick else TrainConfig()
+    return load(trained_checkpoint(config, log=lambda _: None))
+
+
+def _toy_case(
+    name: str,
+    quick: bool,
+    ours: dict[str, Any],
+    theirs: dict[str, Any],
+    peer: str,
+    target: float,
+    block: int,
+    length: int,
+) -> Measurement | Skipped:
+    """Decoding the toy masked-diffusion LM's held-out copy/reverse/sort set with two DSB
+    settings (τ 0.9): paired medians, with each side's exact match, NFE and tokens processed."""
+    loaded = _toy_mdlm(quick)
+    if isinstance(loaded, str):
+        return Skipped(name, loaded)
+    from docket.methods.decoding.toy_mdlm.data import eval_set
+    from docket.methods.decoding.toy_mdlm.evaluate import score
+
+    model, tokenizer = loaded
+    examples = eval_set(12 if quick else 60)
+    results: dict[str, Any] = {}
+    common: dict[str, Any] = {"block_length": block, "threshold": 0.9, "gen_length": length}
+
+    def run(label: str, settings: dict[str, Any]) -> Callable[[], object]:
+        def once() -> object:
+            results[label] = score(model, tokenizer, examples, label, **settings, **common)
+            return results[label]
+
+        return once
+
+    repeats = 1 if quick else 3
+    docket_s, peer_s = paired_medians(run("ours", ours), run("theirs", theirs), repeats)
+    a, b = results["ours"], results["theirs"]
+    return Measurement(
+        name,
+        f"{len(examples)} toy answers, {length} tokens, block {block}, τ 0.9",
+        peer,
+        docket_s,
+        peer_s,
+        target=target,
+        repeats=repeats,
+        note=(
+            f"exact match {a.accuracy:.2f} vs {b.accuracy:.2f}; mean NFE {a.mean_nfe:.2f} vs "
+            f"{b.mean_nfe:.2f} (NFE ratio {a.mean_nfe / b.mean_nfe:.2f}); tokens processed "
+            f"per answer {a.mean_processed:.0f} vs {b.mean_processed:.0f}"
+        ),
+    )
+
+
+def dsb_nfe(quick: bool) -> Measurement | Skipped:
+    """DSB (greedy sliding window) vs naive fixed blocks, both without cache."""
+    return _toy_case(
+        "dsb_nfe",
+        quick,
+        {"schedule": "dsb"},
+        {"schedule": "naive"},
+        "naive fixed blocks (Fast-dLLM threshold decoding)",
+        target=0.7,
+        block=4,
+        length=24,
+    )
+
+
+def dsb_cache(quick: bool) -> Measurement | Skipped:
+    """DSB with DSB Cache vs DSB without a cache. Answer region 48, block 8: the longest region
+    where the toy model still answers (at LLaDA's 256 / 32 its exact match is 0 with or without
+    the cache, so "equal quality" would mean nothing)."""
+    return _toy_case(
+        "dsb_cache",
+        quick,
+        {"schedule": "dsb", "cache": "dsb", "prefix_window": 4},
+        {"schedule": "dsb"},
+        "DSB without cache (full forward per step)",
+        target=0.6,
+        block=8,
+        length=48,
+    )
+
+
+def dustin_verify(quick: bool) -> Measurement | Skipped:
+    """One verification step (γ = 4 drafts + 1) of SmolLM2-135M over a long KV cache: Dustin's
+    sparse read (selection + 4 sinks + 64 recent + top 512, head-subset refresh every 4 steps
+    amortised) vs the dense read. Measured at 1k/4k/16k (quick: 512/1k/2k); the row is 4k."""
+    loaded = _smollm2()
+    if isinstance(loaded, str):
+        return Skipped("dustin_verify", loaded)
+    from docket.methods.decoding.dustin import DustinSettings, verification_step_pair
+
+    model, _ = loaded
+    settings = DustinSettings(budget=512, sinks=4, recent=64, refresh=4, draft_tokens=4)
+    contexts = (512, 1024, 2048) if quick else (1024, 4096, 16384)
+    headline = contexts[1]
+    times: dict[int, tuple[float, float]] = {}
+    for context in contexts:
+        sparse, dense, reads = verification_step_pair(model, context, settings)
+        sparse(), dense()  # warm
+        repeats = 1 if quick or context > 8192 else 3
+        ours, theirs = paired_medians(sparse, dense, repeats)
+        times[context] = (ours / settings.refresh, theirs / settings.refresh)
+    ratios = {c: s / d for c, (s, d) in times.items()}
+    falling = all(ratios[a] > ratios[b] for a, b in itertools.pairwise(contexts))
+    return Measurement(
+        "dustin_verify",
+        f"verify step at {headline} ctx, SmolLM2-135M, γ 4, reads {min(headline, 580)}",
+        "dense verification (sdpa over the whole cache)",
+        times[headline][0],
+        times[headline][1],
+        target=1.0,
+        repeats=1 if quick else 3,
+        note="sparse/dense per context: "
+        + ", ".join(
+            f"{c}: {ratios[c]:.2f} ({times[c][0]:.3f} s vs {times[c][1]:.3f} s)" for c in contexts
+        )
+        + f"; ratio falls with length: {'yes' if falling else 'NO'}",
+    )
+
+
+def _bench_llava(image_side: int) -> tuple[Any, Any, list[int], dict[str, Any]]:
+    """A random LLaVA whose language model has SmolLM2-135M's shape (30 layers, 576 wide, 9
+    heads) and a 1-layer vision tower with an `image_side` x `image_side` patch grid."""
+    import torch
+    from docket.methods.decoding.toy_mdlm.data import build_tokenizer
+    from transformers import (
+        CLIPVisionConfig,
+        LlamaConfig,
+        LlavaConfig,
+        LlavaForConditionalGeneration,
+    )
+
+    tokenizer: Any = build_tokenizer()
+    image_token = len(tokenizer) - 1
+    patch = 14
+    config = LlavaConfig(
+        vision_config=CLIPVisionConfig(
+            image_size=image_side * patch,
+            patch_size=patch,
+            hidden_size=64,
+            intermediate_size=128,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+        ),
+        text_config=LlamaConfig(
+            vocab_size=len(tokenizer),
+            hidden_size=576,
+            intermediate_size=1536,
+            num_hidden_layers=30,
+            num_attention_heads=9,
+            num_key_value_heads=3,
+            max_position_embeddings=4096,
+            eos_token_id=None,
+        ),
+        image_token_index=image_token,
+        vision_feature_select_strategy="default",
+        vision_feature_layer=-1,
+    )
+    torch.manual_seed(0)
+    model = LlavaForConditionalGeneration(config).eval()
+    ids = [5, 6, 7, *[image_token] * (image_side * image_side), 8, 9, 10, 11]
+    pixels = torch.randn(1, 3, image_side * patch, image_side * patch)
+    return model, tokenizer, ids, {"pixel_values": pixels}
+
+
+def flash_overhead(quick: bool) -> Measurement | Skipped:
+    """Greedy decoding with FLASH shaping 8 visual heads (selected by SVS at prefill) vs plain
+    greedy decoding of the same random LLaVA-shaped model (24 x 24 image grid)."""
+    for package in ("torch", "transformers"):
+        if importlib.util.find_spec(package) is None:
+            return Skipped("flash_overhead", f"{package} is not installed")
+    from docket.methods.decoding.flash import FlashSettings, generate, install
+    from docket.methods.decoding.sampling import DecodeParams, greedy
+
+    side = 12 if quick else 24
+    model, tokenizer, ids, inputs = _bench_llava(side)
+    new = 8 if quick else 32
+    params = DecodeParams(max_new_tokens=new, prompt_inputs=inputs)
+    plain = greedy(model, tokenizer, ids, params)[0]
+    original = install(model)
+    settings = FlashSettings(heads=8, strength=1.0)
+
+    def ours() -> object:
+        return generate(model, tokenizer, ids, params, settings, original)
+
+    def theirs() -> object:
+        return greedy(model, tokenizer, ids, params)
+
+    shaped, run = generate(model, tokenizer, ids, params, settings, original)
+    if len(shaped[0].token_ids) != len(plain.token_ids) or run.forwards != len(plain.token_ids):
+        return Skipped("flash_overhead", "FLASH did not run one forward per generated token")
+    repeats = 1 if quick else 3
+    docket_s, peer_s = paired_medians(ours, theirs, repeats)
+    return Measurement(
+        "flash_overhead",
+        f"{new} tokens, {side * side} image tokens, 30-layer 576-wide LLaVA-shaped model",
+        "plain greedy decoding (same model)",
+        docket_s,
+        peer_s,
+        target=1.15,
+        repeats=repeats,
+        note=f"one forward per token checked; visual heads {shaped[0].metadata['visual_heads']}",
+    )
+
+
 CASES: dict[str, Case] = {
     "sandbox_exec": sandbox_exec,
     "sandbox_sample": sandbox_sample,
@@ -270,4 +491,8 @@ CASES: dict[str, Case] = {
     "greedy_decode": greedy_decode,
     "gguf_load": gguf_load,
     **BPE_CASES,  # incremental BPE (benchmarks/perf/bpe.py)
+    "dsb_nfe": dsb_nfe,
+    "dsb_cache": dsb_cache,
+    "dustin_verify": dustin_verify,
+    "flash_overhead": flash_overhead,
 }

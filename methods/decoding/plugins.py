@@ -35,7 +35,11 @@ class MethodPlugin:
 
 
 #: Method name -> module that registers it (imported on first use).
-PLUGIN_MODULES: dict[str, str] = {}
+PLUGIN_MODULES: dict[str, str] = {
+    "dsb": "docket.methods.decoding.dsb",
+    "dustin": "docket.methods.decoding.dustin",
+    "flash": "docket.methods.decoding.flash",
+}
 
 _PLUGINS: dict[str, MethodPlugin] = {}
 

@@ -1,0 +1,725 @@
+"""DSB: Dynamic Sliding Block decoding and DSB Cache for masked-diffusion LMs (`-M method=dsb`).
+
+Digest (b) (lizhuo-luo/DSB, arXiv 2602.05992). A masked-diffusion LM starts from an answer of
+`gen_length` mask tokens after the prompt; every step runs the bidirectional mask predictor and
+*transfers* (unmasks) some masked positions of the active window [s, e).
+
+- Transfer rule (`transfer`, Fast-dLLM's threshold rule): propose x̂ = argmax of the logits
+  (Gumbel-max in float64 at temperature > 0), confidence c = softmax(logits)[x̂] in float64;
+  unmask every eligible position with c >= threshold, and always the most confident one.
+- Naive blocks (`naive_window`): fixed blocks of `block_length`; the next block opens only
+  when the current one is fully unmasked.
+- DSB (`dsb_window`): s = first still-masked position before the previous e; e = min(P + S_init
+  + U, s + S_max) with U = tokens unmasked so far. The window keeps exactly S_init masked
+  positions eligible and slides. `schedule=dsb` (greedy) has S_max = unbounded (-1),
+  `schedule=dsb_const` has S_max = S_init.
+- DSB Cache (`cache=dsb`): a full forward rebuilds the KV cache (global refresh); then only the
+  window [s - pw, e + sw) is recomputed (`replace_position`), with pw = min(max(shift of s,
+  prefix_window), s) and sw = min(L - e, suffix_window); a global refresh happens again after
+  every `refresh` newly unmasked tokens (default S_init). With the naive schedule the same loop
+  is Fast-dLLM's dual cache (the window is the block; a refresh also opens each block).
+
+`generate` runs any of these over a `MaskedLM` adapter: the toy mask predictor
+(`toy_mdlm`, the shipped CPU model) or a transformers checkpoint (`HFMaskedLM`: LLaDA / Dream
+with `-M trust_remote_code=true`, or any `AutoModelForMaskedLM`). Counters: NFE (global +
+window forwards), tokens processed, tokens per forward, latency.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import math
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+import torch
+
+from . import knobs
+from .loading import CheckpointSpec, LoadedModel
+from .plugins import MethodPlugin, register_method
+from .sampling import (
+    DecodeParams,
+    Generation,
+    GenerationInterrupted,
+    TokenStep,
+    _step,
+    eos_token_ids,
+)
+
+Schedule = Literal["dsb", "dsb_const", "naive"]
+SCHEDULES: tuple[str, ...] = ("dsb", "dsb_const", "naive")
+CACHES: tuple[str, ...] = ("none", "dsb")
+UNBOUNDED = -1
+
+
+# --- the schedule and the transfer rule as pure functions ------------------------------------
+
+
+def first_masked(masked: Sequence[bool], start: int, end: int) -> int:
+    """Index of the first True of `masked[start:end]`, or `end` when there is none."""
+    for index in range(start, min(end, len(masked))):
+        if masked[index]:
+            return index
+    return end
+
+
+def dsb_window(
+    masked: Sequence[bool],
+    prompt_length: int,
+    unmasked: int,
+    block_length: int,
+    max_block_length: int,
+    previous_end: int,
+) -> tuple[int, int]:
+    """DSB's active window (s, e) over the whole sequence [prompt | answer].
+
+    s = first masked position before `previous_end` (else `previous_end`); e = min(P + S_init +
+    U, s + S_max), or P + S_init + U when S_max is -1 (greedy); e never exceeds the length.
+    """
+    s = first_masked(masked, prompt_length, previous_end)
+    e = prompt_length + block_length + unmasked
+    if max_block_length != UNBOUNDED:
+        e = min(e, s + max_block_length)
+    return s, min(e, len(masked))
+
+
+def naive_window(masked: Sequence[bool], prompt_length: int, block_length: int) -> tuple[int, int]:
+    """The fixed block holding the first masked answer position: [P + kB, P + (k+1)B)."""
+    total = len(masked)
+    first = first_masked(masked, prompt_length, total)
+    if first >= total:
+        return total, total
+    start = prompt_length + (first - prompt_length) // block_length * block_length
+    return start, min(start + block_length, total)
+
+
+def schedule_window(
+    schedule: str,
+    masked: Sequence[bool],
+    prompt_length: int,
+    unmasked: int,
+    block_length: int,
+    max_block_length: int,
+    previous_end: int,
+) -> tuple[int, int]:
+    """The window of `schedule` (dsb, dsb_const or naive) for the current mask state."""
+    if schedule == "naive":
+        return naive_window(masked, prompt_length, block_length)
+    bound = block_length if schedule == "dsb_const" else max_block_length
+    return dsb_window(masked, prompt_length, unmasked, block_length, bound, previous_end)
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """What one step unmasks: proposals and confidences for every position given, and the
+    positions chosen (a bool vector)."""
+
+    proposals: torch.Tensor
+    confidence: torch.Tensor
+    chosen: torch.Tensor
+
+
+def transfer(
+    logits: torch.Tensor,
+    eligible: torch.Tensor,
+    threshold: float,
+    temperature: float = 0.0,
+    generator: torch.Generator | None = None,
+) -> Transfer:
+    """The threshold transfer rule over `logits` `[n, vocab]` and a bool `eligible` `[n]`.
+
+    Chosen: every eligible position whose confidence is >= `threshold`, plus the most
+    confident eligible one (so each step unmasks at least one token when any is eligible).
+    At temperature > 0 the proposal is Gumbel-max sampled in float64; the confidence is
+    always the softmax probability (float64) of the proposal.
+    """
+    wide = logits.to(torch.float64)
+    if temperature > 0:
+        uniform = torch.rand(wide.shape, generator=generator, dtype=torch.float64).to(wide.device)
+        gumbel = -torch.log(-torch.log(uniform.clamp_min(1e-300)))
+        proposals = torch.argmax(wide / temperature + gumbel, dim=-1)
+    else:
+        proposals = torch.argmax(wide, dim=-1)
+    probabilities = torch.softmax(wide, dim=-1)
+    confidence = probabilities.gather(-1, proposals[:, None]).squeeze(-1)
+    chosen = eligible & (confidence >= threshold)
+    if bool(eligible.any()):
+        ranked = torch.where(eligible, confidence, torch.full_like(confidence, -math.inf))
+        chosen[int(torch.argmax(ranked))] = True
+    return Transfer(proposals, confidence, chosen)
+
+
+# --- models -----------------------------------------------------------------------------------
+
+
+class MaskedLM(Protocol):
+    """A bidirectional mask predictor as the decoding loop sees it."""
+
+    mask_id: int
+    supports_cache: bool
+
+    def full(self, ids: torch.Tensor, use_cache: bool) -> tuple[torch.Tensor, Any]:
+        """Logits `[L, vocab]` of the whole sequence `ids` `[L]`, and a cache when asked."""
+        ...
+
+    def window(
+        self, ids: torch.Tensor, replace_position: torch.Tensor, cache: Any
+    ) -> tuple[torch.Tensor, Any]:
+        """Logits `[W, vocab]` of the window `ids` `[W]` (positions where `replace_position`
+        `[L]` is True), recomputing only the window and reading the rest from `cache`."""
+        ...
+
+
+@dataclass
+class ToyMaskedLM:
+    """The toy mask predictor (`toy_mdlm.model.ToyMaskPredictor`) as a `MaskedLM`; it also
+    takes the answer's first position (`begin` sets it per generation)."""
+
+    model: Any
+    mask_id: int
+    supports_cache: bool = True
+    answer_start: int = 0
+
+    def begin(self, prompt_length: int) -> None:
+        self.answer_start = prompt_length
+
+    @property
+    def device(self) -> Any:
+        return self.model.device
+
+    def full(self, ids: torch.Tensor, use_cache: bool) -> tuple[torch.Tensor, Any]:
+        out = self.model(ids[None], self.answer_start, use_cache=use_cache)
+        return out.logits[0], out.past_key_values
+
+    def window(
+        self, ids: torch.Tensor, replace_position: torch.Tensor, cache: Any
+    ) -> tuple[torch.Tensor, Any]:
+        out = self.model(
+            ids[None], self.answer_start, past_key_values=cache, replace_position=replace_position
+        )
+        return out.logits[0], out.past_key_values
+
+
+@dataclass
+class HFMaskedLM:
+    """A transformers mask predictor: LLaDA / Dream (remote code) or any masked LM.
+
+    `shift_logits`: Dream predicts position i from position i - 1, so its logits are shifted
+    right by one (as in Dream's own sampler). The window cache needs a forward that takes
+    `replace_position` (the Fast-dLLM / DSB modelling code of LLaDA and Dream).
+    """
+
+    model: Any
+    mask_id: int
+    shift_logits: bool = False
+    forward_args: frozenset[str] = frozenset()
+
+    @property
+    def device(self) -> Any:
+        return self.model.device
+
+    @property
+    def supports_cache(self) -> bool:
+        return "replace_position" in self.forward_args
+
+    def _logits(self, out: Any) -> torch.Tensor:
+        logits = out.logits[0]
+        if self.shift_logits:
+            logits = torch.cat([logits[:1], logits[:-1]], dim=0)
+        return logits
+
+    def full(self, ids: torch.Tensor, use_cache: bool) -> tuple[torch.Tensor, Any]:
+        extra = {"use_cache": True} if use_cache and "use_cache" in self.forward_args else {}
+        out = self.model(ids[None], **extra)
+        return self._logits(out), getattr(out, "past_key_values", None)
+
+    def window(
+        self, ids: torch.Tensor, replace_position: torch.Tensor, cache: Any
+    ) -> tuple[torch.Tensor, Any]:
+        extra = {"dual_cache": True} if "dual_cache" in self.forward_args else {}
+        out = self.model(
+            ids[None],
+            past_key_values=cache,
+            use_cache=True,
+            replace_position=replace_position[None],
+            **extra,
+        )
+        return self._logits(out), out.past_key_values
+
+
+# --- the decoding loop -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DSBSettings:
+    """The knobs of `-M method=dsb` (defaults: the paper's LLaDA settings, digest b.4)."""
+
+    schedule: str = "dsb"
+    block_length: int = 32
+    #: S_max; None: unbounded for `dsb`, `block_length` for `dsb_const` (ignored by naive).
+    max_block_length: int | None = None
+    threshold: float = 0.9
+    gen_length: int = 256
+    cache: str = "none"
+    prefix_window: int = 24
+    suffix_window: int = 0
+    #: Global refresh after this many newly unmasked tokens (None: `block_length`).
+    refresh: int | None = None
+    temperature: float = 0.0
+    seed: int | None = None
+
+    def bound(self) -> int:
+        """S_max as the schedule functions take it."""
+        if self.max_block_length is not None:
+            return self.max_block_length
+        return self.block_length if self.schedule == "dsb_const" else UNBOUNDED
+
+
+@dataclass
+class DSBTrace:
+    """Counters of one generation. `steps` lists each forward as (kind, s, e, positions
+    unmasked), kind `full` (no cache), `global` (cache refresh) or `window`."""
+
+    nfe: int = 0
+    global_forwards: int = 0
+    window_forwards: int = 0
+    processed_tokens: int = 0
+    steps: list[tuple[str, int, int, tuple[int, ...]]] = field(default_factory=list)
+
+
+@dataclass
+class DSBResult:
+    """The answer region (every position unmasked), per-position log-probabilities at the step
+    each was unmasked (and, when kept, those logits by answer index), and the counters."""
+
+    tokens: list[int]
+    logprobs: list[float]
+    trace: DSBTrace
+    seconds: float
+    step_logits: dict[int, torch.Tensor] = field(default_factory=dict)
+
+
+def _never() -> bool:
+    return False
+
+
+class _State:
+    """The sequence being decoded and what has been unmasked."""
+
+    def __init__(
+        self, prompt: list[int], mask_id: int, gen_length: int, device: Any, keep_logits: bool
+    ) -> None:
+        self.prompt_length = len(prompt)
+        self.keep_logits = keep_logits
+        self.ids = torch.tensor(prompt + [mask_id] * gen_length, device=device)
+        self.mask_id = mask_id
+        self.masked = [False] * len(prompt) + [True] * gen_length
+        self.unmasked = 0
+        self.logprobs: dict[int, float] = {}
+        self.step_logits: dict[int, torch.Tensor] = {}
+
+    @property
+    def total(self) -> int:
+        return len(self.masked)
+
+    @property
+    def done(self) -> bool:
+        return self.unmasked >= self.total - self.prompt_length
+
+    def apply(
+        self, logits: torch.Tensor, offset: int, s: int, e: int, settings: DSBSettings, rng: Any
+    ) -> tuple[int, ...]:
+        """Transfer within [s, e) of the window whose first position is `offset`; returns the
+        positions unmasked."""
+        width = logits.shape[0]
+        positions = range(offset, offset + width)
+        eligible = torch.tensor(
+            [self.masked[p] and s <= p < e for p in positions], device=logits.device
+        )
+        logits = logits.clone()
+        logits[:, self.mask_id] = -math.inf  # never propose the mask token itself
+        step = transfer(logits, eligible, settings.threshold, settings.temperature, rng)
+        chosen = step.chosen.nonzero().squeeze(-1).tolist()
+        for local in chosen:
+            position = offset + local
+            token = int(step.proposals[local])
+            self.ids[position] = token
+            self.masked[position] = False
+            self.logprobs[position] = math.log(max(float(step.confidence[local]), 1e-300))
+            if self.keep_logits:
+                self.step_logits[position - self.prompt_length] = logits[local].float().cpu()
+        self.unmasked += len(chosen)
+        return tuple(offset + local for local in chosen)
+
+
+def generate(
+    model: MaskedLM,
+    prompt: list[int],
+    settings: DSBSettings,
+    interrupted: Callable[[], bool] = _never,
+    keep_logits: bool = False,
+) -> DSBResult:
+    """Decode `settings.gen_length` answer tokens after `prompt` with the chosen schedule and
+    cache; raises `GenerationInterrupted` when `interrupted()` turns True between forwards.
+    `keep_logits` keeps each answer position's logits from the step that unmasked it."""
+    if settings.cache != "none" and not model.supports_cache:
+        raise ValueError(
+            "-M cache=dsb needs a model whose forward takes replace_position "
+            "(the toy mask predictor, or LLaDA / Dream with the DSB / Fast-dLLM modelling code)"
+        )
+    started = time.perf_counter()
+    device = getattr(model, "device", "cpu")
+    state = _State(prompt, model.mask_id, settings.gen_length, device, keep_logits)
+    begin = getattr(model, "begin", None)
+    if begin is not None:
+        begin(len(prompt))
+    trace = DSBTrace()
+    rng = None
+    if settings.temperature > 0:
+        rng = torch.Generator()
+        if settings.seed is None:
+            rng.seed()
+        else:
+            rng.manual_seed(settings.seed)
+    with torch.inference_mode():
+        if settings.cache == "none":
+            _decode_plain(model, state, settings, trace, interrupted, rng)
+        else:
+            _decode_cached(model, state, settings, trace, interrupted, rng)
+    answer = state.ids[state.prompt_length :].tolist()
+    logprobs = [state.logprobs[p] for p in range(state.prompt_length, state.total)]
+    return DSBResult(
+        answer, logprobs, trace, time.perf_counter() - started, dict(state.step_logits)
+    )
+
+
+def _check(interrupted: Callable[[], bool], state: _State) -> None:
+    if interrupted():
+        raise GenerationInterrupted(f"stopped after {state.unmasked} tokens")
+
+
+def _window(state: _State, settings: DSBSettings, previous_end: int) -> tuple[int, int]:
+    return schedule_window(
+        settings.schedule,
+        state.masked,
+        state.prompt_length,
+        state.unmasked,
+        settings.block_length,
+        settings.bound(),
+        previous_end,
+    )
+
+
+def _decode_plain(
+    model: MaskedLM,
+    state: _State,
+    settings: DSBSettings,
+    trace: DSBTrace,
+    interrupted: Callable[[], bool],
+    rng: Any,
+) -> None:
+    """No cache: a full forward every step (LLaDA's `generate` / DSB's `generate_dsb`)."""
+    e = state.prompt_length + settings.block_length
+    while not state.done:
+        s, e = _window(state, settings, e)
+        _check(interrupted, state)
+        logits, _ = model.full(state.ids, use_cache=False)
+        trace.nfe += 1
+        trace.global_forwards += 1
+        trace.processed_tokens += state.total
+        trace.steps.append(("full", s, e, state.apply(logits, 0, s, e, settings, rng)))
+
+
+def _decode_cached(
+    model: MaskedLM,
+    state: _State,
+    settings: DSBSettings,
+    trace: DSBTrace,
+    interrupted: Callable[[], bool],
+    rng: Any,
+) -> None:
+    """DSB Cache (`generate_dsb_cache`); with the naive schedule, Fast-dLLM's dual cache."""
+    refresh = settings.refresh or settings.block_length
+    s, e = state.prompt_length, state.prompt_length + settings.block_length
+    if settings.schedule == "naive":
+        s, e = _window(state, settings, e)
+    while not state.done:
+        _check(interrupted, state)
+        logits, cache = model.full(state.ids, use_cache=True)
+        trace.nfe += 1
+        trace.global_forwards += 1
+        trace.processed_tokens += state.total
+        done = state.apply(logits, 0, s, e, settings, rng)
+        trace.steps.append(("global", s, e, done))
+        block_done = len(done)
+        block_start = s
+        while True:
+            previous_s = s
+            s, e = _window(state, settings, e)
+            if state.done:
+                break
+            if block_done >= refresh or (settings.schedule == "naive" and s != block_start):
+                break  # periodic refresh; naive: also when the block is complete
+            shift = s - previous_s
+            prefix = min(max(shift, settings.prefix_window), s)
+            suffix = min(state.total - e, settings.suffix_window)
+            start, end = s - prefix, e + suffix
+            replace = torch.zeros(state.total, dtype=torch.bool, device=state.ids.device)
+            replace[start:end] = True
+            _check(interrupted, state)
+            logits, cache = model.window(state.ids[start:end], replace, cache)
+            trace.nfe += 1
+            trace.window_forwards += 1
+            trace.processed_tokens += end - start
+            done = state.apply(logits, start, s, e, settings, rng)
+            trace.steps.append(("window", s, e, done))
+            block_done += len(done)
+
+
+# --- docket/local plugin ------------------------------------------------------------------------
+
+KNOBS = (
+    "schedule",
+    "block_length",
+    "max_block_length",
+    "threshold",
+    "gen_length",
+    "cache",
+    "prefix_window",
+    "suffix_window",
+    "refresh",
+    "mask_id",
+    "trust_remote_code",
+)
+
+
+def settings_from_knobs(values: Mapping[str, Any]) -> DSBSettings:
+    """`DSBSettings` from `-M` knobs (gen_length 0: from max_tokens); one-line errors."""
+    name = "dsb"
+    block = knobs.integer(name, values, "block_length", 32, minimum=1)
+    bound = values.get("max_block_length")
+    refresh = values.get("refresh")
+    return DSBSettings(
+        schedule=knobs.choice(name, values, "schedule", "dsb", SCHEDULES),
+        block_length=block,
+        max_block_length=(
+            None
+            if bound is None
+            else knobs.integer(name, values, "max_block_length", UNBOUNDED, minimum=UNBOUNDED)
+        ),
+        threshold=knobs.real(name, values, "threshold", 0.9, minimum=0.0, maximum=1.0),
+        gen_length=knobs.integer(name, values, "gen_length", 0, minimum=0),
+        cache=knobs.choice(name, values, "cache", "none", CACHES),
+        prefix_window=knobs.integer(name, values, "prefix_window", 24, minimum=0),
+        suffix_window=knobs.integer(name, values, "suffix_window", 0, minimum=0),
+        refresh=None if refresh is None else knobs.integer(name, values, "refresh", 1, minimum=1),
+    )
+
+
+def _check_bound(settings: DSBSettings) -> None:
+    bound = settings.max_block_length
+    if bound is not None and bound not in (UNBOUNDED,) and bound < 1:
+        raise ValueError("-M method=dsb: -M max_block_length must be -1 (unbounded) or >= 1")
+
+
+def decode_fn(
+    model: MaskedLM, settings: DSBSettings
+) -> Callable[[Any, Any, list[int], DecodeParams, int], list[Generation]]:
+    """A `DecodeFn` running DSB on `model` with `settings` (temperature/seed per call)."""
+
+    def decode(
+        _model: Any, tokenizer: Any, prompt_ids: list[int], params: DecodeParams, n: int
+    ) -> list[Generation]:
+        length = settings.gen_length or params.max_new_tokens
+        limit = getattr(getattr(model, "model", None), "config", None)
+        max_length = getattr(limit, "max_length", None)
+        if isinstance(max_length, int) and len(prompt_ids) + length > max_length:
+            length = max_length - len(prompt_ids)
+            if length < 1:
+                raise ValueError(
+                    f"prompt of {len(prompt_ids)} tokens leaves no room in the model's "
+                    f"{max_length} positions"
+                )
+        temperature = params.temperature or 0.0
+        generations = []
+        for choice in range(n):
+            seed = None if params.seed is None else params.seed + choice
+            run = DSBSettings(
+                **{
+                    **settings.__dict__,
+                    "gen_length": length,
+                    "temperature": temperature,
+                    "seed": seed,
+                }
+            )
+            result = generate(model, prompt_ids, run, params.interrupted, params.logprobs)
+            generations.append(to_generation(result, tokenizer, params, run))
+            if temperature <= 0:
+                generations.extend([generations[0]] * (n - 1))
+                break
+        return generations
+
+    return decode
+
+
+def to_generation(
+    result: DSBResult, tokenizer: Any, params: DecodeParams, settings: DSBSettings
+) -> Generation:
+    """The answer cut at the first EOS (stop) and at a stop sequence, with DSB's counters."""
+    eos = eos_token_ids(None, tokenizer)
+    tokens = result.tokens
+    cut = next((i for i, t in enumerate(tokens) if t in eos), None)
+    kept = tokens if cut is None else tokens[: cut + 1]
+    text_ids = kept if cut is None else kept[:-1]
+    text = tokenizer.decode(text_ids, skip_special_tokens=True)
+    stop_reason: Literal["stop", "max_tokens"] = "max_tokens" if cut is None else "stop"
+    found = [i for i in (text.find(s) for s in params.stop_seqs if s) if i >= 0]
+    if found:
+        text, stop_reason = text[: min(found)], "stop"
+    steps: list[TokenStep] = []
+    if params.logprobs:
+        for index, token in enumerate(text_ids):
+            steps.append(_step(result.step_logits[index], token, params.top_logprobs))
+    trace = result.trace
+    return Generation(
+        kept,
+        text,
+        stop_reason,
+        steps,
+        metadata={
+            "method": "dsb",
+            "schedule": settings.schedule,
+            "cache": settings.cache,
+            "nfe": trace.nfe,
+            "global_forwards": trace.global_forwards,
+            "window_forwards": trace.window_forwards,
+            "processed_tokens": trace.processed_tokens,
+            "gen_length": settings.gen_length,
+            "tokens_per_forward": round(settings.gen_length / max(trace.nfe, 1), 4),
+            "latency_s": round(result.seconds, 6),
+        },
+    )
+
+
+_LOADED: dict[tuple[CheckpointSpec, bool, int | None], LoadedModel] = {}
+_LOAD_LOCK = threading.Lock()
+
+
+def load_masked_lm(
+    spec: CheckpointSpec, trust_remote_code: bool, mask_id: int | None
+) -> LoadedModel:
+    """A mask predictor checkpoint as a `LoadedModel` whose `model` is a `MaskedLM` (cached)."""
+    key = (spec, trust_remote_code, mask_id)
+    with _LOAD_LOCK:
+        if key not in _LOADED:
+            _LOADED[key] = _load_masked_lm(spec, trust_remote_code, mask_id)
+        return _LOADED[key]
+
+
+def _load_masked_lm(
+    spec: CheckpointSpec, trust_remote_code: bool, mask_id: int | None
+) -> LoadedModel:
+    from .toy_mdlm import checkpoint
+
+    if spec.gguf_file:
+        raise ValueError(
+            "-M method=dsb needs a masked-diffusion LM checkpoint directory, not a GGUF file "
+            "(train the toy one: python -m docket.methods.decoding.toy_mdlm.train --out DIR)"
+        )
+    if checkpoint.is_toy_checkpoint(spec.path):
+        model, tokenizer = checkpoint.load(spec.path, spec.device, spec.dtype)
+        masked = ToyMaskedLM(model, mask_id if mask_id is not None else model.config.mask_token_id)
+        return LoadedModel(model=masked, tokenizer=tokenizer)
+    return _load_hf(spec, trust_remote_code, mask_id)
+
+
+def _load_hf(spec: CheckpointSpec, trust_remote_code: bool, mask_id: int | None) -> LoadedModel:
+    """LLaDA / Dream (remote code) or a transformers masked LM."""
+    from transformers import AutoModel, AutoModelForMaskedLM, AutoTokenizer
+
+    config = json.loads((Path(spec.path) / "config.json").read_text())
+    model_type = str(config.get("model_type", ""))
+    remote = "auto_map" in config
+    if remote and not trust_remote_code:
+        raise ValueError(
+            f"-M method=dsb: {spec.path} ({model_type}) ships its own modelling code; "
+            "run it only if you trust it: -M trust_remote_code=true"
+        )
+    dtype: Any = spec.dtype if spec.dtype == "auto" else getattr(torch, spec.dtype)
+    loader = AutoModel if remote else AutoModelForMaskedLM
+    try:
+        model: Any = loader.from_pretrained(
+            spec.path, dtype=dtype, local_files_only=True, trust_remote_code=trust_remote_code
+        )
+    except (ValueError, KeyError) as error:
+        first = (str(error).splitlines() or [""])[0][:160]
+        raise ValueError(
+            f"-M method=dsb: {spec.path} is not a masked-diffusion / masked LM checkpoint ({first})"
+        ) from None
+    model.to(spec.device)
+    model.eval()
+    tokenizer = AutoTokenizer.from_pretrained(
+        spec.tokenizer or spec.path, local_files_only=True, trust_remote_code=trust_remote_code
+    )
+    found = mask_id
+    if found is None:
+        found = config.get("mask_token_id", getattr(tokenizer, "mask_token_id", None))
+    if not isinstance(found, int):
+        raise ValueError(f"-M method=dsb: {spec.path} names no mask token; pass -M mask_id=ID")
+    try:
+        names = frozenset(inspect.signature(model.forward).parameters)
+    except (TypeError, ValueError):
+        names = frozenset()
+    shift = model_type.lower() == "dream"
+    return LoadedModel(
+        model=HFMaskedLM(model, found, shift_logits=shift, forward_args=names),
+        tokenizer=tokenizer,
+    )
+
+
+@dataclass(frozen=True)
+class PendingCheckpoint:
+    """What `load` returns: the checkpoint is read in `build`, which sees the knobs that
+    concern loading (`trust_remote_code`, `mask_id`)."""
+
+    spec: CheckpointSpec
+
+
+def _load_pending(spec: CheckpointSpec) -> LoadedModel:
+    return LoadedModel(model=PendingCheckpoint(spec), tokenizer=None)
+
+
+def _build(loaded: LoadedModel, values: Mapping[str, Any]) -> Any:
+    """Load the mask predictor (into `loaded`) and return DSB's `DecodeFn` for its knobs."""
+    settings = settings_from_knobs(values)
+    _check_bound(settings)
+    if isinstance(loaded.model, PendingCheckpoint):
+        mask_id = (
+            knobs.integer("dsb", values, "mask_id", 0, minimum=0) if "mask_id" in values else None
+        )
+        trust = knobs.flag("dsb", values, "trust_remote_code", False)
+        real = load_masked_lm(loaded.model.spec, trust, mask_id)
+        loaded.model, loaded.tokenizer, loaded.lock = real.model, real.tokenizer, real.lock
+    model = loaded.model
+    if settings.cache != "none" and not model.supports_cache:
+        raise ValueError(
+            "-M method=dsb: -M cache=dsb needs a forward that takes replace_position "
+            "(the toy mask predictor, or LLaDA / Dream with the DSB modelling code)"
+        )
+    return decode_fn(model, settings)
+
+
+PLUGIN = register_method(
+    MethodPlugin(
+        name="dsb",
+        build=_build,
+        args=KNOBS,
+        load=_load_pending,
+        description="Dynamic Sliding Block decoding (+ DSB Cache) for masked-diffusion LMs",
+    )
+)

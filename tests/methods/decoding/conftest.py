@@ -1,0 +1,82 @@
+"""Tiny models run fastest on one thread (and do not fight a shared machine's other jobs)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+@pytest.fixture(autouse=True, scope="package")
+def one_thread() -> Iterator[None]:
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="session")
+def toy_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A toy mask predictor trained for a handful of steps by the shipped script."""
+    from docket.methods.decoding.toy_mdlm.train import TrainConfig, train
+
+    tiny = TrainConfig(
+        steps=30, batch=8, hidden=32, layers=2, heads=2, mlp=64, warmup=5, lr=3e-3, log_every=10
+    )
+    return train(tmp_path_factory.mktemp("toy-mdlm"), tiny, log=lambda _: None)
+
+
+@pytest.fixture(scope="session")
+def target() -> Any:
+    """A random 4-layer Llama (GQA) as a speculative-decoding target."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=300,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=2048,
+        eos_token_id=299,
+        pad_token_id=0,
+    )
+    return LlamaForCausalLM(config).eval()
+
+
+@pytest.fixture(scope="session")
+def tiny_llama_dir(tmp_path_factory: pytest.TempPathFactory, target: Any) -> Path:
+    """`target` saved with a tokenizer whose ids fit its vocabulary."""
+    from docket.methods.decoding.toy_mdlm.data import build_tokenizer
+
+    path = tmp_path_factory.mktemp("dustin-target")
+    target.save_pretrained(path)
+    build_tokenizer().save_pretrained(path)  # type: ignore[attr-defined]
+    return path
+
+
+@pytest.fixture(scope="session")
+def vlm_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny random LLaVA (4 x 4 image grid) with its processor."""
+    from docket.methods.distill.tiny_vlm import build_tiny_vlm
+
+    path = tmp_path_factory.mktemp("flash-vlm")
+    return build_tiny_vlm(path, ["a red square on a white page"] * 4, image_size=64, patch_size=16)
+
+
+@pytest.fixture(scope="session")
+def vlm(vlm_dir: Path) -> Any:
+    from docket.methods.decoding.loading import CheckpointSpec, load
+
+    return load(CheckpointSpec(path=str(vlm_dir)))
