@@ -2,6 +2,6 @@
 
 Pure tensor functions (`advantages`, `losses`, `nsr`, `replay`, `hir`, `echo/`) carry each
 method's objective and are tested on their defining properties; `engines/` adapts them to TRL's
-`GRPOTrainer` and to verl's registries; `toy/` and `run.py` train a tiny model on the
-verifiable-reward tasks of `docket/rl_arith` and `docket/rl_constraints`.
+`GRPOTrainer` and to verl's registries; `tiny.py`, `tasks/`, `trainer.py` and `run.py` train a
+tiny model on the verifiable-reward tasks of `docket/rl_arith` and `docket/rl_constraints`.
 """
