@@ -19,7 +19,7 @@ def verifiable_reward(family: str) -> Scorer:
         response = state.output.completion
         reward = checker.reward(problem, response)
         details = checker.details(problem, response)
-        cla = float(details.get("cla", reward))  # type: ignore[arg-type]
+        cla = float(details.get("cla", reward))
         verdict = "VERIFIED" if reward else "REJECTED"
         shown = response.strip()[:40] or "(empty)"
         return Score(

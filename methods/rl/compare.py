@@ -109,7 +109,7 @@ def table(out: Path, seeds: list[int]) -> tuple[str, list[dict[str, Any]]]:
             return [float(s[when][key]) for s in rows]
 
         equal = [at_budget(run, budgets[task]) for run, _ in found]
-        row = {
+        row: dict[str, Any] = {
             "task": task,
             "variant": name,
             "seeds": len(summaries),

@@ -378,8 +378,8 @@ class Trainer:
             prompts = []
             for i in picked.tolist():
                 problem, text = batch.info[i]["problem"], str(batch.info[i]["text"])
-                marks = family.judgements(problem, text)  # type: ignore[arg-type]
-                kept = [c for c, ok in zip(problem["constraints"], marks, strict=True) if ok]  # type: ignore[index]
+                marks = family.judgements(problem, text)
+                kept = [c for c, ok in zip(problem["constraints"], marks, strict=True) if ok]
                 prompts.append(self.policy.encode_prompt(render(kept)))
             replayed = hindsight_rows(batch, picked, prompts, placement=cfg.hir_placement)
             batch = concat([batch, replayed])

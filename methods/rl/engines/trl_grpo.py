@@ -127,7 +127,7 @@ def metrics_callback(path: Path) -> Any:
     """A transformers `TrainerCallback` appending each logged record to the JSONL `path`."""
     from transformers import TrainerCallback
 
-    class MetricsJSONL(TrainerCallback):  # type: ignore[misc]
+    class MetricsJSONL(TrainerCallback):  # type: ignore[misc, unused-ignore]
         def __init__(self) -> None:
             path.unlink(missing_ok=True)
             self.log = MetricsLog(path)
@@ -156,7 +156,7 @@ def trainer_class() -> type:
             stacklevel=2,
         )
 
-    class DocketGRPOTrainer(GRPOTrainer):  # type: ignore[misc]
+    class DocketGRPOTrainer(GRPOTrainer):  # type: ignore[misc, unused-ignore]
         """GRPOTrainer with docket's advantages and policy loss (see the module docstring)."""
 
         def __init__(self, *args: Any, docket: DocketRL | None = None, **kwargs: Any) -> None:
@@ -183,8 +183,9 @@ def trainer_class() -> type:
             rewards_per_func, completions = self._docket_rewards
             weights = self.reward_weights.to(rewards_per_func.device).unsqueeze(0)
             rewards = (rewards_per_func * weights).nansum(dim=1)
-            mode = "train" if self.model.training else "eval"
+            mode = "train" if getattr(self.model, "training", False) else "eval"
             size = self.num_generations if mode == "train" else self.num_generations_eval
+            assert size is not None  # GRPOConfig fills both
             groups = torch.arange(len(rewards), device=rewards.device) // size
             if self.docket.advantage == "stratified":
                 assert self.docket.strata is not None
@@ -203,7 +204,7 @@ def trainer_class() -> type:
 
         def _compute_loss(self, model: Any, inputs: dict[str, Any]) -> Tensor:
             if self.docket.loss == "trl":
-                return super()._compute_loss(model, inputs)  # type: ignore[no-any-return]
+                return super()._compute_loss(model, inputs)  # type: ignore[no-any-return, unused-ignore]
             prompt_ids, prompt_mask = inputs["prompt_ids"], inputs["prompt_mask"]
             completion_ids, completion_mask = inputs["completion_ids"], inputs["completion_mask"]
             input_ids = torch.cat([prompt_ids, completion_ids], dim=1)
@@ -225,7 +226,7 @@ def trainer_class() -> type:
                 ref = inputs["ref_per_token_logps"]
                 per_token = per_token + self.beta * (torch.exp(ref - logps) - (ref - logps) - 1)
             loss = trl_aggregate(self, per_token, mask.to(per_token.dtype), inputs)
-            mode = "train" if self.model.training else "eval"
+            mode = "train" if getattr(self.model, "training", False) else "eval"
             for name, value in out.metrics.items():
                 self._metrics[mode][f"docket/{name}"].append(value)
             return loss
@@ -257,6 +258,7 @@ def trainer_class() -> type:
             if d.loss == "echo":
                 assert entropies is not None
                 confidence = self._confidence(model, input_ids, attention_mask, logps.size(1))
+                assert self.num_generations is not None
                 groups = torch.arange(len(adv), device=adv.device) // self.num_generations
                 token_adv = hybrid_advantages(
                     adv if adv.dim() == 1 else adv.mean(-1), entropies.detach(), confidence,
