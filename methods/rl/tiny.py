@@ -83,7 +83,7 @@ def load_checkpoint(folder: str | Path, device: str = "cpu") -> tuple[Any, Any]:
     dtype = torch.float32 if device == "cpu" else torch.bfloat16
     tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=local)
     model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=dtype, local_files_only=local)
-    model.to(torch.device(device))
+    model.to(device)  # type: ignore[arg-type, unused-ignore]  # transformers types `to` oddly
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     return model, tokenizer

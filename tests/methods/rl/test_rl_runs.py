@@ -7,6 +7,7 @@ minibatches, lr 3e-4, seed 0). Reward is measured on 40 fixed training problems 
 temperature 1 (320 draws, standard error ≈ 0.025) before and after; the documented tolerance:
 a run must gain at least 0.02. ECHO runs with the verifier's reward here: with majority-vote
 pseudo-labels on a start this weak, TTRL reinforces wrong majorities (measured in the README).
+Slow-marked: the module's warm starts and six 30-update runs take minutes on 2 shared cores.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ def warm() -> dict[str, tuple[TaskFamily, HFPolicy]]:
     return started
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("variant", "task", "settings"),
     [
@@ -79,6 +81,7 @@ def test_a_short_run_improves_reward(
     assert summary["gen_tokens"] > 0 and summary["gen_rollouts"] > 0
 
 
+@pytest.mark.slow
 def test_replay_generates_less_than_on_policy(warm: dict[str, tuple[TaskFamily, HFPolicy]]) -> None:
     family, start = warm["arith"]
     costs = {}
