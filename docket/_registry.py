@@ -21,6 +21,10 @@ from docket.benchmarks.scsuff.scsuff import scsuff, scsuff_hints
 # --- docval ---
 from docket.benchmarks.docval.docval import docval_grounding, docval_teacher
 
+# --- rl (methods/rl's verifiable-reward benchmarks) ---
+from docket.benchmarks.rl_arith.rl_arith import rl_arith
+from docket.benchmarks.rl_constraints.rl_constraints import rl_constraints
+
 #: Everything docket registers, by Inspect registry type (names are package-qualified).
 REGISTERED: dict[str, list[str]] = {
     "modelapi": ["docket/docket"],
@@ -38,5 +42,8 @@ REGISTERED: dict[str, list[str]] = {
         # docval
         "docket/docval_grounding",
         "docket/docval_teacher",
+        # rl
+        "docket/rl_arith",
+        "docket/rl_constraints",
     ],
 }

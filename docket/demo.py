@@ -41,6 +41,11 @@ DEMO_POLICIES: dict[str, list[dict[str, Any]]] = {
     "docket/scsuff_hints": [{"policy": "scsuff_rule"}],
     "docket/docval_grounding": [{"policy": "docval_oracle"}, {"policy": "docval_label_right"}],
     "docket/docval_teacher": [{"policy": "docval_teacher"}],
+    "docket/rl_arith": [{"policy": "rl_arith_oracle"}, {"policy": "rl_arith_first_operand"}],
+    "docket/rl_constraints": [
+        {"policy": "rl_constraints_oracle"},
+        {"policy": "rl_constraints_constant"},
+    ],
 }
 
 

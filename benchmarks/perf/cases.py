@@ -11,6 +11,8 @@
 - dsb_nfe / dsb_cache: DSB vs naive blocks, DSB Cache vs no cache, on the toy masked-diffusion LM;
 - dustin_verify: Dustin's sparse vs dense verification step over 1k/4k/16k-token caches;
 - flash_overhead: FLASH decoding vs plain decoding of the same LLaVA-shaped model.
+- rl_step: one optimisation step with docket's GRPO advantage and clipped loss inside TRL's
+  GRPOTrainer vs TRL's own advantage formula and `loss_type="grpo"` loss, same batch.
 """
 
 from __future__ import annotations
@@ -481,6 +483,96 @@ def flash_overhead(quick: bool) -> Measurement | Skipped:
         target=1.15,
         repeats=repeats,
         note=f"one forward per token checked; visual heads {shaped[0].metadata['visual_heads']}",
+def rl_step(quick: bool) -> Measurement | Skipped:
+    """One optimisation step (advantages, loss, backward, AdamW step) on the same batch:
+    docket's `grpo_advantages` + clipped surrogate through `DocketGRPOTrainer` vs TRL 1.16's
+    inline group normalisation + `GRPOTrainer._compute_loss(loss_type="grpo")`."""
+    for package in ("torch", "transformers", "trl"):
+        if importlib.util.find_spec(package) is None:
+            return Skipped("rl_step", f"{package} is not installed (pip install 'docket[rl]')")
+    import copy
+
+    import torch
+    from datasets import Dataset
+    from docket.methods.rl.advantages import grpo_advantages
+    from docket.methods.rl.engines.trl_grpo import DocketRL, docket_grpo_trainer
+    from docket.methods.rl.tiny import char_tokenizer, tiny_llama
+    from transformers.utils import logging
+    from trl import GRPOConfig, GRPOTrainer
+    from trl.trainer.utils import nanstd
+
+    logging.disable_progress_bar()
+    torch.manual_seed(0)
+    tokenizer = char_tokenizer("")
+    model = tiny_llama(tokenizer, hidden=128, layers=4, seed=0)
+    groups, size, prompt_len, length = 8, 8, 32, 64
+    batch = groups * size
+
+    def zero_reward(completions: list[str], **_: Any) -> list[float]:
+        return [0.0] * len(completions)
+
+    def trainer(cls: Any, **extra: Any) -> Any:
+        folder = tempfile.mkdtemp(prefix="docket-bench-")
+        args = GRPOConfig(
+            output_dir=folder, per_device_train_batch_size=batch, num_generations=size,
+            max_completion_length=length, report_to=[], use_cpu=True, bf16=False,
+            save_strategy="no", loss_type="grpo", beta=0.0,
+        )  # fmt: skip
+        data = Dataset.from_list([{"prompt": "1+1="}] * batch)
+        built = cls(
+            model=copy.deepcopy(model), reward_funcs=[zero_reward], args=args,
+            train_dataset=data, processing_class=tokenizer, **extra,
+        )  # fmt: skip
+        built.current_gradient_accumulation_steps = 1
+        built.model.train()
+        return built
+
+    ours = trainer(docket_grpo_trainer, docket=DocketRL(loss="clip", advantage="grpo"))
+    theirs = trainer(GRPOTrainer)
+    gen = torch.Generator().manual_seed(0)
+    lengths = torch.randint(8, length + 1, (batch,), generator=gen)
+    inputs = {
+        "prompt_ids": torch.randint(3, len(tokenizer), (batch, prompt_len), generator=gen),
+        "prompt_mask": torch.ones(batch, prompt_len, dtype=torch.long),
+        "completion_ids": torch.randint(3, len(tokenizer), (batch, length), generator=gen),
+        "completion_mask": (torch.arange(length) < lengths.unsqueeze(-1)).long(),
+        "old_per_token_logps": -4.0 + 0.2 * torch.randn(batch, length, generator=gen),
+    }
+    inputs["num_items_in_batch"] = inputs["completion_mask"].sum()
+    rewards = torch.randint(0, 2, (batch,), generator=gen).float()
+    group_ids = torch.arange(batch) // size
+
+    def step(trl_trainer: Any, optimizer: Any, advantages: Any) -> None:
+        loss = trl_trainer._compute_loss(trl_trainer.model, {**inputs, "advantages": advantages})
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+
+    ours_opt = torch.optim.AdamW(ours.model.parameters(), lr=1e-6)
+    theirs_opt = torch.optim.AdamW(theirs.model.parameters(), lr=1e-6)
+
+    def docket_step() -> None:
+        step(ours, ours_opt, grpo_advantages(rewards, group_ids, eps=1e-4, unbiased=True))
+
+    def trl_step() -> None:
+        grouped = rewards.view(-1, size)
+        mean = grouped.mean(1).repeat_interleave(size)
+        std = nanstd(grouped, dim=1).repeat_interleave(size)
+        step(theirs, theirs_opt, (rewards - mean) / (std + 1e-4))
+
+    docket_step()  # warm both (allocator, autograd graph caches)
+    trl_step()
+    repeats = 3 if quick else 15
+    docket_s, peer_s = paired_medians(docket_step, trl_step, repeats)
+    return Measurement(
+        "rl_step",
+        f"GRPO step: {batch} rollouts x {length} tokens, 4-layer Llama (hidden 128)",
+        "TRL 1.16 GRPOTrainer (loss_type=grpo)",
+        docket_s,
+        peer_s,
+        target=1.2,
+        repeats=repeats,
+        note="same model weights, batch and optimizer; docket's loss equals TRL's (tested)",
     )
 
 
@@ -495,4 +587,5 @@ CASES: dict[str, Case] = {
     "dsb_cache": dsb_cache,
     "dustin_verify": dustin_verify,
     "flash_overhead": flash_overhead,
+    "rl_step": rl_step,
 }

@@ -1,0 +1,43 @@
+"""Reference policies of the verifiable-reward benchmarks (`docket/rl_arith`,
+`docket/rl_constraints`): an oracle that computes the verified answer from the prompt (the
+ceiling) and a no-reasoning baseline for each (near chance; exact scores in the READMEs)."""
+
+from __future__ import annotations
+
+import re
+
+from docket.agents.scripted.policy import PolicyInput, PolicyReply, policy
+from docket.methods.rl.tasks.constraints import ConstraintsFamily
+
+_EXPRESSION = re.compile(r"(\d+)\s*([+-])\s*(\d+)\s*=")
+_CONSTRAINT = re.compile(r"\b(len|start|end|has|no)=(\w+)")
+
+
+@policy("rl_arith_oracle")
+def rl_arith_oracle(state: PolicyInput) -> PolicyReply:
+    """Computes the last `a+b=` / `a-b=` expression of the prompt."""
+    found = _EXPRESSION.findall(state.last_user_text)
+    if not found:
+        return PolicyReply(text="I don't know.")
+    a, op, b = found[-1]
+    return PolicyReply(text=str(int(a) + int(b) if op == "+" else int(a) - int(b)))
+
+
+@policy("rl_arith_first_operand")
+def rl_arith_first_operand(state: PolicyInput) -> PolicyReply:
+    """No reasoning: repeats the expression's first number (right only when the other is 0)."""
+    found = _EXPRESSION.findall(state.last_user_text)
+    return PolicyReply(text=found[-1][0] if found else "0")
+
+
+@policy("rl_constraints_oracle")
+def rl_constraints_oracle(state: PolicyInput) -> PolicyReply:
+    """Writes the canonical word satisfying the prompt's constraints."""
+    constraints = [{"kind": k, "arg": a} for k, a in _CONSTRAINT.findall(state.last_user_text)]
+    return PolicyReply(text=ConstraintsFamily().canonical(constraints))
+
+
+@policy("rl_constraints_constant")
+def rl_constraints_constant(state: PolicyInput) -> PolicyReply:
+    """No reasoning: the same word, `aaaa`, whatever the constraints."""
+    return PolicyReply(text="aaaa")

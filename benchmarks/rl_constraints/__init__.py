@@ -1,0 +1,1 @@
+"""docket/rl_constraints: instruction following with mechanically checkable constraints (HiR)."""

@@ -1,0 +1,32 @@
+"""`docket/rl_constraints`: a word under 2-3 mechanically checkable constraints (HiR's setting).
+
+The benchmark of `python -m docket.methods.rl.run --task constraints` (variants grpo and hir).
+"""
+
+from __future__ import annotations
+
+from docket.benchmarks.rl_arith.rl_arith import verifiable_task
+from inspect_ai import Task, task
+
+
+@task
+def rl_constraints(data: str = "", style: str = "bare", max_tokens: int | None = None) -> Task:
+    """Instruction following: `reward` 1 when every constraint holds, `cla` the share that does.
+
+    Args:
+        data: '' for the shipped 200-instruction test split, or a JSONL path with the same
+            fields (id, prompt, constraints).
+        style: `bare` (the constraint list alone, as the RL runner trains) or `instructed` (one
+            line explaining the constraint syntax, for chat models).
+        max_tokens: Generation limit per answer (default 8, what the RL runner samples; 32
+            with style=instructed).
+    """
+    return verifiable_task(
+        "rl_constraints",
+        "constraints",
+        "rl_constraints",
+        data,
+        style,
+        max_tokens,
+        ["rl", "instruction-following", "verifiable"],
+    )

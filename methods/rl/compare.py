@@ -1,0 +1,185 @@
+"""`python -m docket.methods.rl.compare --out runs/rl/compare [--seeds 0 1 2] [--steps 200]`
+
+Runs the README's comparison: every variant with the same seed, updates and batch size (one
+subprocess per run, each `python -m docket.methods.rl.run`), then writes `results.md` and
+`results.json` with mean ± sample std over seeds of the final held-out reward (greedy and
+sampled), the training reward of the last 10 updates, generation cost (rollouts, tokens), the
+held-out sampled reward at equal generation (the last evaluation before the task's smallest
+total of generated rollouts: replay's claim is equal reward for less generation) and the
+held-out sampled reward curve. `--table-only` rebuilds the tables from finished runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from .metrics import read_metrics
+
+#: (row name, task, variant, extra --set items)
+RUNS: list[tuple[str, str, str, list[str]]] = [
+    ("grpo", "arith", "grpo", []),
+    ("replay", "arith", "replay", []),
+    ("nsr", "arith", "nsr", []),
+    ("stratified", "arith", "stratified", []),
+    ("echo (TTRL pseudo-labels)", "arith", "echo", []),
+    ("echo (verifier reward)", "arith", "echo", ["echo_pseudo_labels=false"]),
+    ("grpo", "constraints", "grpo", []),
+    ("hir", "constraints", "hir", []),
+]
+
+
+def folder(out: Path, name: str, task: str, seed: int) -> Path:
+    slug = name.split(" ")[0] + ("-gold" if "verifier" in name else "")
+    return out / f"{task}-{slug}-seed{seed}"
+
+
+def run_all(out: Path, seeds: list[int], steps: int, threads: int) -> None:
+    for seed in seeds:
+        for name, task, variant, extra in RUNS:
+            target = folder(out, name, task, seed)
+            if (target / "summary.json").is_file():
+                continue
+            command = [
+                sys.executable, "-m", "docket.methods.rl.run", "--variant", variant,
+                "--task", task, "--seed", str(seed), "--steps", str(steps), "--out",
+                str(target), "--sft-cache", str(out / "sft"), "--no-progress",
+                "--threads", str(threads), "--set", *extra,
+            ]  # fmt: skip
+            print("+", " ".join(command), flush=True)
+            subprocess.run(command, check=True)
+
+
+def _spread(values: list[float], digits: int = 3, signed: bool = False) -> str:
+    """mean ± sample std over seeds (the bare value for one seed)."""
+    if not values:
+        return "–"
+    sign = "+" if signed else ""
+    mean = statistics.fmean(values)
+    if len(values) == 1:
+        return f"{mean:{sign}.{digits}f}"
+    return f"{mean:{sign}.{digits}f} ± {statistics.stdev(values):.{digits}f}"
+
+
+def at_budget(run: Path, budget: float) -> tuple[float, int] | None:
+    """(sampled held-out reward, step) of the last evaluation with at most `budget` rollouts."""
+    found = None
+    for record in read_metrics(run / "metrics.jsonl"):
+        if "eval_sampled" in record and record["gen_rollouts"] <= budget:
+            found = (float(record["eval_sampled"]), int(record["step"]))
+    return found
+
+
+def _summaries(out: Path, name: str, task: str, seeds: list[int]) -> list[tuple[Path, Any]]:
+    runs = [folder(out, name, task, seed) for seed in seeds]
+    return [
+        (r, json.loads((r / "summary.json").read_text()))
+        for r in runs
+        if (r / "summary.json").is_file()
+    ]
+
+
+def table(out: Path, seeds: list[int]) -> tuple[str, list[dict[str, Any]]]:
+    """The Markdown tables and their rows from the finished runs under `out`."""
+    rows: list[dict[str, Any]] = []
+    lines = [
+        "| task | variant | seeds | held-out sampled: start → end | gain (paired)"
+        " | held-out greedy: start → end"
+        " | train reward (last 10) | rollouts generated | tokens generated"
+        " | held-out sampled at equal generation |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    budgets: dict[str, float] = {}
+    for name, task, _, _ in RUNS:
+        for _, summary in _summaries(out, name, task, seeds):
+            budgets[task] = min(budgets.get(task, float("inf")), float(summary["gen_rollouts"]))
+    curves: list[str] = []
+    for name, task, _, _ in RUNS:
+        found = _summaries(out, name, task, seeds)
+        if not found:
+            continue
+        summaries = [summary for _, summary in found]
+
+        def pick(key: str, when: str, rows: list[dict[str, Any]] = summaries) -> list[float]:
+            return [float(s[when][key]) for s in rows]
+
+        equal = [at_budget(run, budgets[task]) for run, _ in found]
+        row: dict[str, Any] = {
+            "task": task,
+            "variant": name,
+            "seeds": len(summaries),
+            "sampled_start": pick("eval_sampled", "initial_eval"),
+            "sampled_end": pick("eval_sampled", "final_eval"),
+            "sampled_gain": [
+                e - b
+                for b, e in zip(
+                    pick("eval_sampled", "initial_eval"),
+                    pick("eval_sampled", "final_eval"),
+                    strict=True,
+                )
+            ],
+            "greedy_start": pick("eval_greedy", "initial_eval"),
+            "greedy_end": pick("eval_greedy", "final_eval"),
+            "train_reward": [float(s["final_rewards"]) for s in summaries],
+            "rollouts": [float(s["gen_rollouts"]) for s in summaries],
+            "tokens": [float(s["gen_tokens"]) for s in summaries],
+            "equal_budget": budgets[task],
+            "sampled_at_budget": [e[0] for e in equal if e is not None],
+            "step_at_budget": [e[1] for e in equal if e is not None],
+            "curve": {
+                step: [float(s["evals"][step]["eval_sampled"]) for s in summaries]
+                for step in summaries[0]["evals"]
+                if all(step in s["evals"] for s in summaries)
+            },
+        }
+        rows.append(row)
+        steps = sorted(set(row["step_at_budget"]))
+        lines.append(
+            f"| {task} | {name} | {len(summaries)} | {_spread(row['sampled_start'])} → "
+            f"{_spread(row['sampled_end'])} | {_spread(row['sampled_gain'], signed=True)} | "
+            f"{_spread(row['greedy_start'])} → "
+            f"{_spread(row['greedy_end'])} | {_spread(row['train_reward'])} | "
+            f"{statistics.fmean(row['rollouts']):,.0f} | {statistics.fmean(row['tokens']):,.0f} | "
+            f"{_spread(row['sampled_at_budget'])} (update {'/'.join(map(str, steps))}) |"
+        )
+        curves.append(
+            f"| {task} | {name} | "
+            + " | ".join(f"{statistics.fmean(v):.3f}" for v in row["curve"].values())
+            + " |"
+        )
+    header = " | ".join(str(step) for step in rows[0]["curve"]) if rows else ""
+    curve_table = [
+        "",
+        "Held-out sampled reward by update (mean over seeds):",
+        "",
+        f"| task | variant | {header} |",
+        "|---|---|" + "---|" * len(rows[0]["curve"] if rows else []),
+        *curves,
+    ]
+    return "\n".join(lines + curve_table) + "\n", rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m docket.methods.rl.compare")
+    parser.add_argument("--out", type=Path, default=Path("runs/rl/compare"))
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--table-only", action="store_true")
+    args = parser.parse_args(argv)
+    if not args.table_only:
+        run_all(args.out, args.seeds, args.steps, args.threads)
+    markdown, rows = table(args.out, args.seeds)
+    (args.out / "results.md").write_text(markdown)
+    (args.out / "results.json").write_text(json.dumps(rows, indent=2))
+    print(markdown)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

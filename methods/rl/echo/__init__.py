@@ -1,0 +1,1 @@
+"""ECHO: tree rollouts, hybrid advantage shaping, adaptive clipping, TTRL pseudo-labels."""

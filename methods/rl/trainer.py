@@ -1,0 +1,495 @@
+"""docket's own RL loop: the six variants on one policy, the same budget, measured generation.
+
+Every variant runs `steps` updates. An update trains on a batch of B = prompts_per_step ×
+group_size rollouts for `epochs` passes of `minibatches` minibatches (so ratios leave 1 and
+clipping matters), AdamW, gradient norm clipped. What differs is where the batch comes from,
+its advantages and its loss:
+
+- grpo: B fresh rollouts; GRPO advantage; clipped surrogate (ε 0.2 / 0.28).
+- replay: R fresh pushed to a FIFO buffer (capacity N), B drawn without removal (positives
+  up-weighted); GRPO advantage at insertion; clipped surrogate against the behaviour
+  log-probabilities, or AsymRE.
+- nsr: B fresh; GRPO; NSR rescue (scaled upper side, plain lower side).
+- stratified: B fresh; SAN blend (strata: `family.stratum`); clipped surrogate.
+- echo: tree rollouts, group_size per prompt; GRPO on majority-vote pseudo-labels (or the
+  verifier's reward), hybrid-shaped per token; clipped surrogate with confidence-adaptive ε.
+- hir: B fresh plus up to k hindsight rewrites (reward 1, in their prompt's group); GRPO;
+  clipped surrogate.
+
+Generation cost (batched calls, forward passes, rollouts, tokens) is counted by the policy;
+evaluation (greedy on the shipped test split) is not counted.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from .advantages import grpo_advantages, stratified_advantages
+from .batch import Rollouts, concat
+from .echo.branching import TreeConfig
+from .echo.shaping import echo_policy_loss, hybrid_advantages
+from .echo.signals import actor_confidence, entropy_from_logits
+from .echo.tree import tree_rollouts
+from .echo.ttrl import majority_rewards
+from .hir import hindsight_rows, select_replay
+from .losses import PolicyLoss, clipped_surrogate
+from .metrics import MetricsLog, RunProgress
+from .nsr import nsr_policy_loss
+from .policy import HFPolicy, Sampled, pad_right
+from .replay import FIFOReplayBuffer, asymre_loss
+from .tasks import Problem, TaskFamily
+from .tasks.constraints import ConstraintsFamily, render
+
+VARIANTS: tuple[str, ...] = ("grpo", "replay", "nsr", "stratified", "echo", "hir")
+
+
+def toy_tree() -> TreeConfig:
+    """ECHO tree thresholds for the toy tasks' short answers and small vocabulary [RECON]:
+    full-vocabulary entropy, branching from the first token, thresholds in the range the
+    warm-started tiny model's signals take (the released values cannot fire here)."""
+    return TreeConfig(
+        min_depth=0,
+        entropy_high=1.3,
+        entropy_low=0.3,
+        entropy_window=2,
+        group_window=2,
+        tail_window=3,
+        tail_decline_steps=2,
+        tail_threshold=2.5,
+        delta_rise_steps=2,
+        delta_upper=1.0,
+        branch_threshold=3.0,
+        entropy_delta_threshold=0.0,
+        max_branches=3,
+        prune_threshold=2.4,
+        logprob_top_k=None,
+        confidence_top_k=5,
+    )
+
+
+@dataclass
+class RLConfig:
+    """Every knob of a run (defaults: the README's toy runs)."""
+
+    variant: str = "grpo"
+    task: str = "arith"
+    seed: int = 0
+    steps: int = 200
+    prompts_per_step: int = 8
+    group_size: int = 8
+    epochs: int = 2
+    minibatches: int = 2
+    lr: float = 1e-4
+    temperature: float = 1.0
+    max_grad_norm: float = 1.0
+    eps_low: float = 0.2
+    eps_high: float = 0.28
+    aggregation: str = "token_mean"
+    warmup_steps: int = 10
+    eval_every: int = 25
+    eval_size: int = 200
+    eval_samples: int = 4
+    # replay (digest (a)): R = replay_fresh_prompts × group_size fresh rollouts per update
+    replay_fresh_prompts: int = 4
+    replay_capacity: int = 64
+    replay_positive_weight: float = 2.0
+    replay_loss: str = "clip"
+    asymre_offset: float = 0.1
+    # NSR (digest (c))
+    nsr_variant_high: str = "scaled"
+    nsr_variant_low: str = "plain"
+    nsr_u_min_high: float = 0.0
+    nsr_u_min_low: float = 0.0
+    # Stratified GRPO (digest (d))
+    san_alpha: float = 1.0
+    # ECHO (digest (b))
+    echo_tree: bool = True
+    echo_pseudo_labels: bool = True
+    echo_mult: float = 0.1
+    echo_add: float = 0.0
+    echo_adaptive_clip: bool = True
+    echo_eps_min: float = 0.05
+    echo_eps_max: float = 0.2
+    echo_kappa: float = 4.0
+    echo_conf_k: int = 5
+    echo_conf_norm: str = "mass_topk"
+    echo_tail_window: int = 16
+    tree: TreeConfig = field(default_factory=toy_tree)
+    # HiR (digest (e))
+    hir_k: int = 8
+    hir_lam0: float = 2.0
+    hir_growth: float = 1.05
+    hir_placement: str = "group"
+
+    def validate(self) -> None:
+        """One clear ValueError for an impossible combination."""
+        if self.variant not in VARIANTS:
+            raise ValueError(f"unknown variant {self.variant!r} (accepted: {', '.join(VARIANTS)})")
+        if self.variant == "hir" and self.task != "constraints":
+            raise ValueError("variant hir needs --task constraints (it rewrites constraints)")
+        if self.replay_loss not in ("clip", "asymre"):
+            raise ValueError(f"replay_loss must be clip or asymre, got {self.replay_loss!r}")
+        for name in ("steps", "prompts_per_step", "group_size", "epochs", "minibatches"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1")
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class TrainBatch:
+    """Rollouts with their advantages ((B,) or (B, T)) and, for ECHO, token confidences."""
+
+    rollouts: Rollouts
+    advantages: Tensor
+    confidence: Tensor | None = None
+    stats: dict[str, float] = field(default_factory=dict)
+
+    def rows(self, index: Tensor) -> TrainBatch:
+        conf = None if self.confidence is None else self.confidence[index]
+        return TrainBatch(self.rollouts.rows(index), self.advantages[index], conf)
+
+
+def to_rollouts(
+    policy: HFPolicy,
+    family: TaskFamily,
+    problems: list[Problem],
+    prompts: list[list[int]],
+    sampled: Sampled,
+    group_offset: int,
+) -> Rollouts:
+    """Sampled responses as a batch: rewards from the verifier, one group per prompt."""
+    ids, mask = pad_right(sampled.tokens, policy.pad_id)
+    old = torch.zeros(ids.shape)
+    for row, values in enumerate(sampled.logps):
+        old[row, : len(values)] = torch.tensor(values)
+    rewards = [
+        family.reward(problems[i], t)
+        for i, t in zip(sampled.prompt_index, sampled.texts, strict=True)
+    ]
+    return Rollouts(
+        prompt_ids=[prompts[i] for i in sampled.prompt_index],
+        completion_ids=ids,
+        mask=mask,
+        old_logp=old,
+        rewards=torch.tensor(rewards),
+        groups=torch.tensor(sampled.prompt_index) + group_offset,
+        is_replay=torch.zeros(len(rewards), dtype=torch.bool),
+        strata=torch.tensor([family.stratum(t) for t in sampled.texts]),
+        info=[
+            {"problem": problems[i], "text": t}
+            for i, t in zip(sampled.prompt_index, sampled.texts, strict=True)
+        ],
+    )
+
+
+def evaluate(
+    policy: HFPolicy, family: TaskFamily, problems: list[Problem], samples: int = 0, seed: int = 0
+) -> float:
+    """Mean reward on `problems`: greedy (`samples=0`) or over `samples` draws per problem at
+    the policy's temperature (seeded). Evaluation is not counted as training cost."""
+    saved = replace(policy.cost)
+    generator = torch.Generator().manual_seed(seed)
+    total, count = 0.0, 0
+    for start in range(0, len(problems), 100):
+        chunk = problems[start : start + 100]
+        sampled = policy.sample(
+            [policy.encode_prompt(p["prompt"]) for p in chunk],
+            max(samples, 1),
+            max_new_tokens=family.max_new_tokens,
+            greedy=samples == 0,
+            generator=generator,
+        )
+        total += sum(
+            family.reward(chunk[i], t)
+            for i, t in zip(sampled.prompt_index, sampled.texts, strict=True)
+        )
+        count += len(sampled.texts)
+    policy.cost = saved
+    return total / max(count, 1)
+
+
+class Trainer:
+    """Runs one variant: collect a batch, compute its advantages, optimise, record."""
+
+    def __init__(self, policy: HFPolicy, family: TaskFamily, cfg: RLConfig) -> None:
+        cfg.validate()
+        policy.temperature = cfg.temperature
+        self.policy = policy
+        self.family = family
+        self.cfg = cfg
+        self.rng = random.Random(cfg.seed)
+        self.generator = torch.Generator().manual_seed(cfg.seed)
+        self.loss_generator = torch.Generator().manual_seed(cfg.seed + 1)
+        self.optimizer = torch.optim.AdamW(policy.model.parameters(), lr=cfg.lr, weight_decay=0.0)
+        warmup = max(cfg.warmup_steps * cfg.epochs * cfg.minibatches, 1)
+        self.schedule = torch.optim.lr_scheduler.LambdaLR(
+            self.optimizer, lambda k: min(1.0, (k + 1) / warmup)
+        )
+        self.buffer: FIFOReplayBuffer[tuple[Rollouts, Tensor]] = FIFOReplayBuffer(
+            cfg.replay_capacity, positive_weight=cfg.replay_positive_weight, seed=cfg.seed
+        )
+        self.next_group = 0
+        self.eval_problems = family.split("test", cfg.eval_size)
+
+    # ---- collection -------------------------------------------------------------------------
+
+    def _problems(self, count: int) -> tuple[list[Problem], list[list[int]]]:
+        problems = [self.family.train_problem(self.rng) for _ in range(count)]
+        return problems, [self.policy.encode_prompt(p["prompt"]) for p in problems]
+
+    def _fresh(self, prompts_count: int) -> Rollouts:
+        problems, prompts = self._problems(prompts_count)
+        sampled = self.policy.sample(
+            prompts,
+            self.cfg.group_size,
+            max_new_tokens=self.family.max_new_tokens,
+            generator=self.generator,
+        )
+        batch = to_rollouts(self.policy, self.family, problems, prompts, sampled, self.next_group)
+        self.next_group += prompts_count
+        return batch
+
+    @torch.no_grad()
+    def _signals(self, batch: Rollouts) -> tuple[Tensor, Tensor, Tensor]:
+        """log π_old, token entropy and actor confidence of the batch under the current policy."""
+        scored = self.policy.score(
+            batch.prompt_ids, batch.completion_ids, batch.mask, keep_logits=True
+        )
+        assert scored.logits is not None
+        entropy = entropy_from_logits(scored.logits)
+        conf = actor_confidence(scored.logits, self.cfg.echo_conf_k, self.cfg.echo_conf_norm)
+        return scored.logp * scored.mask, entropy, conf
+
+    def collect(self, step: int) -> TrainBatch:
+        """The training batch of update `step` for the configured variant."""
+        cfg = self.cfg
+        if cfg.variant == "replay":
+            return self._collect_replay(step)
+        if cfg.variant == "echo":
+            return self._collect_echo()
+        if cfg.variant == "hir":
+            return self._collect_hir(step)
+        batch = self._fresh(cfg.prompts_per_step)
+        stats = {"reward": float(batch.rewards.mean())}
+        if cfg.variant == "stratified":
+            adv = stratified_advantages(
+                batch.rewards, batch.groups, batch.strata, alpha=cfg.san_alpha
+            )
+            stats["strata"] = float(len(set(batch.strata.tolist())))
+        else:
+            adv = grpo_advantages(batch.rewards, batch.groups)
+        return TrainBatch(batch, adv, stats=stats)
+
+    def _collect_replay(self, step: int) -> TrainBatch:
+        cfg = self.cfg
+        fresh = self._fresh(cfg.replay_fresh_prompts)
+        adv = grpo_advantages(fresh.rewards, fresh.groups)
+        rows = [(fresh.rows([i]), adv[i : i + 1]) for i in range(len(fresh))]
+        self.buffer.push(rows, fresh.rewards.tolist(), version=step)
+        drawn = self.buffer.sample(cfg.prompts_per_step * cfg.group_size, version=step)
+        batch = concat([d.item[0] for d in drawn])
+        advantages = torch.cat([d.item[1] for d in drawn])
+        stats = {
+            "reward": float(fresh.rewards.mean()),
+            "batch_reward": float(batch.rewards.mean()),
+            "buffer": float(len(self.buffer)),
+            "mean_age": sum(d.age for d in drawn) / len(drawn),
+        }
+        return TrainBatch(batch, advantages, stats=stats)
+
+    def _collect_echo(self) -> TrainBatch:
+        cfg = self.cfg
+        problems, prompts = self._problems(cfg.prompts_per_step)
+        tokens: list[list[int]] = []
+        index: list[int] = []
+        tree_stats = {"branch_points": 0.0, "children": 0.0, "pruned": 0.0}
+        if cfg.echo_tree:
+            results, _ = tree_rollouts(
+                self.policy.next_logits,
+                prompts,
+                cfg.group_size,
+                cfg.tree,
+                max_new_tokens=self.family.max_new_tokens,
+                eos_id=self.policy.eos_id,
+                generator=self.generator,
+            )
+            self.policy.cost.calls += 1
+            for i, result in enumerate(results):
+                self.policy.cost.tokens += result.tokens_generated
+                self.policy.cost.rollouts += len(result.completions) + result.dropped
+                tree_stats["branch_points"] += result.branch_points
+                tree_stats["children"] += result.children
+                tree_stats["pruned"] += sum(result.pruned.values())
+                tokens += [c.tokens for c in result.completions]
+                index += [i] * len(result.completions)
+            sampled = Sampled(index, tokens, [[0.0] * len(t) for t in tokens])
+            sampled.texts = [self.policy.decode(t) for t in tokens]
+        else:
+            sampled = self.policy.sample(
+                prompts,
+                cfg.group_size,
+                max_new_tokens=self.family.max_new_tokens,
+                generator=self.generator,
+            )
+        batch = to_rollouts(self.policy, self.family, problems, prompts, sampled, self.next_group)
+        self.next_group += len(prompts)
+        true_reward = float(batch.rewards.mean())
+        if cfg.echo_pseudo_labels:
+            pseudo = torch.zeros(len(batch))
+            for i in range(len(prompts)):
+                rows = [r for r, p in enumerate(sampled.prompt_index) if p == i]
+                _, marks = majority_rewards([self.family.answer(sampled.texts[r]) for r in rows])
+                pseudo[rows] = torch.tensor(marks)
+            batch.rewards = pseudo
+        old_logp, entropy, conf = self._signals(batch)
+        batch.old_logp = old_logp
+        adv = grpo_advantages(batch.rewards, batch.groups)
+        token_adv = hybrid_advantages(
+            adv, entropy, conf, batch.mask, batch.groups, mult_coeff=cfg.echo_mult,
+            add_coeff=cfg.echo_add,
+        )  # fmt: skip
+        stats = {"reward": true_reward, "pseudo_reward": float(batch.rewards.mean()), **tree_stats}
+        return TrainBatch(batch, token_adv, confidence=conf, stats=stats)
+
+    def _collect_hir(self, step: int) -> TrainBatch:
+        cfg = self.cfg
+        family = self.family
+        assert isinstance(family, ConstraintsFamily)
+        batch = self._fresh(cfg.prompts_per_step)
+        cla = torch.tensor(
+            [family.cla(info["problem"], str(info["text"])) for info in batch.info]  # type: ignore[arg-type]
+        )
+        _, entropy, _ = self._signals(batch)
+        mean_entropy = (entropy * batch.mask).sum(-1) / batch.mask.sum(-1).clamp(min=1)
+        picked = select_replay(
+            cla, mean_entropy, step, cfg.hir_k, lam0=cfg.hir_lam0, growth=cfg.hir_growth
+        )
+        stats = {"reward": float(batch.rewards.mean()), "hindsight": float(picked.numel())}
+        if picked.numel():
+            prompts = []
+            for i in picked.tolist():
+                problem, text = batch.info[i]["problem"], str(batch.info[i]["text"])
+                marks = family.judgements(problem, text)
+                kept = [c for c, ok in zip(problem["constraints"], marks, strict=True) if ok]
+                prompts.append(self.policy.encode_prompt(render(kept)))
+            replayed = hindsight_rows(batch, picked, prompts, placement=cfg.hir_placement)
+            batch = concat([batch, replayed])
+        return TrainBatch(batch, grpo_advantages(batch.rewards, batch.groups), stats=stats)
+
+    def evaluate(self) -> dict[str, float]:
+        """Greedy and sampled mean reward on the shipped test split."""
+        return {
+            "eval_greedy": evaluate(self.policy, self.family, self.eval_problems),
+            "eval_sampled": evaluate(
+                self.policy, self.family, self.eval_problems, self.cfg.eval_samples, self.cfg.seed
+            ),
+        }
+
+    # ---- optimisation -----------------------------------------------------------------------
+
+    def loss(self, logp: Tensor, part: TrainBatch) -> PolicyLoss:
+        """The variant's policy loss on a minibatch."""
+        cfg = self.cfg
+        rows = part.rollouts
+        clip = dict(eps_low=cfg.eps_low, eps_high=cfg.eps_high, aggregation=cfg.aggregation)
+        if cfg.variant == "nsr":
+            return nsr_policy_loss(
+                logp, rows.old_logp, part.advantages, rows.mask, **clip,  # type: ignore[arg-type]
+                variant_high=cfg.nsr_variant_high, variant_low=cfg.nsr_variant_low,
+                u_min_high=cfg.nsr_u_min_high, u_min_low=cfg.nsr_u_min_low,
+                generator=self.loss_generator,
+            )  # fmt: skip
+        if cfg.variant == "echo":
+            assert part.confidence is not None
+            return echo_policy_loss(
+                logp, rows.old_logp, part.advantages, rows.mask, part.confidence,
+                tail_window=cfg.echo_tail_window, eps_min=cfg.echo_eps_min,
+                eps_max=cfg.echo_eps_max, kappa=cfg.echo_kappa, adaptive=cfg.echo_adaptive_clip,
+                aggregation=cfg.aggregation,
+            )  # fmt: skip
+        if cfg.variant == "replay" and cfg.replay_loss == "asymre":
+            return asymre_loss(logp, rows.mask, rows.rewards, offset=cfg.asymre_offset)
+        return clipped_surrogate(logp, rows.old_logp, part.advantages, rows.mask, **clip)  # type: ignore[arg-type]
+
+    def optimise(self, batch: TrainBatch) -> dict[str, float]:
+        """`epochs` passes of `minibatches` steps over the batch; mean loss metrics."""
+        cfg = self.cfg
+        totals: dict[str, float] = {}
+        count = 0
+        self.policy.model.train()
+        for _ in range(cfg.epochs):
+            order = torch.randperm(len(batch.rollouts), generator=self.generator)
+            for chunk in order.chunk(cfg.minibatches):
+                part = batch.rows(chunk)
+                scored = self.policy.score(
+                    part.rollouts.prompt_ids, part.rollouts.completion_ids, part.rollouts.mask
+                )
+                out = self.loss(scored.logp, part)
+                self.optimizer.zero_grad()
+                out.loss.backward()
+                torch.nn.utils.clip_grad_norm_(self.policy.model.parameters(), cfg.max_grad_norm)
+                self.optimizer.step()
+                self.schedule.step()
+                for key, value in {"loss": float(out.loss.detach()), **out.metrics}.items():
+                    totals[key] = totals.get(key, 0.0) + value
+                count += 1
+        self.policy.model.eval()
+        return {key: value / count for key, value in totals.items()}
+
+    def run(
+        self,
+        log: MetricsLog | None = None,
+        *,
+        progress: bool = True,
+        on_step: Callable[[dict[str, Any]], None] | None = None,
+    ) -> dict[str, Any]:
+        """Train for `steps` updates; return the summary (initial/final eval accuracy, reward
+        curve ends, generation cost, wall time)."""
+        cfg = self.cfg
+        started = time.perf_counter()
+        initial = self.evaluate()
+        rewards: list[float] = []
+        evals: dict[int, dict[str, float]] = {0: initial}
+        label = f"{cfg.variant} on {cfg.task} (seed {cfg.seed})"
+        with RunProgress(cfg.steps, label, enabled=progress) as bar:
+            for step in range(cfg.steps):
+                batch = self.collect(step)
+                record: dict[str, Any] = {"step": step + 1, **batch.stats, **self.optimise(batch)}
+                record.update(self.policy.cost.as_dict())
+                rewards.append(float(batch.stats["reward"]))
+                if (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps:
+                    evals[step + 1] = self.evaluate()
+                    record.update(evals[step + 1])
+                record["wall_s"] = round(time.perf_counter() - started, 2)
+                if log is not None:
+                    log.write(record)
+                if on_step is not None:
+                    on_step(record)
+                latest = evals[max(evals)]
+                bar.advance(
+                    f"reward {record['reward']:.2f}  eval greedy {latest['eval_greedy']:.2f}"
+                    f" sampled {latest['eval_sampled']:.2f}"
+                )
+        tail = rewards[-10:]
+        return {
+            "variant": cfg.variant,
+            "task": cfg.task,
+            "seed": cfg.seed,
+            "steps": cfg.steps,
+            "initial_eval": initial,
+            "final_eval": evals[cfg.steps],
+            "evals": evals,
+            "first_rewards": sum(rewards[:10]) / len(rewards[:10]),
+            "final_rewards": sum(tail) / len(tail),
+            **self.policy.cost.as_dict(),
+            "wall_s": round(time.perf_counter() - started, 2),
+        }

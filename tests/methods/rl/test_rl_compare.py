@@ -1,0 +1,52 @@
+"""The comparison table from finished runs: spread over seeds, the paired gain, and the reward
+at equal generation (replay reaches its total with half the rollouts of on-policy GRPO)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from docket.methods.rl.compare import at_budget, folder, table
+
+
+def fake_run(out: Path, name: str, seed: int, per_update: int, curve: list[float]) -> None:
+    run = folder(out, name, "arith", seed)
+    run.mkdir(parents=True)
+    records = []
+    evals = {}
+    for step in range(0, 4 * (len(curve) - 1) + 1):
+        if step % 4 == 0:
+            evals[str(step)] = {"eval_greedy": 0.5, "eval_sampled": curve[step // 4]}
+        if step:
+            record = {"step": step, "reward": 0.3, "gen_rollouts": step * per_update}
+            if step % 4 == 0:
+                record["eval_sampled"] = curve[step // 4]
+            records.append(record)
+    (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    summary = {
+        "initial_eval": evals["0"],
+        "final_eval": evals[str(4 * (len(curve) - 1))],
+        "evals": evals,
+        "final_rewards": 0.3,
+        "gen_rollouts": records[-1]["gen_rollouts"],
+        "gen_tokens": 4 * records[-1]["gen_rollouts"],
+    }
+    (run / "summary.json").write_text(json.dumps(summary))
+
+
+def test_table_spread_gain_and_equal_generation(tmp_path: Path) -> None:
+    fake_run(tmp_path, "grpo", 0, 64, [0.2, 0.3, 0.4])
+    fake_run(tmp_path, "grpo", 1, 64, [0.4, 0.5, 0.6])
+    fake_run(tmp_path, "replay", 0, 32, [0.2, 0.25, 0.3])
+    fake_run(tmp_path, "replay", 1, 32, [0.4, 0.45, 0.6])
+    assert at_budget(folder(tmp_path, "grpo", "arith", 0), 256) == (0.3, 4)
+    markdown, rows = table(tmp_path, [0, 1])
+    grpo, replay = rows
+    assert grpo["sampled_gain"] == pytest.approx([0.2, 0.2])
+    assert grpo["equal_budget"] == replay["equal_budget"] == 256  # replay's total: 8 × 32
+    assert grpo["sampled_at_budget"] == [0.3, 0.5] and grpo["step_at_budget"] == [4, 4]
+    assert replay["sampled_at_budget"] == [0.3, 0.6] and replay["step_at_budget"] == [8, 8]
+    assert "| arith | grpo | 2 | 0.300 ± 0.141 → 0.500 ± 0.141 | +0.200 ± 0.000 |" in markdown
+    assert "| 512 | 2,048 | 0.400 ± 0.141 (update 4) |" in markdown
+    assert "| arith | replay | 0.300 | 0.350 | 0.450 |" in markdown
