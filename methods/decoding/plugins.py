@@ -36,6 +36,7 @@ class MethodPlugin:
 
 #: Method name -> module that registers it (imported on first use).
 PLUGIN_MODULES: dict[str, str] = {}
+PLUGIN_MODULES["shine"] = "docket.methods.adaptation.shine"
 
 _PLUGINS: dict[str, MethodPlugin] = {}
 
