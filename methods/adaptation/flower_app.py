@@ -61,6 +61,7 @@ class FedSettings:
     select: bool = True  # FedPissa: selective aggregation (off: share A only, like FedSA)
     project: bool = True  # FedPissa: decorrelated projection of private updates
     seed: int = 0
+    threads: int = 1  # torch threads per client process (small models run best on one)
     out: str = ""  # JSON summary written by the ServerApp
     save_dir: str = ""  # personalised checkpoints written by the clients after the last round
 
@@ -150,6 +151,7 @@ def _build_runtime(settings: FedSettings) -> Runtime:
         raise ValueError(
             f"fedpissa: base-model {settings.base_model!r} is not a checkpoint directory"
         )
+    torch.set_num_threads(max(1, settings.threads))
     torch.manual_seed(settings.seed)  # the same standard-LoRA init on every client
     base = AutoModelForCausalLM.from_pretrained(settings.base_model, dtype=torch.float32)
     config = LoraConfig(
