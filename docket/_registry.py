@@ -21,6 +21,11 @@ from docket.benchmarks.scsuff.scsuff import scsuff, scsuff_hints
 # --- docval ---
 from docket.benchmarks.docval.docval import docval_grounding, docval_teacher
 
+# --- adaptation (SHINE, FedPissa, AffIn-Space) ---
+from docket.benchmarks.context_qa.context_qa import context_qa
+from docket.benchmarks.fed_topics.fed_topics import fed_topics
+from docket.benchmarks.spatial_relations.spatial_relations import spatial_relations
+
 #: Everything docket registers, by Inspect registry type (names are package-qualified).
 REGISTERED: dict[str, list[str]] = {
     "modelapi": ["docket/docket"],
@@ -38,5 +43,9 @@ REGISTERED: dict[str, list[str]] = {
         # docval
         "docket/docval_grounding",
         "docket/docval_teacher",
+        # adaptation
+        "docket/context_qa",
+        "docket/fed_topics",
+        "docket/spatial_relations",
     ],
 }

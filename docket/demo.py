@@ -35,6 +35,9 @@ DEMO_POLICIES: dict[str, list[dict[str, Any]]] = {
     "docket/scsuff_hints": [{"policy": "scsuff_rule"}],
     "docket/docval_grounding": [{"policy": "docval_oracle"}, {"policy": "docval_label_right"}],
     "docket/docval_teacher": [{"policy": "docval_teacher"}],
+    "docket/context_qa": [{"policy": "context_qa_reader"}, {"policy": "context_qa_first_fact"}],
+    "docket/fed_topics": [{"policy": "fed_topics_first_label"}],
+    "docket/spatial_relations": [{"policy": "spatial_always_yes"}],
 }
 
 

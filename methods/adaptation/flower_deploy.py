@@ -118,7 +118,12 @@ def local_federation(
             '[superlink]\ndefault = "docket-local"\n\n[superlink.docket-local]\n'
             f'address = "127.0.0.1:{link_port}"\ninsecure = true\n'
         )
-        yield {"address": f"127.0.0.1:{link_port}", "flwr_home": str(home), "env": env}
+        yield {
+            "address": f"127.0.0.1:{link_port}",
+            "flwr_home": str(home),
+            "env": env,
+            "processes": processes,
+        }
     finally:
         _stop(processes)
         for log in logs:

@@ -37,6 +37,7 @@ class MethodPlugin:
 #: Method name -> module that registers it (imported on first use).
 PLUGIN_MODULES: dict[str, str] = {}
 PLUGIN_MODULES["shine"] = "docket.methods.adaptation.shine"
+PLUGIN_MODULES["affin"] = "docket.methods.spatial.affin"
 
 _PLUGINS: dict[str, MethodPlugin] = {}
 
