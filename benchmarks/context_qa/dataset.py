@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from docket.benchmarks.common.jsonl import read_jsonl
 from inspect_ai._util.error import PrerequisiteError
 
 DATA = Path(__file__).parent / "data"
@@ -119,32 +120,15 @@ def write(contexts: Iterable[Context], questions: Iterable[Question], folder: Pa
             out.write(json.dumps(asdict(q)) + "\n")
 
 
-def _rows(path: Path, fields: Sequence[str]) -> list[dict[str, object]]:
-    if not path.is_file():
-        raise PrerequisiteError(f"context_qa: data file not found: {path}")
-    rows = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            raise PrerequisiteError(f"context_qa: {path} line {number}: not JSON") from None
-        missing = [f for f in fields if not isinstance(row, dict) or f not in row]
-        if missing:
-            raise PrerequisiteError(f"context_qa: {path} line {number}: no field {missing[0]!r}")
-        rows.append(row)
-    return rows
-
-
 def load(folder: Path = DATA) -> tuple[dict[str, str], list[Question]]:
     """Contexts by id and the questions of a data folder (the shipped set by default)."""
     contexts = {
-        str(r["id"]): str(r["text"]) for r in _rows(folder / CONTEXTS_FILE.name, ("id", "text"))
+        str(r["id"]): str(r["text"])
+        for r in read_jsonl(folder / CONTEXTS_FILE.name, "context_qa", ("id", "text"))
     }
     questions = []
     fields = ("id", "context_id", "question", "answer")
-    for row in _rows(folder / QUESTIONS_FILE.name, fields):
+    for row in read_jsonl(folder / QUESTIONS_FILE.name, "context_qa", fields):
         if str(row["context_id"]) not in contexts:
             raise PrerequisiteError(
                 f"context_qa: question {row['id']} names unknown context {row['context_id']}"

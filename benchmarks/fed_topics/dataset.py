@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from inspect_ai._util.error import PrerequisiteError
+from docket.benchmarks.common.jsonl import read_jsonl
 
 LABELS = ("sports", "weather", "food", "music")
 TOPIC_WORDS: dict[str, tuple[str, ...]] = {
@@ -114,17 +114,7 @@ def write_clients(clients: Sequence[Client], folder: Path) -> Path:
 
 def read_examples(path: Path) -> list[Example]:
     """Rows `{"text", "label"}` of a JSONL file; one clear error naming the file and line."""
-    if not path.is_file():
-        raise PrerequisiteError(f"fed_topics: data file not found: {path}")
-    examples = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-            examples.append(Example(str(row["text"]), str(row["label"])))
-        except (json.JSONDecodeError, KeyError, TypeError):
-            raise PrerequisiteError(
-                f'fed_topics: {path} line {number}: expected {{"text", "label"}}'
-            ) from None
-    return examples
+    return [
+        Example(str(row["text"]), str(row["label"]))
+        for row in read_jsonl(path, "fed_topics", ("text", "label"))
+    ]

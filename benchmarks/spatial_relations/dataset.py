@@ -14,6 +14,7 @@ import random
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from docket.benchmarks.common.jsonl import read_jsonl
 from docket.benchmarks.spatial_relations.render import (
     BOARD,
     COLOURS,
@@ -134,14 +135,10 @@ class Row:
 def load(folder: Path = DATA) -> list[Row]:
     """The rows of a data folder; one clear error naming the file, line and field."""
     path = folder / SAMPLES_FILE.name
-    if not path.is_file():
-        raise PrerequisiteError(f"spatial_relations: data file not found: {path}")
+    fields = ("id", "question", "answer", "relation", "pose", "objects")
     rows = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
+    for number, raw in enumerate(read_jsonl(path, "spatial_relations", fields), 1):
         try:
-            raw = json.loads(line)
             row = Row(
                 id=str(raw["id"]),
                 question=str(raw["question"]),
@@ -159,9 +156,9 @@ def load(folder: Path = DATA) -> list[Row]:
                     for o in raw["objects"]
                 ],
             )
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as ex:
+        except (KeyError, TypeError, ValueError, IndexError) as ex:
             raise PrerequisiteError(
-                f"spatial_relations: {path} line {number}: {type(ex).__name__}: {ex}"
+                f"spatial_relations: {path} row {number}: {type(ex).__name__}: {ex}"
             ) from None
         rows.append(row)
     return rows

@@ -53,6 +53,7 @@ from docket.methods.adaptation.lora import (
     functional_lora,
     layout_for,
 )
+from docket.methods.adaptation.plugin import decode_under, register, with_counters
 from docket.methods.adaptation.progress import step_bar
 from torch import nn
 
@@ -503,8 +504,6 @@ class ContextAdapters:
 
 
 def _build(loaded: Any, knobs: Mapping[str, Any]) -> Any:
-    from docket.methods.decoding.sampling import pick_method
-
     if not knobs.get("context"):
         raise ValueError("docket/local -M method=shine needs -M context=FILE (text or JSONL)")
     model = loaded.model
@@ -528,32 +527,23 @@ def _build(loaded: Any, knobs: Mapping[str, Any]) -> Any:
         started = time.perf_counter()
         adapters, cached = contexts.adapters(key)
         seconds = time.perf_counter() - started
-        with functional_lora(model, adapters):
-            generations = pick_method(None, params.temperature)(model, tokenizer, prompt, params, n)
+        generations = decode_under(
+            functional_lora(model, adapters), model, tokenizer, prompt, params, n
+        )
         counters = {
             "context_id": key,
             "adapter_cached": cached,
             "adapter_seconds": round(seconds, 6),
             "lora_parameters": contexts.hypernet.layout.numel,
         }
-        for generation in generations:
-            generation.metadata = {**generation.metadata, **counters}
-        return list(generations)
+        return with_counters(generations, counters)
 
     return decode
 
 
-def _register() -> None:
-    from docket.methods.decoding.plugins import MethodPlugin, register_method
-
-    register_method(
-        MethodPlugin(
-            name="shine",
-            build=_build,
-            args=("context", "hypernet", "context_marker"),
-            description="SHINE: the context becomes a generated LoRA adapter (one pass)",
-        )
-    )
-
-
-_register()
+register(
+    "shine",
+    _build,
+    ("context", "hypernet", "context_marker"),
+    "SHINE: the context becomes a generated LoRA adapter (one pass)",
+)

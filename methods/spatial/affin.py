@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from docket.methods.adaptation.plugin import decode_under, register, with_counters
 from docket.methods.spatial.affine import compose
 from docket.methods.spatial.ops import (
     ConditionalReconstruction,
@@ -198,8 +199,6 @@ def load_affin(folder: Path, model: Any) -> AffinSpace:
 
 
 def _build(loaded: Any, knobs: Mapping[str, Any]) -> Any:
-    from docket.methods.decoding.sampling import pick_method
-
     if not loaded.reads_images:
         raise ValueError("docket/local -M method=affin needs a vision-language checkpoint")
     model = loaded.model
@@ -209,30 +208,22 @@ def _build(loaded: Any, knobs: Mapping[str, Any]) -> Any:
     def decode(model: Any, tokenizer: Any, prompt: list[int], params: Any, n: int) -> list[Any]:
         state = AffinState()
         started = time.perf_counter()
-        with torch.no_grad(), affin_hooks(model, affin, state):
-            generations = pick_method(None, params.temperature)(model, tokenizer, prompt, params, n)
+        with torch.no_grad():
+            generations = decode_under(
+                affin_hooks(model, affin, state), model, tokenizer, prompt, params, n
+            )
         counters: dict[str, Any] = {"affin_seconds": round(time.perf_counter() - started, 6)}
         if state.pose is not None:
             predicted = pose_params(state.pose)[0]
             counters["pose"] = [round(float(v), 4) for v in predicted]
-        for generation in generations:
-            generation.metadata = {**generation.metadata, **counters}
-        return list(generations)
+        return with_counters(generations, counters)
 
     return decode
 
 
-def _register() -> None:
-    from docket.methods.decoding.plugins import MethodPlugin, register_method
-
-    register_method(
-        MethodPlugin(
-            name="affin",
-            build=_build,
-            args=("affin",),
-            description="AffIn-Space: canonicalised image features and pose-projected states",
-        )
-    )
-
-
-_register()
+register(
+    "affin",
+    _build,
+    ("affin",),
+    "AffIn-Space: canonicalised image features and pose-projected states",
+)

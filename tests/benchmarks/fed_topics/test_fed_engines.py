@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+pytest.importorskip("flwr", reason="needs flwr (Python >= 3.11): pip install 'docket[adaptation]'")
 from docket.benchmarks.fed_topics import run_fed
 from docket.benchmarks.fed_topics.dataset import read_examples
 from docket.benchmarks.fed_topics.prompts import render

@@ -38,7 +38,7 @@ def test_written_clients_round_trip(tmp_path: Path) -> None:
     assert json.loads((folder / "task.json").read_text())["labels"] == list(LABELS)
     assert read_examples(folder / "client-2" / "heldout.jsonl") == list(clients[2].heldout)
     (tmp_path / "bad.jsonl").write_text('{"text": "x"}\n')
-    with pytest.raises(PrerequisiteError, match=r"bad.jsonl line 1: expected"):
+    with pytest.raises(PrerequisiteError, match=r"bad.jsonl line 1: no field .label."):
         read_examples(tmp_path / "bad.jsonl")
 
 

@@ -1,32 +1,17 @@
-"""Fixtures for the adaptation tests: a tiny random Llama (hidden 32, 2 layers) built offline."""
+"""Fixtures for the adaptation tests: a tiny random Llama (hidden 32, 2 layers) built offline
+(`one_thread` comes from tests/methods/conftest.py)."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-os.environ["HF_HUB_OFFLINE"] = "1"
-os.environ["TRANSFORMERS_OFFLINE"] = "1"
-
 CORPUS = [
     "key 3 opens door 7. The code is 42. Mira lives in Oslo.",
     "What is the code? Where does Mira live? Repeat the text you have read.",
 ] * 10
-
-
-@pytest.fixture
-def one_thread() -> Iterator[None]:
-    """Train on one CPU thread (deterministic, and kind to a shared machine)."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="session")

@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+
+pytest.importorskip("flwr", reason="needs flwr (Python >= 3.11): pip install 'docket[adaptation]'")
 from docket.methods.adaptation import fedpissa
 from docket.methods.adaptation.flower_app import FedSettings, run_in_process
 

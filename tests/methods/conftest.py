@@ -1,4 +1,4 @@
-"""Fixtures for the spatial tests."""
+"""Fixtures shared by the methods tests: offline Hugging Face, and training on one thread."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
 @pytest.fixture
 def one_thread() -> Iterator[None]:
-    """Train on one CPU thread (small ops run faster, and it is kind to a shared machine)."""
+    """Train on one CPU thread: small ops run faster and it is kind to a shared machine."""
     import torch
 
     before = torch.get_num_threads()
