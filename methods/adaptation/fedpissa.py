@@ -73,9 +73,8 @@ def weighted_average(
         total = sum(w for _, w in pairs)
         if total <= 0:
             raise ValueError(f"weights of {key} sum to {total}")
-        averaged[key] = sum(np.asarray(v, np.float64) * (w / total) for v, w in pairs).astype(
-            pairs[0][0].dtype
-        )
+        weighted = np.stack([np.asarray(v, np.float64) * (w / total) for v, w in pairs])
+        averaged[key] = weighted.sum(axis=0).astype(pairs[0][0].dtype)
     return averaged
 
 
