@@ -30,6 +30,10 @@ def heldout(client: int, clients: int, alpha: float, seed: int) -> list[Example]
     """Client `client`'s held-out split of the default partition."""
     if not 0 <= client < clients:
         raise PrerequisiteError(f"fed_topics: -T client={client} must be in 0..{clients - 1}")
+    if not alpha > 0:  # also rejects nan
+        raise PrerequisiteError(f"fed_topics: -T alpha={alpha} must be above 0")
+    if seed < 0:
+        raise PrerequisiteError(f"fed_topics: -T seed={seed} must be at least 0")
     return list(partition(clients, alpha=alpha, seed=seed)[client].heldout)
 
 

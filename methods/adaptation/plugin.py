@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
+from pathlib import Path
 from typing import Any
 
 
@@ -40,3 +41,17 @@ def register(
     from docket.methods.decoding.plugins import MethodPlugin, register_method
 
     register_method(MethodPlugin(name=name, build=build, args=args, description=description))
+
+
+def save_module(module: Any, meta: Mapping[str, Any], out: Path, config: str, weights: str) -> Path:
+    """Write `meta` as JSON to `out/config` and `module`'s state dict as safetensors to
+    `out/weights` (the trained parts a plugin loads next to a checkpoint)."""
+    import json
+
+    from safetensors.torch import save_file
+
+    out.mkdir(parents=True, exist_ok=True)
+    (out / config).write_text(json.dumps(meta, indent=2))
+    state = {k: v.detach().contiguous().cpu() for k, v in module.state_dict().items()}
+    save_file(state, str(out / weights))
+    return out

@@ -53,7 +53,7 @@ from docket.methods.adaptation.lora import (
     functional_lora,
     layout_for,
 )
-from docket.methods.adaptation.plugin import decode_under, register, with_counters
+from docket.methods.adaptation.plugin import decode_under, register, save_module, with_counters
 from docket.methods.adaptation.progress import step_bar
 from torch import nn
 
@@ -393,19 +393,13 @@ def answer_logprob(
 
 def save_hypernet(hypernet: ShineHypernet, out: Path) -> Path:
     """Write `shine_config.json` and `hypernet.safetensors` to `out`."""
-    from safetensors.torch import save_file
-
-    out.mkdir(parents=True, exist_ok=True)
     meta = {
         "config": asdict(hypernet.config),
         "layout": hypernet.layout.to_dict(),
         "hidden": hypernet.hidden,
         "num_memory": hypernet.num_memory,
     }
-    (out / CONFIG_FILE).write_text(json.dumps(meta, indent=2))
-    state = {k: v.detach().contiguous().cpu() for k, v in hypernet.state_dict().items()}
-    save_file(state, str(out / WEIGHTS_FILE))
-    return out
+    return save_module(hypernet, meta, out, CONFIG_FILE, WEIGHTS_FILE)
 
 
 def load_hypernet(folder: Path, backbone: nn.Module) -> ShineHypernet:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from docket.methods.adaptation.plugin import decode_under, register, with_counters
+from docket.methods.adaptation.plugin import decode_under, register, save_module, with_counters
 from docket.methods.spatial.affine import compose
 from docket.methods.spatial.ops import (
     ConditionalReconstruction,
@@ -159,19 +159,13 @@ def affin_hooks(model: Any, affin: AffinSpace, state: AffinState) -> Iterator[Af
 
 def save_affin(affin: AffinSpace, out: Path) -> Path:
     """Write `affin_config.json` and `affin.safetensors` to `out`."""
-    from safetensors.torch import save_file
-
-    out.mkdir(parents=True, exist_ok=True)
     meta = {
         "config": asdict(affin.config),
         "vision_hidden": affin.vision_hidden,
         "lm_hidden": affin.lm_hidden,
         "grid": affin.grid,
     }
-    (out / CONFIG_FILE).write_text(json.dumps(meta, indent=2))
-    state = {k: v.detach().contiguous().cpu() for k, v in affin.state_dict().items()}
-    save_file(state, str(out / WEIGHTS_FILE))
-    return out
+    return save_module(affin, meta, out, CONFIG_FILE, WEIGHTS_FILE)
 
 
 def load_affin(folder: Path, model: Any) -> AffinSpace:

@@ -60,6 +60,13 @@ def test_first_label_baseline_scores_the_share_of_sports(tmp_path: Path) -> None
             model=get_model("docket/scripted", policy="refuse"),
             task_args={"client": 9},
         )
+    for bad, message in (({"alpha": 0.0}, "alpha=0.0 must be above 0"), ({"seed": -1}, "seed=-1")):
+        with pytest.raises(PrerequisiteError, match=message):
+            inspect_eval(
+                "docket/fed_topics",
+                model=get_model("docket/scripted", policy="refuse"),
+                task_args=bad,
+            )
 
 
 def test_first_label_reads_the_first_topic_named() -> None:
