@@ -18,7 +18,7 @@ from docket.benchmarks.spatial_relations.prompts import ANSWER_PATTERN
 from inspect_ai import Task, task
 from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.dataset import MemoryDataset, Sample
-from inspect_ai.model import ChatMessageUser, ContentImage, ContentText, GenerateConfig
+from inspect_ai.model import ChatMessageUser, Content, ContentImage, ContentText, GenerateConfig
 from inspect_ai.scorer import pattern
 from inspect_ai.solver import generate
 
@@ -34,7 +34,7 @@ def samples(view: str, folder: Path = DATA, given: str = "image") -> list[Sample
     out = []
     for row in load(folder):
         image = row.image if view == "random" else row.board_image
-        content: list[ContentImage | ContentText]
+        content: list[Content]
         if given == "text":
             content = [ContentText(text=f"{describe(row, view)}\n\n{row.question}")]
         elif not image.is_file():
