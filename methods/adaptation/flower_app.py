@@ -28,7 +28,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from docket.methods.adaptation import fedpissa
@@ -255,8 +255,9 @@ def _record(arrays: Mapping[str, np.ndarray]) -> ArrayRecord:
     return ArrayRecord({k: Array(np.ascontiguousarray(arrays[k])) for k in sorted(arrays)})
 
 
-def _numpy(record: ArrayRecord | None) -> dict[str, np.ndarray]:
-    return {k: v.numpy() for k, v in (record or ArrayRecord()).items()}
+def _numpy(record: Any) -> dict[str, np.ndarray]:
+    """The arrays of an ArrayRecord (a message part typed as any record) as numpy."""
+    return {k: v.numpy() for k, v in cast(ArrayRecord, record or ArrayRecord()).items()}
 
 
 def _client_state(
@@ -284,7 +285,7 @@ def client_train(
     rows = read_split(settings.data_dir, partition, "train")
     received = _numpy(msg.content["arrays"])
     config = msg.content["config"]
-    round_number = int(config.get("server-round", 0))
+    round_number = int(cast(int, config.get("server-round", 0)))
     with rt.lock:
         lora = _client_state(context, "lora", rt.initial)
         reference = _client_state(context, "reference", rt.initial)
@@ -307,7 +308,7 @@ def client_train(
             "metrics": MetricRecord({"num-examples": len(rows), "train-loss": loss}),
         }
     )
-    dim = int(config.get("sketch-dim", 0))
+    dim = int(cast(int, config.get("sketch-dim", 0)))
     if dim > 0:
         content["sketches"] = _record(
             {k: fedpissa.sketch(new[k] - start[k], dim, k, settings.seed) for k in new}
@@ -407,7 +408,7 @@ class LoraStrategy(FedAvg):
         messages = list(super().configure_train(server_round, subset, config, grid))
         traffic = RoundTraffic(server_round, len(shared))
         for message in messages:
-            record = message.content["arrays"]
+            record = cast(ArrayRecord, message.content["arrays"])
             traffic.payload_down += payload_bytes(record)
             traffic.wire_down += record.count_bytes()
         self.traffic.append(traffic)
@@ -424,7 +425,7 @@ class LoraStrategy(FedAvg):
         for reply in valid:
             for name in ("arrays", "sketches"):
                 if name in reply.content:
-                    record = reply.content[name]
+                    record = cast(ArrayRecord, reply.content[name])
                     traffic.payload_up += payload_bytes(record)
                     traffic.wire_up += record.count_bytes()
         merged = {k: v.numpy() for k, v in self._global.items()}
@@ -525,7 +526,9 @@ class FedPissaStrategy(LoraStrategy):
     def after_round(self, replies: list[Message]) -> None:
         if not self.select:
             return
-        sketches = [r.content["sketches"] for r in replies if "sketches" in r.content]
+        sketches = [
+            cast(ArrayRecord, r.content["sketches"]) for r in replies if "sketches" in r.content
+        ]
         if len(sketches) < 2:
             return
         self.tracker.update(

@@ -35,7 +35,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 from docket.methods.adaptation.lm import (
@@ -173,7 +173,7 @@ class ShineHypernet(nn.Module):
     def for_backbone(cls, backbone: nn.Module, config: ShineConfig) -> ShineHypernet:
         """A fresh hypernet sized for `backbone` (its decoder layers and hidden size)."""
         layout = layout_for(backbone, config.rank, config.targets)
-        return cls(config, layout, int(backbone.config.hidden_size))
+        return cls(config, layout, int(cast(Any, backbone).config.hidden_size))
 
     def meta_adapters(self) -> Adapters:
         """The meta-LoRA, shared by every sample (batch of one)."""
@@ -189,7 +189,7 @@ class ShineHypernet(nn.Module):
         """
         if not contexts:
             raise ValueError("no contexts given")
-        embed = backbone.get_input_embeddings()
+        embed = cast(Any, backbone).get_input_embeddings()
         device = self.memory.device
         rows = [
             torch.cat(
@@ -208,7 +208,7 @@ class ShineHypernet(nn.Module):
         handles = [layer.register_forward_hook(keep) for layer in layers]
         try:
             with functional_lora(backbone, self.meta_adapters()):
-                base = getattr(backbone, backbone.base_model_prefix, backbone)
+                base = getattr(backbone, cast(Any, backbone).base_model_prefix, backbone)
                 base(inputs_embeds=inputs, use_cache=False)
         finally:
             for handle in handles:
