@@ -25,6 +25,11 @@ from docket.benchmarks.docval.docval import docval_grounding, docval_teacher
 from docket.benchmarks.rl_arith.rl_arith import rl_arith
 from docket.benchmarks.rl_constraints.rl_constraints import rl_constraints
 
+# --- adaptation (SHINE, FedPissa, AffIn-Space) ---
+from docket.benchmarks.context_qa.context_qa import context_qa
+from docket.benchmarks.fed_topics.fed_topics import fed_topics
+from docket.benchmarks.spatial_relations.spatial_relations import spatial_relations
+
 #: Everything docket registers, by Inspect registry type (names are package-qualified).
 REGISTERED: dict[str, list[str]] = {
     "modelapi": ["docket/docket"],
@@ -45,5 +50,9 @@ REGISTERED: dict[str, list[str]] = {
         # rl
         "docket/rl_arith",
         "docket/rl_constraints",
+        # adaptation
+        "docket/context_qa",
+        "docket/fed_topics",
+        "docket/spatial_relations",
     ],
 }

@@ -46,6 +46,9 @@ DEMO_POLICIES: dict[str, list[dict[str, Any]]] = {
         {"policy": "rl_constraints_oracle"},
         {"policy": "rl_constraints_constant"},
     ],
+    "docket/context_qa": [{"policy": "context_qa_reader"}, {"policy": "context_qa_first_fact"}],
+    "docket/fed_topics": [{"policy": "fed_topics_first_label"}],
+    "docket/spatial_relations": [{"policy": "spatial_always_yes"}],
 }
 
 

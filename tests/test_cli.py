@@ -39,7 +39,19 @@ def test_every_registered_task_is_listed_once_with_a_version() -> None:
         assert str(entry["version"]).count("-") == 1, name
 
 
-@pytest.mark.parametrize("folder", ["smoke", "anchor", "correct", "scsuff", "docval"])
+@pytest.mark.parametrize(
+    "folder",
+    [
+        "smoke",
+        "anchor",
+        "correct",
+        "scsuff",
+        "docval",
+        "context_qa",
+        "fed_topics",
+        "spatial_relations",
+    ],
+)
 def test_each_benchmark_has_an_inspect_evals_style_listing(folder: str) -> None:
     root = Path(__file__).resolve().parents[1] / "benchmarks" / folder
     data = yaml.safe_load((root / "listing.yaml").read_text())

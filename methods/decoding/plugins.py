@@ -39,6 +39,8 @@ PLUGIN_MODULES: dict[str, str] = {
     "dsb": "docket.methods.decoding.dsb",
     "dustin": "docket.methods.decoding.dustin",
     "flash": "docket.methods.decoding.flash",
+    "shine": "docket.methods.adaptation.shine",
+    "affin": "docket.methods.spatial.affin",
 }
 
 _PLUGINS: dict[str, MethodPlugin] = {}

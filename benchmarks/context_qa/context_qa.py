@@ -1,0 +1,72 @@
+"""`docket/context_qa`: one-word questions about short made-up profiles, with the context given
+in the prompt (`-T context=prompt`), named only by its id (`reference`, for SHINE adapters), or
+absent (`none`).
+
+SHINE: `inspect eval docket/context_qa -T context=reference --model docket/local/RUN -M
+method=shine -M context=CONTEXTS` where CONTEXTS is the shipped `data/contexts.jsonl` (or
+`-T data=DIR`'s); the same run without `-M method=shine` is the no-context baseline, and
+`-T context=prompt` in-context prompting. See README.md.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from docket.benchmarks.common.args import checked, choice, positive
+from docket.benchmarks.common.headline import headline
+from docket.benchmarks.context_qa.dataset import DATA, load
+from docket.benchmarks.context_qa.prompts import PROMPTS, render
+from inspect_ai import Task, task
+from inspect_ai.dataset import MemoryDataset, Sample
+from inspect_ai.model import GenerateConfig
+from inspect_ai.scorer import exact, f1
+from inspect_ai.solver import generate
+
+VERSION = "1-A"
+TAGS = ["context", "question-answering", "adaptation", "hypernetwork"]
+
+
+def samples(mode: str, folder: Path = DATA) -> list[Sample]:
+    """One sample per question; metadata keeps the context id, attribute and fact position."""
+    contexts, questions = load(folder)
+    return [
+        Sample(
+            id=q.id,
+            input=render(
+                mode, context=contexts[q.context_id], context_id=q.context_id, question=q.question
+            ),
+            target=q.answer,
+            metadata={
+                "context_id": q.context_id,
+                "attribute": q.attribute,
+                "position": q.position,
+            },
+        )
+        for q in questions
+    ]
+
+
+@task
+def context_qa(context: str = "prompt", data: str | None = None, max_tokens: int = 8) -> Task:
+    """Answer one-word questions about a short context.
+
+    Args:
+        context: How the context reaches the model: `prompt` (in the prompt), `reference`
+            (only `[context: ID]`; a SHINE model turns the context into an adapter) or `none`.
+        data: A folder with `contexts.jsonl` and `questions.jsonl` (default: the shipped set).
+        max_tokens: Tokens each answer may use.
+    """
+    name = "context_qa"
+    mode = choice(name, "context", context, tuple(PROMPTS))
+    folder = Path(checked(name, "data", data, str)) if data is not None else DATA
+    h = headline("f1", "mean", direction="higher", value="continuous")
+    return Task(
+        dataset=MemoryDataset(samples(mode, folder), name=f"context_qa_{mode}"),
+        solver=generate(),
+        scorer=[f1(), exact()],
+        config=GenerateConfig(max_tokens=positive(name, "max_tokens", max_tokens)),
+        version=VERSION,
+        headline_metric=h["headline_metric"],
+        metadata={**h["metadata"], "benchmark": "context_qa", "context": mode},
+        tags=TAGS,
+    )

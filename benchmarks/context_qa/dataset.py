@@ -1,0 +1,150 @@
+"""Context-QA data: short made-up profiles (who lives where, works as what, keeps which pet,
+likes which colour) and one-word questions about them.
+
+`generate(n_contexts, seed)` draws them deterministically; the shipped evaluation set
+(`data/contexts.jsonl`, `data/questions.jsonl`) is `generate(40, EVAL_SEED)` and the SHINE runner
+trains on other seeds, so every evaluated context is a combination it never saw. No answer can
+be guessed from the question: every value is drawn uniformly (chance = 1 / number of values).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from docket.benchmarks.common.jsonl import read_jsonl
+from inspect_ai._util.error import PrerequisiteError
+
+DATA = Path(__file__).parent / "data"
+CONTEXTS_FILE = DATA / "contexts.jsonl"
+QUESTIONS_FILE = DATA / "questions.jsonl"
+EVAL_SEED = 20260720
+EVAL_CONTEXTS = 40
+
+NAMES = (
+    "Mira", "Tomas", "Anya", "Kofi", "Lena", "Ravi", "Iris", "Bruno", "Sana", "Oskar",
+    "Nadia", "Felix", "Yuki", "Marco", "Elif", "Jonas", "Priya", "Hugo", "Zara", "Emil",
+)  # fmt: skip
+ATTRIBUTES: dict[str, tuple[str, ...]] = {
+    "city": ("Oslo", "Lima", "Cairo", "Lyon", "Perth", "Quito", "Porto", "Delhi"),
+    "job": ("baker", "pilot", "nurse", "farmer", "judge", "tailor", "miner", "chef"),
+    "pet": ("cat", "dog", "parrot", "rabbit", "turtle", "hamster", "goat", "snake"),
+    "colour": ("red", "blue", "green", "yellow", "purple", "orange", "black", "white"),
+}
+#: How a fact is stated in a context, and how it is asked.
+STATEMENTS = {
+    "city": "{name} lives in {value}.",
+    "job": "{name} works as a {value}.",
+    "pet": "{name} keeps a {value}.",
+    "colour": "{name} likes the colour {value}.",
+}
+QUESTIONS = {
+    "city": "Where does {name} live?",
+    "job": "What is {name}'s job?",
+    "pet": "Which animal does {name} keep?",
+    "colour": "Which colour does {name} like?",
+}
+
+
+@dataclass(frozen=True)
+class Context:
+    """A profile text and its facts."""
+
+    id: str
+    text: str
+    facts: tuple[tuple[str, str, str], ...]  # (name, attribute, value)
+
+
+@dataclass(frozen=True)
+class Question:
+    """A question about one fact of a context."""
+
+    id: str
+    context_id: str
+    question: str
+    answer: str
+    attribute: str
+    #: Index of the asked fact's sentence in the context (0 = first).
+    position: int
+
+
+def make_context(rng: random.Random, key: str, people: int) -> Context:
+    """`people` distinct people with every attribute, sentences in a shuffled order."""
+    facts = [
+        (name, attribute, rng.choice(values))
+        for name in rng.sample(NAMES, people)
+        for attribute, values in ATTRIBUTES.items()
+    ]
+    rng.shuffle(facts)
+    text = " ".join(STATEMENTS[a].format(name=n, value=v) for n, a, v in facts)
+    return Context(key, text, tuple(facts))
+
+
+def questions_for(context: Context, rng: random.Random, per_context: int) -> list[Question]:
+    """`per_context` questions about distinct facts of `context`."""
+    picked = rng.sample(range(len(context.facts)), per_context)
+    return [
+        Question(
+            id=f"{context.id}-q{i}",
+            context_id=context.id,
+            question=QUESTIONS[context.facts[p][1]].format(name=context.facts[p][0]),
+            answer=context.facts[p][2],
+            attribute=context.facts[p][1],
+            position=p,
+        )
+        for i, p in enumerate(picked)
+    ]
+
+
+def generate(
+    n_contexts: int, seed: int, *, people: int = 2, per_context: int = 2, prefix: str = "ctx"
+) -> tuple[list[Context], list[Question]]:
+    """`n_contexts` contexts and `per_context` questions each, deterministic in `seed`."""
+    rng = random.Random(seed)
+    contexts = [make_context(rng, f"{prefix}-{i:03d}", people) for i in range(n_contexts)]
+    questions = [q for c in contexts for q in questions_for(c, rng, per_context)]
+    return contexts, questions
+
+
+def write(contexts: Iterable[Context], questions: Iterable[Question], folder: Path) -> None:
+    """Write `contexts.jsonl` (id, text) and `questions.jsonl` to `folder`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / CONTEXTS_FILE.name).open("w") as out:
+        for c in contexts:
+            out.write(json.dumps({"id": c.id, "text": c.text}) + "\n")
+    with (folder / QUESTIONS_FILE.name).open("w") as out:
+        for q in questions:
+            out.write(json.dumps(asdict(q)) + "\n")
+
+
+def load(folder: Path = DATA) -> tuple[dict[str, str], list[Question]]:
+    """Contexts by id and the questions of a data folder (the shipped set by default)."""
+    contexts = {
+        str(r["id"]): str(r["text"])
+        for r in read_jsonl(folder / CONTEXTS_FILE.name, "context_qa", ("id", "text"))
+    }
+    questions = []
+    fields = ("id", "context_id", "question", "answer")
+    for row in read_jsonl(folder / QUESTIONS_FILE.name, "context_qa", fields):
+        if str(row["context_id"]) not in contexts:
+            raise PrerequisiteError(
+                f"context_qa: question {row['id']} names unknown context {row['context_id']}"
+            )
+        questions.append(
+            Question(
+                id=str(row["id"]),
+                context_id=str(row["context_id"]),
+                question=str(row["question"]),
+                answer=str(row["answer"]),
+                attribute=str(row.get("attribute", "")),
+                position=int(str(row.get("position", -1))),
+            )
+        )
+    return contexts, questions
+
+
+if __name__ == "__main__":  # regenerate the shipped evaluation set
+    write(*generate(EVAL_CONTEXTS, EVAL_SEED), DATA)
