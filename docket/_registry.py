@@ -21,6 +21,11 @@ from docket.benchmarks.scsuff.scsuff import scsuff, scsuff_hints
 # --- docval ---
 from docket.benchmarks.docval.docval import docval_grounding, docval_teacher
 
+# --- erm_retrieval, tabular_anomaly, toy_math (issue 21) ---
+from docket.benchmarks.erm_retrieval.erm_retrieval import erm_rag, erm_retrieval
+from docket.benchmarks.tabular_anomaly.tabular_anomaly import tabular_anomaly
+from docket.benchmarks.toy_math.toy_math import toy_math, toy_math_sar
+
 #: Everything docket registers, by Inspect registry type (names are package-qualified).
 REGISTERED: dict[str, list[str]] = {
     "modelapi": ["docket/docket"],
@@ -38,5 +43,11 @@ REGISTERED: dict[str, list[str]] = {
         # docval
         "docket/docval_grounding",
         "docket/docval_teacher",
+        # erm_retrieval, tabular_anomaly, toy_math
+        "docket/erm_retrieval",
+        "docket/erm_rag",
+        "docket/tabular_anomaly",
+        "docket/toy_math",
+        "docket/toy_math_sar",
     ],
 }

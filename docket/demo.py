@@ -20,6 +20,7 @@ DEMO_ROLES: dict[str, dict[str, str]] = {
     "docket/anchor_audit": {"auditor": "auditor", "judge": "judge"},
     "docket/scsuff": {"generator": "scsuff_generator"},
     "docket/scsuff_hints": {"generator": "scsuff_generator", "judge": "scsuff_judge"},
+    "docket/toy_math_sar": {"teacher": "toy_math_teacher"},
 }
 
 
@@ -35,6 +36,12 @@ DEMO_POLICIES: dict[str, list[dict[str, Any]]] = {
     "docket/scsuff_hints": [{"policy": "scsuff_rule"}],
     "docket/docval_grounding": [{"policy": "docval_oracle"}, {"policy": "docval_label_right"}],
     "docket/docval_teacher": [{"policy": "docval_teacher"}],
+    "docket/erm_rag": [{"policy": "erm_reader"}, {"policy": "erm_reader", "mode": "constant"}],
+    "docket/toy_math": [
+        {"policy": "toy_math_student", "error_rate": 0.0},
+        {"policy": "toy_math_constant"},
+    ],
+    "docket/toy_math_sar": [{"policy": "toy_math_student", "error_rate": 0.5}],
 }
 
 

@@ -5,7 +5,8 @@
 - sandbox_sample: a sample's whole sandbox lifetime (init, 10 execs, cleanup), the same pair;
 - schema_retrieval: `SchemaCache.retrieve` (top 5, SQLite hotness update) vs bare `bm25s`;
 - greedy_decode: docket's token loop on SmolLM2 vs transformers `generate` (same tokens checked);
-- gguf_load: SmolLM2 through docket's dequantised cache vs transformers' `gguf_file=` load.
+- gguf_load: SmolLM2 through docket's dequantised cache vs transformers' `gguf_file=` load;
+- erm_query: retrieval with ERM's evolved BM25 keys vs the static bm25s index.
 """
 
 from __future__ import annotations
@@ -260,10 +261,69 @@ def gguf_load(quick: bool) -> Measurement | Skipped:
     )
 
 
+def erm_query(quick: bool) -> Measurement:
+    """Query latency of ERM's evolved BM25 keys vs the static bm25s index (same corpus)."""
+    import bm25s
+    import numpy as np
+    from docket.benchmarks.erm_retrieval.dataset import load_beir
+    from docket.benchmarks.erm_retrieval.engine import read_thesaurus
+    from docket.benchmarks.erm_retrieval.generate import generate
+    from docket.methods.retrieval.erm import EvolvingMemory, Feedback
+    from docket.methods.retrieval.keys import SparseKeys
+    from docket.methods.retrieval.text import tokenize, unique
+
+    with tempfile.TemporaryDirectory() as folder:
+        generate(Path(folder), n_docs=600 if quick else 3000)
+        data = load_beir(folder)
+        thesaurus = read_thesaurus(Path(folder) / "thesaurus.json")
+    position = data.doc_index()
+    memory = EvolvingMemory(SparseKeys(data.doc_texts))
+    items = [
+        Feedback(
+            q.text,
+            tuple(unique([u for w in tokenize(q.text) for u in thesaurus.get(w, [])])),
+            frozenset(position[d] for d in q.relevant),
+        )
+        for q in data.feedback
+    ]
+    updates = memory.learn(items)
+    moved = len({c.doc for u in updates for c in u.changes})
+    peer = bm25s.BM25(k1=1.5, b=0.75, method="lucene")
+    peer.index([tokenize(t) or ["\x00empty"] for t in data.doc_texts], show_progress=False)
+    queries = [q.text for q in data.heldout]
+
+    def ours() -> object:
+        return [memory.retrieve(q, 10) for q in queries]
+
+    def theirs() -> object:
+        out = []
+        for q in queries:
+            words = unique(tokenize(q))
+            scores = peer.get_scores(words) if words else np.zeros(len(data.doc_ids))
+            out.append(np.argsort(-scores)[:10])
+        return out
+
+    ours()
+    theirs()
+    repeats = 3 if quick else 15
+    docket_s, peer_s = paired_medians(ours, theirs, repeats)
+    return Measurement(
+        "erm_query",
+        f"top-10 of {len(data.doc_ids)} documents, {moved} keys evolved, per query",
+        "bm25s (static index)",
+        docket_s / len(queries),
+        peer_s / len(queries),
+        target=1.1,
+        repeats=repeats,
+        note="ERM writes its evolved keys into a bm25s index: no expansion, no model at query time",
+    )
+
+
 CASES: dict[str, Case] = {
     "sandbox_exec": sandbox_exec,
     "sandbox_sample": sandbox_sample,
     "schema_retrieval": schema_retrieval,
     "greedy_decode": greedy_decode,
     "gguf_load": gguf_load,
+    "erm_query": erm_query,
 }
