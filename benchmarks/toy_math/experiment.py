@@ -125,6 +125,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
     for name in SOURCES:
         examples = sources[name]
+        if not examples:  # nothing to train on (e.g. no sample verified)
+            results["sources"][name] = {"examples": 0, "nll": None, "accuracy": []}
+            continue
         cost = adaptation_cost(model, tokenizer, examples)
         scores = []
         for seed in range(args.seeds):
@@ -151,6 +154,9 @@ def table(results: dict[str, Any]) -> str:
     ]
     for name, row in results["sources"].items():
         acc = row["accuracy"]
+        if not acc:
+            lines.append(f"| {name} | 0 | – | – | – |")
+            continue
         spread = statistics.stdev(acc) if len(acc) > 1 else 0.0
         lines.append(
             f"| {name} | {row['examples']} | {row['nll']:.3f} | {statistics.mean(acc):.3f} ± "

@@ -1,9 +1,10 @@
 """The field's detectors (PyOD) on the same rows, and the chance reference.
 
 Rows are encoded for them as numbers: numeric columns standardised with the training rows'
-mean and deviation, categorical columns one-hot over the training rows' categories (an unseen
-category is all zeros). Every detector is fitted on normal training rows only (the one-class
-protocol AnoLLM uses) and scores test rows with `decision_function` (higher = more anomalous).
+mean and deviation, categorical columns one-hot over the training rows' categories plus one
+slot for a category the training rows never had. Every detector is fitted on normal training
+rows only (the one-class protocol AnoLLM uses) and scores test rows with `decision_function`
+(higher = more anomalous).
 """
 
 from __future__ import annotations
@@ -43,11 +44,10 @@ class Encoder:
                 parts.append(((values - mean) / std)[:, None])
             else:
                 known = self.categories[column.name]
-                hot = np.zeros((len(rows), len(known)))
+                hot = np.zeros((len(rows), len(known) + 1))  # the last slot: unseen category
                 index = {c: i for i, c in enumerate(known)}
                 for i, row in enumerate(rows):
-                    if str(row[column.name]) in index:
-                        hot[i, index[str(row[column.name])]] = 1.0
+                    hot[i, index.get(str(row[column.name]), len(known))] = 1.0
                 parts.append(hot)
         return np.hstack(parts)
 

@@ -36,7 +36,14 @@ import numpy as np
 
 from .fdiv import divergence, sample_bound
 from .serialize import Column, Value, permutations, serialize
-from .tiny_lm import char_tokenizer, encode, sample_texts, tiny_causal_lm, token_logprobs
+from .tiny_lm import (
+    char_tokenizer,
+    encode,
+    sample_texts,
+    tiny_causal_lm,
+    token_logprobs,
+    torch_threads,
+)
 
 Row = Mapping[str, Value]
 
@@ -56,6 +63,8 @@ class LMConfig:
     seed: int = 0
     #: A checkpoint directory to fine-tune instead of the tiny random model (GPU-scale runs).
     base_model: str = ""
+    #: torch CPU threads while fitting and scoring (tiny models run fastest on one; 0: as is).
+    threads: int = 1
 
 
 @dataclass(frozen=True)
@@ -132,6 +141,10 @@ class TableLM:
 
     def fit(self, rows: Sequence[Row]) -> FitReport:
         """Fine-tune on the normal rows, each step in fresh random column orders."""
+        with torch_threads(self.config.threads):
+            return self._fit(rows)
+
+    def _fit(self, rows: Sequence[Row]) -> FitReport:
         import torch
 
         if not rows:
@@ -146,7 +159,7 @@ class TableLM:
             optimiser.zero_grad()
             loss.backward()
             optimiser.step()
-            self.report.sft_losses.append(float(loss))
+            self.report.sft_losses.append(float(loss.detach()))
         self.model.eval()
         return self.report
 
@@ -173,7 +186,8 @@ class TableLM:
     def score(self, rows: Sequence[Row]) -> np.ndarray:
         """Anomaly scores (higher = more anomalous): value NLL averaged over column orders."""
         orders = permutations(len(self.columns), self.config.score_permutations, self.config.seed)
-        return np.mean([self.value_nll(rows, order) for order in orders], axis=0)
+        with torch_threads(self.config.threads):
+            return np.mean([self.value_nll(rows, order) for order in orders], axis=0)
 
 
 class DiSPaT(TableLM):
@@ -196,9 +210,15 @@ class DiSPaT(TableLM):
         self._features_model: Any = None
 
     def fit(self, rows: Sequence[Row]) -> FitReport:
+        """AnoLLM's fine-tuning, then the self-play iterations."""
         super().fit(rows)
-        for iteration in range(self.play.iterations):
-            self.report.rounds.append(self._round(rows, iteration))
+        return self.self_play(rows)
+
+    def self_play(self, rows: Sequence[Row]) -> FitReport:
+        """The self-play iterations on a fitted model (`fit` runs them after fine-tuning)."""
+        with torch_threads(self.config.threads):
+            for iteration in range(self.play.iterations):
+                self.report.rounds.append(self._round(rows, iteration))
         self.model.eval()
         return self.report
 
@@ -207,8 +227,8 @@ class DiSPaT(TableLM):
         ids, mask = encode(self.tokenizer, texts)
         return token_logprobs(model, ids, mask).sum(dim=1)
 
-    def _samples(self, iteration: int) -> list[str]:
-        longest = max(len(self.text(r)) for r in self._row_cache[:32]) + 16
+    def _samples(self, rows: Sequence[Row], iteration: int) -> list[str]:
+        longest = max(len(self.text(r)) for r in rows[:32]) + 16
         texts = sample_texts(
             self.model,
             self.tokenizer,
@@ -221,9 +241,8 @@ class DiSPaT(TableLM):
     def _round(self, rows: Sequence[Row], iteration: int) -> dict[str, float]:
         import torch
 
-        self._row_cache = list(rows)
         self.model.eval()
-        generated = self._samples(iteration)
+        generated = self._samples(rows, iteration)
         reference = copy.deepcopy(self.model).eval()
         for parameter in reference.parameters():
             parameter.requires_grad_(False)
@@ -258,7 +277,7 @@ class DiSPaT(TableLM):
             total.backward()
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
             optimiser.step()
-            bounds.append(float(bound))
+            bounds.append(float(bound.detach()))
         self.model.eval()
         return {
             "iteration": float(iteration),
@@ -310,7 +329,7 @@ class DiSPaT(TableLM):
             optimiser.zero_grad()
             (-bound).backward()
             optimiser.step()
-        return float(bound)
+        return float(bound.detach())
 
     def score(self, rows: Sequence[Row]) -> np.ndarray:
         scores = super().score(rows)

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from docket.methods.anomaly.tiny_lm import torch_threads
+
 #: The minimal-repair instruction the teacher receives (`{budget}`: the edit budget in %).
 REPAIR_INSTRUCTION = (
     "Repair this solution with the smallest possible edits. Fix only the steps that are wrong "
@@ -143,6 +145,8 @@ class SFTSettings:
     lr: float = 1e-3
     max_length: int = 256
     seed: int = 0
+    #: torch CPU threads during training (0: as is); small models train fastest on one.
+    threads: int = 1
 
 
 def sft(
@@ -186,7 +190,8 @@ def sft(
     trainer = SFTTrainer(
         model=model, args=config, train_dataset=Dataset.from_list(rows), processing_class=tokenizer
     )
-    trainer.train()
+    with torch_threads(settings.threads):
+        trainer.train()
     trainer.save_model(str(out))
     tokenizer.save_pretrained(str(out))
     return [float(h["loss"]) for h in trainer.state.log_history if "loss" in h]

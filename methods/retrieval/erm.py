@@ -42,7 +42,7 @@ class ERMConfig:
     #: η in (0, 1]: the share of the residual a key absorbs per feedback.
     eta: float = 1.0
     #: ρ: the largest displacement of a key from its original.
-    radius: float = 0.5
+    radius: float = 0.25
     #: ρ_d = radius·‖k⁰_d‖ (True) or radius itself (False).
     relative: bool = True
     #: τ: a unit is attributed to a document when its gain exceeds this.

@@ -86,16 +86,22 @@ class Keys(ABC):
         if k <= 0:
             return []
         top = np.argpartition(-values, k - 1)[:k] if k < len(values) else np.arange(len(values))
-        order = sorted(top.tolist(), key=lambda i: (-float(values[i]), i))
-        return [(i, float(values[i])) for i in order]
+        order = top[np.lexsort((top, -values[top]))]
+        return list(zip(order.tolist(), values[order].tolist(), strict=True))
 
 
 class SparseKeys(Keys):
     """BM25 (Lucene variant, bm25s) term-weight rows as keys, with vocabulary growth."""
 
-    def __init__(self, documents: Sequence[str], k1: float = 1.5, b: float = 0.75) -> None:
+    def __init__(
+        self, documents: Sequence[str], k1: float = 1.5, b: float = 0.75, prune: float = 0.0
+    ) -> None:
+        """`prune`: after each update, drop the displacement entries smaller than `prune` times
+        the document's largest one (fewer postings at query time; 0 keeps every entry)."""
         import bm25s
         import scipy.sparse as sp
+
+        self.prune = prune
 
         self.n_docs = len(documents)
         self.static = bm25s.BM25(k1=k1, b=b, method="lucene")
@@ -189,6 +195,10 @@ class SparseKeys(Keys):
         moved = self.delta.setdefault(doc, {})
         for term, weight in dict(direction).items():
             moved[term] = moved.get(term, 0.0) + amount * weight
+        if self.prune > 0 and moved:
+            floor = self.prune * max(abs(v) for v in moved.values())
+            for term in [t for t, v in moved.items() if abs(v) < floor]:
+                del moved[term]
         norm = self.displacement(doc)
         if norm > radius:
             scale = radius / norm

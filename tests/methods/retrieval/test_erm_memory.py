@@ -79,8 +79,8 @@ def test_one_full_step_moves_the_expansion_into_the_key(kind: str) -> None:
     update = memory.update(QUERY, UNITS, correct=True, supported=[0])
     [change] = update.changes
     attributed = [u for u, _ in change.attributed]
-    if kind == "bm25":  # the sailor and a word the query already has bring nothing to doc 0
-        assert attributed == ["physician", "hypertension"]
+    if kind == "bm25":  # the sailor's word does not occur in doc 0: no gain, not attributed
+        assert attributed == ["physician", "hypertension", "elderly"]
     keys = memory.keys
     [target] = keys.encode([expand(QUERY, attributed)])
     [plain] = keys.encode([QUERY])
@@ -97,18 +97,19 @@ def test_one_full_step_moves_the_expansion_into_the_key(kind: str) -> None:
 @pytest.mark.parametrize("kind", ["bm25", "dense"])
 def test_repeated_identical_feedback_converges_to_the_target(kind: str) -> None:
     memory = EvolvingMemory(keys_of(kind), ERMConfig(eta=0.5, radius=100.0))
-    [plain] = memory.keys.encode([QUERY])
     residuals = []
     for _ in range(40):
         update = memory.update(QUERY, UNITS, correct=True, supported=[0])
         residuals.append(update.changes[0].residual if update.changes else 0.0)
     target = memory.attribute(QUERY, UNITS, 0)
     assert target
-    assert all(b <= a * 0.5 + 1e-12 for a, b in zip(residuals, residuals[1:], strict=False))
-    assert residuals[-1] < 1e-9 * max(1.0, residuals[0])
+    [plain] = memory.keys.encode([QUERY])  # after the first update added the query's new words
+    # the residual halves each time (dense keys are float32: 1e-6 slack)
+    assert all(b <= a * 0.5 + 1e-6 for a, b in zip(residuals, residuals[1:], strict=False))
+    assert residuals[-1] < 1e-6
     [full] = memory.keys.encode([expand(QUERY, [u for u, _ in target])])
     expected = memory.keys.doc_score(full, 0, evolved=False)
-    assert memory.keys.doc_score(plain, 0) == pytest.approx(expected, rel=1e-6)
+    assert memory.keys.doc_score(plain, 0) == pytest.approx(expected, rel=1e-5)
 
 
 @pytest.mark.parametrize("kind", ["bm25", "dense"])
