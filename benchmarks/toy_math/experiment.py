@@ -33,13 +33,17 @@ from docket.methods.distill.style_refine import SFTSettings, adaptation_cost, sf
 SOURCES = ("rs", "sar", "rewrite", "synth")
 
 
-def initial_student(out: Path, problems: int, slip_rate: float, steps: int, seed: int) -> Path:
+def initial_student(
+    out: Path, problems: int, slip_rate: float, steps: int, seed: int, hidden: int, layers: int
+) -> Path:
     """Train the initial student on noisy style-A solutions; returns its checkpoint folder."""
     from docket.agents.scripted.toy_math import question
     from docket.methods.anomaly.tiny_lm import char_tokenizer, tiny_causal_lm
 
     tokenizer = char_tokenizer(model_max_length=256)
-    model = tiny_causal_lm(len(tokenizer), hidden=128, layers=4, heads=4, context=256, seed=seed)
+    model = tiny_causal_lm(
+        len(tokenizer), hidden=hidden, layers=layers, heads=4, context=256, seed=seed
+    )
     base = out / "random-init"
     model.save_pretrained(str(base))
     tokenizer.save_pretrained(str(base))
@@ -51,7 +55,7 @@ def initial_student(out: Path, problems: int, slip_rate: float, steps: int, seed
             slip = (rng.randrange(len(chain.steps)), rng.choice((-2, -1, 1, 2)))
         examples.append((question(chain), style_a(chain, slip)))
     student = out / "student0"
-    sft(base, examples, student, SFTSettings(steps=steps, batch=32, lr=2e-3, seed=seed))
+    sft(base, examples, student, SFTSettings(steps=steps, batch=16, lr=3e-3, seed=seed))
     return student
 
 
@@ -111,7 +115,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
-    student = initial_student(out, args.pretrain, args.slip_rate, args.pretrain_steps, 0)
+    student = initial_student(
+        out, args.pretrain, args.slip_rate, args.pretrain_steps, 0, args.hidden, args.layers
+    )
     base_accuracy = accuracy(student, out, args.test)
     sources = collect(student, out, args.train, args.k, args.budget)
     stats, rs_yield = sources.pop("_stats")
@@ -172,6 +178,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pretrain", type=int, default=600, help="pretraining problems")
     parser.add_argument("--pretrain-steps", type=int, default=400)
     parser.add_argument("--slip-rate", type=float, default=0.3)
+    parser.add_argument("--hidden", type=int, default=64, help="student width")
+    parser.add_argument("--layers", type=int, default=2, help="student depth")
     parser.add_argument("--train", type=int, default=150, help="SAR problems")
     parser.add_argument("--test", type=int, default=150, help="test problems")
     parser.add_argument("--k", type=int, default=4)
