@@ -81,13 +81,7 @@ class Keys(ABC):
 
     def rank(self, query: Query, k: int, evolved: bool = True) -> list[tuple[int, float]]:
         """The top `k` documents as (index, score), best first (ties: lower index first)."""
-        values = self.scores(query, evolved)
-        k = min(k, len(values))
-        if k <= 0:
-            return []
-        top = np.argpartition(-values, k - 1)[:k] if k < len(values) else np.arange(len(values))
-        order = top[np.lexsort((top, -values[top]))]
-        return list(zip(order.tolist(), values[order].tolist(), strict=True))
+        return top_k(self.scores(query, evolved), k)
 
 
 class SparseKeys(Keys):
@@ -160,12 +154,27 @@ class SparseKeys(Keys):
     def scores(self, query: Query, evolved: bool = True) -> np.ndarray:
         if evolved and self._dirty:
             self.commit()
-        index = self.evolved if evolved else self.static
-        columns = len(index.scores["indptr"]) - 1
-        ids = [i for i in query if i < columns]
-        if not ids:
+        matrix = (self.evolved if evolved else self.static).scores
+        indptr, indices, data = matrix["indptr"], matrix["indices"], matrix["data"]
+        columns = len(indptr) - 1
+        spans = [(indptr[i], indptr[i + 1]) for i in query if i < columns]
+        if not spans:
             return np.zeros(self.n_docs, dtype=np.float32)
-        return np.asarray(index.get_scores_from_ids(ids))
+        # The sum of the query terms' columns, as bm25s's `get_scores_from_ids` computes it,
+        # but in one `bincount` rather than one `np.add.at` per term: a query's cost then
+        # hardly grows with the words the keys learned.
+        rows = np.concatenate([indices[a:b] for a, b in spans])
+        weights = np.concatenate([data[a:b] for a, b in spans])
+        return np.bincount(rows, weights=weights, minlength=self.n_docs).astype(np.float32)
+
+    def rank(self, query: Query, k: int, evolved: bool = True) -> list[tuple[int, float]]:
+        """As `Keys.rank`, but selecting among the documents the query's postings reach only:
+        when k of them score above 0 and none below, the others (score 0) cannot enter."""
+        values = self.scores(query, evolved)
+        reached = np.flatnonzero(values > 0)
+        if k <= 0 or len(reached) < k or (values < 0).any():
+            return top_k(values, k)
+        return top_k(values, k, reached)
 
     def row(self, doc: int) -> dict[int, float]:
         """The original key of `doc`: term id -> BM25 weight."""
@@ -241,10 +250,31 @@ class SparseKeys(Keys):
             "indptr": evolved.indptr,
             "num_docs": self.n_docs,
         }
-        index.vocab_dict = dict(self.vocab)
-        index.unique_token_ids_set = set(self.vocab.values())
+        # A learned word whose every entry was pruned has an empty column: leave it out of
+        # the vocabulary, so bm25s skips it as the static index skips unknown words.
+        postings = np.diff(evolved.indptr)
+        vocab = {t: i for t, i in self.vocab.items() if i < self._base_columns or postings[i]}
+        index.vocab_dict = vocab
+        index.unique_token_ids_set = set(vocab.values())
         self.evolved = index
         self._dirty = False
+
+
+def top_k(values: np.ndarray, k: int, among: np.ndarray | None = None) -> list[tuple[int, float]]:
+    """The `k` highest of `values` (optionally only those at the ascending indices `among`)
+    as (index, value), best first, ties to the lower index (also at the k-th place)."""
+    candidates = np.arange(len(values)) if among is None else among
+    k = min(k, len(candidates))
+    if k <= 0:
+        return []
+    top = candidates
+    if k < len(candidates):
+        scores = values[candidates]
+        kth = scores[np.argpartition(-scores, k - 1)[k - 1]]
+        above = candidates[scores > kth]
+        top = np.concatenate([above, candidates[scores == kth][: k - len(above)]])
+    order = top[np.lexsort((top, -values[top]))]
+    return list(zip(order.tolist(), values[order].tolist(), strict=True))
 
 
 #: Stands for a document with no indexable word (bm25s needs one token per document).

@@ -8,7 +8,7 @@ import hashlib
 import numpy as np
 import pytest
 from docket.methods.retrieval.erm import ERMConfig, EvolvingMemory, Feedback, expand
-from docket.methods.retrieval.keys import DenseKeys, Keys, SparseKeys
+from docket.methods.retrieval.keys import DenseKeys, Keys, SparseKeys, top_k
 from docket.methods.retrieval.text import tokenize
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -167,6 +167,19 @@ def test_unknown_query_words_get_new_columns_that_only_updates_write() -> None:
     memory.keys.commit()
     ranked = memory.retrieve("zyzzyva", 2)
     assert ranked[0][0] == 0 and ranked[0][1] > 0 and ranked[1][1] == 0
+
+
+def test_bm25_rank_among_reached_documents_equals_the_full_ranking() -> None:
+    keys = SparseKeys(DOCS)
+    for text in ["hypertension patients", "the patients", "canine", "zyzzyva", "hull vessel"]:
+        [query] = keys.encode([text])
+        values = keys.scores(query)
+        for k in (1, 2, 3, 5):
+            ranked = keys.rank(query, k)
+            assert ranked == top_k(values, k)
+            assert [v for _, v in ranked] == sorted(values.tolist(), reverse=True)[:k]
+    # "canine" reaches one document: the rest of the top 3 are the lowest-index zero scores
+    assert [d for d, _ in keys.rank(keys.encode(["canine"])[0], 3)] == [4, 0, 1]
 
 
 def test_config_rejects_bad_knobs() -> None:
