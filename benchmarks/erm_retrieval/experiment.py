@@ -5,7 +5,8 @@ built by `engine.build_engine`, what the task's solver runs, and scored on the h
 with trec_eval. Metrics: nDCG@10, Recall@20, and nDCG@10 on seen and unseen documents.
 
     python -m docket.benchmarks.erm_retrieval.experiment --seeds 2026 1 2
-    python -m docket.benchmarks.erm_retrieval.experiment --expander prf --methods query_expansion erm
+    python -m docket.benchmarks.erm_retrieval.experiment --expander prf \
+        --methods query_expansion erm
 """
 
 from __future__ import annotations
