@@ -168,13 +168,12 @@ class SparseKeys(Keys):
         return np.bincount(rows, weights=weights, minlength=self.n_docs).astype(np.float32)
 
     def rank(self, query: Query, k: int, evolved: bool = True) -> list[tuple[int, float]]:
-        """As `Keys.rank`, but selecting among the documents the query's postings reach only:
-        when k of them score above 0 and none below, the others (score 0) cannot enter."""
+        """As `Keys.rank`, but selecting among the documents the query's postings reach only.
+        BM25 weights are positive and updates only add to them (the residual is positive), so
+        when k documents score above 0 the others (score 0) cannot enter."""
         values = self.scores(query, evolved)
         reached = np.flatnonzero(values > 0)
-        if k <= 0 or len(reached) < k or (values < 0).any():
-            return top_k(values, k)
-        return top_k(values, k, reached)
+        return top_k(values, k, reached if len(reached) >= k else None)
 
     def row(self, doc: int) -> dict[int, float]:
         """The original key of `doc`: term id -> BM25 weight."""
@@ -271,9 +270,8 @@ def top_k(values: np.ndarray, k: int, among: np.ndarray | None = None) -> list[t
     if k < len(candidates):
         scores = values[candidates]
         kth = scores[np.argpartition(-scores, k - 1)[k - 1]]
-        above = candidates[scores > kth]
-        top = np.concatenate([above, candidates[scores == kth][: k - len(above)]])
-    order = top[np.lexsort((top, -values[top]))]
+        top = candidates[scores >= kth]  # every tie at the k-th place; the sort keeps k
+    order = top[np.lexsort((top, -values[top]))][:k]
     return list(zip(order.tolist(), values[order].tolist(), strict=True))
 
 
