@@ -70,8 +70,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def table(results: dict[str, Any]) -> str:
-    """Markdown: one row per detector, AUROC (AUPRC) mean ± sd per data set."""
+    """Markdown: one row per detector, AUROC (AUPRC) mean ± sd per data set; the seed count
+    where it is below the most any cell has; the mean only over a full row."""
     names = list(results)
+    most = max(len(runs) for name in names for runs in results[name].values())
     detectors = list(dict.fromkeys(d for n in names for d in results[n]))
     lines = [
         "| detector | " + " | ".join(names) + " | mean AUROC |",
@@ -81,14 +83,19 @@ def table(results: dict[str, Any]) -> str:
         cells, means = [], []
         for name in names:
             runs = results[name].get(detector, [])
+            if not runs:  # not run on this data set
+                cells.append("–")
+                continue
             auroc = [r["auroc"] for r in runs]
             auprc = [r["auprc"] for r in runs]
-            spread = statistics.stdev(auroc) if len(auroc) > 1 else 0.0
+            spread = f" ± {statistics.stdev(auroc):.3f}" if len(auroc) > 1 else ""
+            seeds = f" [{len(runs)} seed{'s' * (len(runs) > 1)}]" if len(runs) != most else ""
             cells.append(
-                f"{statistics.mean(auroc):.3f} ± {spread:.3f} ({statistics.mean(auprc):.3f})"
+                f"{statistics.mean(auroc):.3f}{spread} ({statistics.mean(auprc):.3f}){seeds}"
             )
             means.append(statistics.mean(auroc))
-        lines.append(f"| {detector} | " + " | ".join(cells) + f" | {statistics.mean(means):.3f} |")
+        overall = f"{statistics.mean(means):.3f}" if len(means) == len(names) else "–"
+        lines.append(f"| {detector} | " + " | ".join(cells) + f" | {overall} |")
     return "\n".join(lines)
 
 
@@ -102,7 +109,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--play-steps", type=int, default=30)
     parser.add_argument("--skip-lm", action="store_true", help="PyOD and random only")
     parser.add_argument("--out", default="", help="JSON results file (written as it goes)")
+    parser.add_argument(
+        "--table", nargs="+", default=[], help="only print the table of these results files"
+    )
     args = parser.parse_args(argv)
+    if args.table:  # merge runs split by data set: later files add data sets and detectors
+        merged: dict[str, Any] = {}
+        for path in args.table:
+            for name, rows in json.loads(Path(path).read_text()).items():
+                for detector, runs in rows.items():
+                    if len(runs) > len(merged.setdefault(name, {}).get(detector, [])):
+                        merged[name][detector] = runs
+        print(table({n: merged[n] for n in DATASETS if n in merged}))
+        return 0
     print(table(run(args)))
     return 0
 

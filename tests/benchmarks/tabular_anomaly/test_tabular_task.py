@@ -84,3 +84,18 @@ def test_bad_arguments_are_one_line(args: dict, message: str) -> None:
     with pytest.raises(PrerequisiteError) as error:
         tabular_anomaly(**args)
     assert message in str(error.value) and "\n" not in str(error.value)
+
+
+def test_the_experiment_table_marks_missing_cells_and_short_seed_counts() -> None:
+    from docket.benchmarks.tabular_anomaly.experiment import table
+
+    results = {
+        "wine": {
+            "knn": [{"auroc": 0.9, "auprc": 0.5}, {"auroc": 0.7, "auprc": 0.3}],
+            "anollm": [{"auroc": 0.8, "auprc": 0.4}],
+        },
+        "shop": {"knn": [{"auroc": 0.6, "auprc": 0.2}, {"auroc": 0.6, "auprc": 0.2}]},
+    }
+    lines = table(results).splitlines()
+    assert lines[2] == "| knn | 0.800 ± 0.141 (0.400) | 0.600 ± 0.000 (0.200) | 0.700 |"
+    assert lines[3] == "| anollm | 0.800 (0.400) [1 seed] | – | – |"
