@@ -144,7 +144,8 @@ def load_beir(
             judged = {d: g for d, g in relevant.items() if d in known}
             if not any(g > 0 for g in judged.values()):
                 continue  # BEIR keeps only queries with a relevant document in the corpus
-            meta = row.get("metadata") if isinstance(row.get("metadata"), dict) else {}
+            raw = row.get("metadata")
+            meta: dict[str, Any] = raw if isinstance(raw, dict) else {}
             text = _text(row, root / "queries.jsonl")
             out.append(Query(qid, text, judged, _answers(meta), dict(meta)))
         return out

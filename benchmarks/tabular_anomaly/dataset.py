@@ -157,7 +157,7 @@ def pyod_categorical(seed: int = 2026) -> Table:
         n_category_out=3, contamination=0.1, shuffle=True, random_state=seed,
     )  # fmt: skip
     columns = [Column(f"attribute {j + 1}", "categorical") for j in range(x_train.shape[1])]
-    rows = [
+    rows: list[dict[str, float | str]] = [
         {c.name: str(v) for c, v in zip(columns, row, strict=True)}
         for row in [*x_train.tolist(), *x_test.tolist()]
     ]
