@@ -55,7 +55,9 @@ def _numeric_table(name: str, names: list[str], data: Any, normal: list[bool]) -
         Column(n.replace(",", " "), "numeric", decimals_for(list(data[:, j])))
         for j, n in enumerate(names)
     ]
-    rows = [{c.name: float(v) for c, v in zip(columns, row, strict=True)} for row in data]
+    rows: list[dict[str, float | str]] = [
+        {c.name: float(v) for c, v in zip(columns, row, strict=True)} for row in data
+    ]
     anomalies = [r for r, ok in zip(rows, normal, strict=True) if not ok]
     return Table(
         name,
