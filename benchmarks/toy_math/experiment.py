@@ -97,13 +97,17 @@ def collect(student: Path, out: Path, problems: int, k: int, budget: float) -> d
     return sources
 
 
-def accuracy(checkpoint: Path, out: Path, problems: int) -> float:
-    """`docket/toy_math` accuracy of a checkpoint on the test problems (greedy)."""
+def accuracy(checkpoint: Path, out: Path, problems: int, max_tokens: int = 256) -> float:
+    """`docket/toy_math` accuracy of a checkpoint on the test problems (greedy). The tiny
+    student's tokens are characters: style B and C traces need about 150 of them."""
     from docket.benchmarks.toy_math.toy_math import toy_math
     from inspect_ai import eval as inspect_eval
 
     [log] = inspect_eval(
-        toy_math(size=problems), model=_local(checkpoint), log_dir=str(out / "logs"), display="none"
+        toy_math(size=problems, max_tokens=max_tokens),
+        model=_local(checkpoint),
+        log_dir=str(out / "logs"),
+        display="none",
     )
     assert log.results is not None
     return float(log.results.scores[0].metrics["accuracy"].value)
