@@ -85,3 +85,14 @@ def test_missing_folder_and_bad_qrels(tmp_path: Path) -> None:
     (tmp_path / "bad.tsv").write_text("query-id\tcorpus-id\tscore\nq\td\thigh\n")
     with pytest.raises(BeirDataError, match="bad.tsv:2: score 'high' is not an integer"):
         read_qrels(tmp_path / "bad.tsv")
+
+
+def test_the_experiment_table_is_mean_and_sd_over_corpora() -> None:
+    from docket.benchmarks.erm_retrieval.experiment import table
+
+    lines = table({"erm": [(0.5, 0.8, 0.6, 0.4), (0.7, 0.8, 0.6, 0.2)]}).splitlines()
+    assert lines[0] == "| method | nDCG@10 | Recall@20 | nDCG@10 seen | nDCG@10 unseen |"
+    assert lines[2] == "| erm | 0.600 ± 0.141 | 0.800 ± 0.000 | 0.600 ± 0.000 | 0.300 ± 0.141 |"
+    assert table({"static": [(0.25, 0.5, 0.125, 0.375)]}).splitlines()[2] == (
+        "| static | 0.250 | 0.500 | 0.125 | 0.375 |"
+    )
