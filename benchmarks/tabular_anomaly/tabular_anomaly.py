@@ -1,0 +1,176 @@
+"""`docket/tabular_anomaly`: tabular anomaly detectors (DiSPaT, AnoLLM, PyOD's) on shipped or
+generated tables, AUROC and AUPRC per (data set, seed).
+
+The detector is a task option (`-T detector=`); the model under test plays no part. Each
+sample fits the detector on one seed's normal training rows and scores that seed's test rows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import importlib.util
+import threading
+
+from docket.benchmarks.common.args import checked, choice, names, positive
+from docket.benchmarks.common.headline import headline
+from docket.benchmarks.tabular_anomaly.dataset import DATASETS, LOADERS, Table, split
+from docket.benchmarks.tabular_anomaly.scorer import detection_scorer
+from docket.methods.anomaly.detectors import DETECTORS, detect
+from docket.methods.anomaly.dispat import LMConfig, SelfPlayConfig
+from docket.methods.anomaly.fdiv import DIVERGENCES
+from inspect_ai import Task, task
+from inspect_ai._util.error import PrerequisiteError
+from inspect_ai.dataset import MemoryDataset, Sample
+from inspect_ai.solver import Generate, Solver, TaskState, solver
+
+NAME = "tabular_anomaly"
+VERSION = "1-A"
+#: One detector fits at a time (the CPU is shared; torch already uses every core).
+_FIT = threading.Lock()
+
+
+@functools.cache
+def load_table(name: str) -> Table:
+    """A data set, loaded once per process."""
+    return LOADERS[name]()
+
+
+@solver
+def fit_and_score(
+    detector: str,
+    lm: LMConfig,
+    play: SelfPlayConfig,
+    max_train: int,
+    max_test: int,
+    anomaly_share: float,
+) -> Solver:
+    """Fit the detector on the sample's training rows and score its test rows."""
+
+    def run(dataset: str, seed: int) -> tuple[list[float], list[int], list[str], int]:
+        table = load_table(dataset)
+        part = split(table, seed, max_train, max_test, anomaly_share)
+        with _FIT:
+            scores = detect(detector, table.columns, part.train, part.test, seed, lm, play)
+        return [float(s) for s in scores], part.labels, part.kinds, len(part.train)
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        scores, labels, kinds, train_rows = await asyncio.to_thread(
+            run, str(state.metadata["dataset"]), int(state.metadata["seed"])
+        )
+        state.store.set("scores", scores)
+        state.store.set("labels", labels)
+        state.store.set("kinds", kinds)
+        state.store.set("train_rows", train_rows)
+        return state
+
+    return solve
+
+
+def _share(value: object) -> float:
+    number = checked(NAME, "anomaly_share", value, float)
+    if not 0 < number < 1:
+        raise PrerequisiteError(f"{NAME}: -T anomaly_share={number} must be in (0, 1)")
+    return number
+
+
+def _prerequisites(detector: str, datasets: list[str]) -> None:
+    needs = []
+    if detector not in ("random", "dispat", "anollm") or "pyod_categorical" in datasets:
+        needs.append("pyod")
+    if detector in ("dispat", "anollm", "deepsvdd"):
+        needs += ["torch", "transformers"]
+    missing = [p for p in needs if importlib.util.find_spec(p) is None]
+    if missing:
+        raise PrerequisiteError(
+            f"{NAME}: -T detector={detector} needs {', '.join(missing)}: "
+            "pip install 'docket[methods,anomaly]'"
+        )
+
+
+@task
+def tabular_anomaly(
+    detector: str = "iforest",
+    datasets: str = "all",
+    seeds: int = 3,
+    variant: str = "implicit",
+    f: str = "js",
+    iterations: int = 2,
+    sft_steps: int = 300,
+    play_steps: int = 40,
+    samples: int = 64,
+    lam: float = 0.05,
+    anchor: float = 1.0,
+    base_model: str = "",
+    max_train: int = 200,
+    max_test: int = 200,
+    anomaly_share: float = 0.1,
+) -> Task:
+    """Anomaly detection on tables: AUROC / AUPRC per data set and seed.
+
+    Args:
+        detector: dispat, anollm, iforest, ecod, copod, lof, knn, deepsvdd or random (chance).
+        datasets: all, or comma-separated names: breast_cancer, wine, shop, pyod_categorical.
+        seeds: Seeds per data set (the split, the detector's initialisation).
+        variant: DiSPaT self-play: implicit (SPIN-style critic) or variational (f-GAN critic).
+        f: DiSPaT's f-divergence: js, kl, reverse_kl, chi2 or tv.
+        iterations: DiSPaT self-play iterations.
+        sft_steps: Fine-tuning steps on normal rows (AnoLLM, and DiSPaT's start).
+        play_steps: Policy steps per self-play iteration.
+        samples: Rows the policy generates per self-play iteration.
+        lam: λ of the implicit critic T = λ log(π_θ/π_t).
+        anchor: Weight of the real rows' likelihood during self-play.
+        base_model: A causal LM checkpoint folder for dispat/anollm (default: a tiny random
+            character-level model built on the spot).
+        max_train: Most normal training rows per split.
+        max_test: Most normal test rows per split.
+        anomaly_share: Share of anomalies in each test split.
+    """
+    detector = choice(NAME, "detector", detector, DETECTORS)
+    chosen = list(DATASETS) if datasets == "all" else names(NAME, "datasets", datasets, DATASETS)
+    _prerequisites(detector, chosen)
+    lm = LMConfig(
+        steps=positive(NAME, "sft_steps", sft_steps),
+        base_model=checked(NAME, "base_model", base_model, str),
+    )
+    play = SelfPlayConfig(
+        variant=choice(NAME, "variant", variant, ("implicit", "variational")),
+        f=choice(NAME, "f", f, DIVERGENCES),
+        iterations=positive(NAME, "iterations", iterations),
+        steps=positive(NAME, "play_steps", play_steps),
+        samples=positive(NAME, "samples", samples),
+        lam=checked(NAME, "lam", lam, float),
+        anchor=checked(NAME, "anchor", anchor, float),
+    )
+    dataset = MemoryDataset(
+        [
+            Sample(
+                id=f"{name}-{seed}",
+                input=f"Score the test rows of {name} (seed {seed}) with {detector}.",
+                metadata={"dataset": name, "seed": seed},
+            )
+            for name in chosen
+            for seed in range(positive(NAME, "seeds", seeds))
+        ],
+        name="tabular-anomaly",
+    )
+    h = headline(
+        "detection_scorer", "mean", score="auroc", direction="higher", value="continuous",
+        sample_key="auroc",
+    )  # fmt: skip
+    return Task(
+        dataset=dataset,
+        solver=fit_and_score(
+            detector,
+            lm,
+            play,
+            positive(NAME, "max_train", max_train),
+            positive(NAME, "max_test", max_test),
+            _share(anomaly_share),
+        ),
+        scorer=detection_scorer(),
+        version=VERSION,
+        tags=["anomaly-detection", "tabular"],
+        headline_metric=h["headline_metric"],
+        metadata={**h["metadata"], "benchmark": "tabular_anomaly", "detector": detector},
+    )

@@ -1,0 +1,164 @@
+"""`docket/toy_math` (accuracy on arithmetic chains) and `docket/toy_math_sar` (Style-Aligned
+Refinement's data collection: the model under test is the student, the `teacher` role repairs).
+
+    inspect eval docket/toy_math --model docket/local/runs/sar/rs-0      # a trained student
+    inspect eval docket/toy_math_sar --model docket/local/runs/sar/student0 \\
+        --model-role teacher=openai/gpt-4o -T k=4
+"""
+
+from __future__ import annotations
+
+from docket.benchmarks.common.args import checked, names, positive
+from docket.benchmarks.common.headline import headline
+from docket.benchmarks.common.roles import require_roles, role_model
+from docket.benchmarks.toy_math.dataset import split_chains, to_sample
+from docket.benchmarks.toy_math.prompts import REPAIR, REWRITE, SOLVE
+from docket.benchmarks.toy_math.scorer import answer_match, sar_collection, verifier
+from docket.methods.distill.style_refine import judge_repair, rejection_sample
+from inspect_ai import Task, task
+from inspect_ai._util.error import PrerequisiteError
+from inspect_ai.dataset import MemoryDataset
+from inspect_ai.model import GenerateConfig, get_model
+from inspect_ai.solver import Generate, Solver, TaskState, generate, solver
+
+VERSION = "1-A"
+SPLIT_NAMES = ("test", "train", "pretrain")
+SOURCES = ("rs", "sar", "rewrite", "synth")
+
+
+def _dataset(task_name: str, split: str, size: int) -> MemoryDataset:
+    if split not in SPLIT_NAMES:
+        raise PrerequisiteError(
+            f"{task_name}: -T split={split!r} is not accepted; choose one of: "
+            + ", ".join(SPLIT_NAMES)
+        )
+    chains = split_chains(split, positive(task_name, "size", size))
+    return MemoryDataset([to_sample(i, c) for i, c in enumerate(chains)], name=f"toy-math-{split}")
+
+
+@task
+def toy_math(split: str = "test", size: int = 200, max_tokens: int = 64) -> Task:
+    """Arithmetic chains answered as `ANSWER: <number>` (greedy decoding).
+
+    Args:
+        split: test (default), train (SAR's problems) or pretrain.
+        size: Problems evaluated.
+        max_tokens: Tokens per answer.
+    """
+    name = "toy_math"
+    h = headline("answer_match", "accuracy", direction="higher", value="binary")
+    return Task(
+        dataset=_dataset(name, checked(name, "split", split, str), size),
+        solver=generate(),
+        scorer=answer_match(),
+        config=GenerateConfig(temperature=0.0, max_tokens=positive(name, "max_tokens", max_tokens)),
+        version=VERSION,
+        tags=["math", "reasoning", "toy"],
+        headline_metric=h["headline_metric"],
+        metadata={**h["metadata"], "benchmark": "toy_math"},
+    )
+
+
+@solver
+def sar_collect(
+    k: int, budget: float, temperature: float, sources: list[str], max_tokens: int, allow_self: bool
+) -> Solver:
+    """Sample K student traces, verify them, and ask the teacher for repairs (and controls)."""
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        student = get_model()
+        verify = verifier(state.target.text)
+        traces = []
+        for i in range(k):
+            config = GenerateConfig(temperature=temperature, seed=i, max_tokens=max_tokens)
+            traces.append((await student.generate(state.input_text, config=config)).completion)
+        traces = [t.strip() for t in traces]
+        correct, failed = rejection_sample(traces, verify)
+        collected: dict[str, list[str]] = {"rs": correct, "repairs": []}
+        verdicts = []
+        if set(sources) - {"rs"}:
+            teacher = role_model(
+                "toy_math_sar", "teacher", allow_self=allow_self, self_flag="self_teacher"
+            )
+            ask = GenerateConfig(temperature=0.0, max_tokens=max_tokens * 2)
+            question = state.input_text
+            if "sar" in sources:
+                for trace in failed:
+                    prompt = REPAIR.format(
+                        budget=round(budget * 100), question=question, trace=trace
+                    )
+                    repaired = (await teacher.generate(prompt, config=ask)).completion.strip()
+                    verdict = judge_repair(trace, repaired, verify, budget)
+                    verdicts.append({**verdict.__dict__, "original": trace, "repair": repaired})
+                    if verdict.accepted:
+                        collected["repairs"].append(repaired)
+            for source, template in (("rewrite", REWRITE), ("synth", SOLVE)):
+                if source not in sources:
+                    continue
+                outputs = []
+                for trace in traces:
+                    prompt = template.format(question=question, trace=trace)
+                    outputs.append((await teacher.generate(prompt, config=ask)).completion.strip())
+                state.store.set(f"{source}_checks", [verify(o) for o in outputs])
+                collected[source] = [o for o in outputs if verify(o)]
+        state.store.set("sources", collected)
+        state.store.set("verdicts", verdicts)
+        state.store.set("k", k)
+        return state
+
+    return solve
+
+
+@task
+def toy_math_sar(
+    split: str = "train",
+    size: int = 100,
+    k: int = 4,
+    budget: float = 0.3,
+    temperature: float = 1.0,
+    sources: str = "rs,sar,rewrite,synth",
+    self_teacher: bool = False,
+    max_tokens: int = 64,
+) -> Task:
+    """SAR data collection: K student samples per problem, verified; failures repaired.
+
+    Args:
+        split: train (default), test or pretrain.
+        size: Problems.
+        k: Student samples per problem.
+        budget: Largest accepted edit ratio of a repair (token edits / tokens of the trace).
+        temperature: Student sampling temperature.
+        sources: Comma-separated sources to collect: rs, sar (repairs), rewrite (the teacher
+            rewrites every trace), synth (the teacher solves the problem, K times).
+        self_teacher: Let the model under test be the teacher when the role is unbound.
+        max_tokens: Tokens per student trace (the teacher gets twice as many).
+    """
+    name = "toy_math_sar"
+    chosen = names(name, "sources", sources, SOURCES)
+    allow_self = checked(name, "self_teacher", self_teacher, bool)
+    if set(chosen) - {"rs"}:
+        require_roles(name, ["teacher"], allow_self=allow_self, self_flag="self_teacher")
+    ratio = checked(name, "budget", budget, float)
+    heat = checked(name, "temperature", temperature, float)
+    if not 0 <= ratio <= 10 or not 0 <= heat <= 5:
+        raise PrerequisiteError(f"{name}: -T budget must be in [0, 10] and temperature in [0, 5]")
+    h = headline(
+        "sar_collection", "mean", score="rs_yield", direction="higher", value="continuous",
+        sample_key="rs_yield",
+    )  # fmt: skip
+    return Task(
+        dataset=_dataset(name, checked(name, "split", split, str), size),
+        solver=sar_collect(
+            positive(name, "k", k),
+            ratio,
+            heat,
+            chosen,
+            positive(name, "max_tokens", max_tokens),
+            allow_self,
+        ),
+        scorer=sar_collection(),
+        version=VERSION,
+        tags=["distillation", "math", "toy"],
+        headline_metric=h["headline_metric"],
+        metadata={**h["metadata"], "benchmark": "toy_math", "sources": chosen},
+    )
