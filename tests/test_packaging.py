@@ -45,6 +45,12 @@ EXTRA_CHECKS = {
     ),
     "methods": "import torch, transformers",
     "embeddings": "import sentence_transformers",
+    "tokenization": "import tokenizers, tiktoken, regex",
+    "rl": "import trl",
+    "adaptation": "import peft, flwr",
+    "retrieval": "import pytrec_eval",
+    "anomaly": "import pyod",
+    "distill": "import trl",
     "all": "import openai, torch, sentence_transformers",
 }
 

@@ -47,7 +47,10 @@ def test_offline_preset_binds_scripted_roles_and_reference_policies(tmp_path: Pa
     assert "docket/correct_localization" in {p.task for p in smollm2}
     grounding = next(p for p in plans if p.task == "docket/docval_grounding")
     assert grounding.task_args == {"mode": "layout_text"}
-    assert all(p.task_args == {} for p in plans if not p.task.startswith("docket/docval"))
+    spatial = next(p for p in plans if p.task == "docket/spatial_relations")
+    assert spatial.task_args == {"input": "text"}
+    with_args = ("docket/docval", "docket/spatial_relations")
+    assert all(p.task_args == {} for p in plans if not p.task.startswith(with_args))
 
 
 def test_overrides_from_the_command_line(tmp_path: Path) -> None:
