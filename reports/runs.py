@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -532,6 +533,16 @@ def build_runs(
     return newest_only(runs)
 
 
+def _written_ns(log: str) -> int:
+    """When a local log file was last written (ns); 0 elsewhere. Breaks ties between logs created
+    in the same second (Inspect's `created` has one-second resolution)."""
+    path = log.removeprefix("file://")
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return 0
+
+
 def newest_only(runs: list[Run]) -> list[Run]:
     """Keep the newest successful log per identity; the others become its `superseded`."""
     groups: dict[str, list[Run]] = {}
@@ -539,7 +550,9 @@ def newest_only(runs: list[Run]) -> list[Run]:
         groups.setdefault(run.identity, []).append(run)
     kept: list[Run] = []
     for group in groups.values():
-        ordered = sorted(group, key=lambda r: (r.status == "success", r.created))
+        ordered = sorted(
+            group, key=lambda r: (r.status == "success", r.created, _written_ns(r.log))
+        )
         newest = ordered[-1]
         newest.superseded = list(reversed(ordered[:-1]))
         kept.append(newest)

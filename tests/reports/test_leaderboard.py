@@ -4,10 +4,12 @@ identity, ranks by pairwise tests, says why a run has no score, and survives bad
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import threading
 import urllib.request
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,7 @@ import yaml
 from docket.reports import build_runs, load_logs
 from docket.reports.headline import HeadlineError, parse_flag, parse_flags
 from docket.reports.leaderboard import ReportOptions, build_report
+from docket.reports.runs import Run, newest_only
 from docket.reports.serve import make_server, url_of
 from docket.reports.stats import Z95
 from inspect_ai import eval as inspect_eval
@@ -365,3 +368,17 @@ def test_metric_names_are_inspects_keys_not_registry_names() -> None:
         ]
     )
     assert _score_metrics(raw) == [ScoreMetric("hint_scorer", "hint_scorer", "accuracy_drop", 0.25)]
+
+
+def test_logs_created_in_the_same_second_keep_the_last_written(tmp_path: Path) -> None:
+    def run(name: str, written_ns: int) -> Run:
+        path = tmp_path / name
+        path.write_text("")
+        os.utime(path, ns=(written_ns, written_ns))
+        created = "2026-11-30T16:00:07+00:00"
+        return Run(str(path), "t", "1-A", {}, "m", {}, "success", created)
+
+    older, newer = run("a.eval", 1_000_000_000), run("b.eval", 2_000_000_000)
+    for order in ([older, newer], [newer, older]):
+        [kept] = newest_only([replace(r, superseded=[]) for r in order])
+        assert kept.log == newer.log and [s.log for s in kept.superseded] == [older.log]
