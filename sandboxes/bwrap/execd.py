@@ -25,6 +25,7 @@ import gc
 import json
 import os
 import resource
+import select
 import selectors
 import signal
 import socket
@@ -290,9 +291,10 @@ _REPORT_FD, _REQUEST_FD = 3, 4
 def _prepared_command(requests: socket.socket, report_fd: int, limits: dict[str, Any]) -> None:
     """pid 2 of a fresh exec namespace: get everything but the request ready, then run it.
 
-    Before the request: a new session, default signals, `oom_score_adj=1000` (the agent, not
-    the service, is the OOM killer's first choice), rlimits, no capabilities, no_new_privs and
-    the seccomp filters. After it: its pipes, its cwd, then `execve` (or a file builtin).
+    Before the request: a new session, default signals, rlimits, no capabilities,
+    no_new_privs and the seccomp filters. After it: `oom_score_adj=1000` (the agent, not the
+    service or the next exec's spare, is the OOM killer's first choice), its pipes, its cwd,
+    then `execve` (or a file builtin).
     Failures go to the namespace init on `_REPORT_FD` as one line.
     """
     high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 100) for fd in (report_fd, requests.fileno())]
@@ -309,10 +311,8 @@ def _prepared_command(requests: socket.socket, report_fd: int, limits: dict[str,
             signal.signal(number, signal.SIG_DFL)
         signal.set_wakeup_fd(-1)
         signal.pthread_sigmask(signal.SIG_SETMASK, [])
-        step = "oom_score_adj"
+        step = "dumpable"
         _check(_libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0), "set dumpable")  # own /proc/self
-        with open("/proc/self/oom_score_adj", "w") as adj:
-            adj.write("1000")
         step = "rlimits"
         for name, value in limits.get("rlimits", {}).items():
             resource.setrlimit(getattr(resource, name), (value, value))
@@ -325,6 +325,11 @@ def _prepared_command(requests: socket.socket, report_fd: int, limits: dict[str,
         request, fds = read_message(channel)
     except (EOFError, OSError, ValueError):
         os._exit(0)  # the sandbox is ending
+    try:  # only now: a spare waiting for its request is not the OOM killer's choice
+        with open("/proc/self/oom_score_adj", "w") as adj:
+            adj.write("1000")
+    except BaseException as ex:
+        _setup_failure(_REPORT_FD, "oom_score_adj", ex)
     os.write(
         _REPORT_FD, f"request {int(request['id'])} {int(bool(request.get('detached')))}\n".encode()
     )
@@ -567,11 +572,22 @@ class Service:
         self.selector.register(read_end, selectors.EVENT_READ, entry)
         return entry
 
+    def take_spare(self) -> _Exec:
+        """The prepared namespace for the next exec: the spare while its command still waits
+        for a request, else a fresh one (the spare lives in the sample's cgroup: an exec that
+        hits the memory limit can get it killed)."""
+        entry, self.spare = self.spare, None
+        if entry is not None and entry.requests is not None and _waiting(entry.requests):
+            return entry
+        if entry is not None and entry.requests is not None:
+            entry.requests.close()  # its init reports and is reaped as any other
+            entry.requests = None
+        return self.prepare()
+
     def handle(self, message: dict[str, Any], fds: list[int]) -> None:
         op = message.get("op")
         if op == "exec":
-            entry = self.spare if self.spare is not None else self.prepare()
-            self.spare = None
+            entry = self.take_spare()
             entry.id = int(message["id"])
             entry.detached = bool(message.get("detached"))
             self.execs[entry.id] = entry
@@ -673,6 +689,14 @@ class Service:
             while entry.status_fd >= 0 and self.read_status(entry):
                 pass
             self.finish(entry)
+
+
+def _waiting(requests: socket.socket) -> bool:
+    """Whether a prepared command still holds its end of the request socket (it never
+    writes there, so anything readable is the end of file its death left)."""
+    poller = select.poll()
+    poller.register(requests.fileno(), select.POLLIN)
+    return not poller.poll(0)
 
 
 def _drain(fd: int) -> None:

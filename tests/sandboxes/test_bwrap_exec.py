@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import time
 import uuid
@@ -137,3 +139,54 @@ async def test_cli_cleanup_removes_cgroups_of_dead_evaluators() -> None:
         for path in (leftover, alive):
             if path.exists():
                 path.rmdir()
+
+
+def _children(pid: int) -> list[int]:
+    """Host pids whose parent is `pid`."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rpartition(")")[2].split()[1]) == pid:
+                out.append(int(entry.name))
+    return out
+
+
+async def test_a_killed_spare_namespace_is_replaced_before_the_next_exec() -> None:
+    """The service keeps one namespace prepared ahead (an init, then its command waiting for a
+    request). An OOM kill in the sample's cgroup can take that command; the next exec must
+    still run, also before the service has reaped the dead spare (its init is stopped here,
+    so the service cannot learn of the death from a reap)."""
+    async with bwrap_sandbox() as sb:
+        assert (await sb.exec(["true"])).success
+        service = sb.session.child_pid
+        spares = {init: _children(init) for init in _children(service)}
+        inits = [init for init, commands in spares.items() if commands]
+        waiting = [command for init in inits for command in spares[init]]
+        assert waiting, "the spare's prepared command should be there"
+        for init in inits:
+            os.kill(init, signal.SIGSTOP)
+        try:
+            for pid in waiting:
+                os.kill(pid, signal.SIGKILL)
+            for _ in range(100):  # dead (a zombie its stopped init has not reaped)
+                if all(_state(pid) in ("Z", None) for pid in waiting):
+                    break
+                await anyio.sleep(0.02)
+            for _ in range(3):
+                result = await sb.exec(["echo", "alive"], timeout=10)
+                assert result.stdout == "alive\n"
+        finally:
+            for init in inits:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(init, signal.SIGCONT)
+
+
+def _state(pid: int) -> str | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:
+        return None
