@@ -120,6 +120,8 @@ class SparseKeys(Keys):
         self._query_df: dict[int, int] = {}
         self.delta: dict[int, dict[int, float]] = {}
         self.evolved = self.static
+        self._static_columns = _column_views(self.static.scores)
+        self._columns = self._static_columns
         self._dirty = False
 
     def encode(self, texts: Sequence[str], grow: bool = False) -> list[Query]:
@@ -152,19 +154,10 @@ class SparseKeys(Keys):
         return math.log(1 + (n - df + 0.5) / (df + 0.5))
 
     def scores(self, query: Query, evolved: bool = True) -> np.ndarray:
-        if evolved and self._dirty:
-            self.commit()
-        matrix = (self.evolved if evolved else self.static).scores
-        indptr, indices, data = matrix["indptr"], matrix["indices"], matrix["data"]
-        columns = len(indptr) - 1
-        spans = [(indptr[i], indptr[i + 1]) for i in query if i < columns]
-        if not spans:
-            return np.zeros(self.n_docs, dtype=np.float32)
+        rows, weights = self._postings(query, evolved)
         # The sum of the query terms' columns, as bm25s's `get_scores_from_ids` computes it,
         # but in one `bincount` rather than one `np.add.at` per term: a query's cost then
         # hardly grows with the words the keys learned.
-        rows = np.concatenate([indices[a:b] for a, b in spans])
-        weights = np.concatenate([data[a:b] for a, b in spans])
         return np.bincount(rows, weights=weights, minlength=self.n_docs).astype(np.float32)
 
     def rank(self, query: Query, k: int, evolved: bool = True) -> list[tuple[int, float]]:
@@ -174,6 +167,18 @@ class SparseKeys(Keys):
         values = self.scores(query, evolved)
         reached = np.flatnonzero(values > 0)
         return top_k(values, k, reached if len(reached) >= k else None)
+
+    def _postings(self, query: Query, evolved: bool) -> tuple[np.ndarray, np.ndarray]:
+        """(document, weight) of every posting of the query's terms, concatenated."""
+        if evolved and self._dirty:
+            self.commit()
+        columns = self._columns if evolved else self._static_columns
+        spans = [columns[i] for i in query if i < len(columns)]
+        if len(spans) == 1:
+            return spans[0]
+        if not spans:
+            return _NO_POSTINGS
+        return np.concatenate([s[0] for s in spans]), np.concatenate([s[1] for s in spans])
 
     def row(self, doc: int) -> dict[int, float]:
         """The original key of `doc`: term id -> BM25 weight."""
@@ -256,23 +261,35 @@ class SparseKeys(Keys):
         index.vocab_dict = vocab
         index.unique_token_ids_set = set(vocab.values())
         self.evolved = index
+        self._columns = _column_views(index.scores)
         self._dirty = False
+
+
+def _column_views(scores: dict[str, Any]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Each column of a bm25s score matrix as (document ids, weights) views."""
+    indptr, indices, data = scores["indptr"].tolist(), scores["indices"], scores["data"]
+    return [(indices[a:b], data[a:b]) for a, b in zip(indptr[:-1], indptr[1:], strict=True)]
+
+
+_NO_POSTINGS = (np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32))
 
 
 def top_k(values: np.ndarray, k: int, among: np.ndarray | None = None) -> list[tuple[int, float]]:
     """The `k` highest of `values` (optionally only those at the ascending indices `among`)
     as (index, value), best first, ties to the lower index (also at the k-th place)."""
-    candidates = np.arange(len(values)) if among is None else among
-    k = min(k, len(candidates))
+    scores = values if among is None else values[among]
+    size = len(scores)
+    k = min(k, size)
     if k <= 0:
         return []
-    top = candidates
-    if k < len(candidates):
-        scores = values[candidates]
+    if k < size:
         kth = scores[np.argpartition(-scores, k - 1)[k - 1]]
-        top = candidates[scores >= kth]  # every tie at the k-th place; the sort keeps k
-    order = top[np.lexsort((top, -values[top]))][:k]
-    return list(zip(order.tolist(), values[order].tolist(), strict=True))
+        top = np.flatnonzero(scores >= kth)  # every tie at the k-th place; the sort keeps k
+    else:
+        top = np.arange(size)
+    order = top[np.lexsort((top, -scores[top]))][:k]
+    chosen = order if among is None else among[order]
+    return list(zip(chosen.tolist(), scores[order].tolist(), strict=True))
 
 
 #: Stands for a document with no indexable word (bm25s needs one token per document).
