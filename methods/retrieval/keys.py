@@ -160,14 +160,6 @@ class SparseKeys(Keys):
         # hardly grows with the words the keys learned.
         return np.bincount(rows, weights=weights, minlength=self.n_docs).astype(np.float32)
 
-    def rank(self, query: Query, k: int, evolved: bool = True) -> list[tuple[int, float]]:
-        """As `Keys.rank`, but selecting among the documents the query's postings reach only.
-        BM25 weights are positive and updates only add to them (the residual is positive), so
-        when k documents score above 0 the others (score 0) cannot enter."""
-        values = self.scores(query, evolved)
-        reached = np.flatnonzero(values > 0)
-        return top_k(values, k, reached if len(reached) >= k else None)
-
     def _postings(self, query: Query, evolved: bool) -> tuple[np.ndarray, np.ndarray]:
         """(document, weight) of every posting of the query's terms, concatenated."""
         if evolved and self._dirty:
@@ -278,18 +270,34 @@ def top_k(values: np.ndarray, k: int, among: np.ndarray | None = None) -> list[t
     """The `k` highest of `values` (optionally only those at the ascending indices `among`)
     as (index, value), best first, ties to the lower index (also at the k-th place)."""
     scores = values if among is None else values[among]
-    size = len(scores)
-    k = min(k, size)
+    k = min(k, len(scores))
     if k <= 0:
         return []
-    if k < size:
-        kth = scores[np.argpartition(-scores, k - 1)[k - 1]]
-        top = np.flatnonzero(scores >= kth)  # every tie at the k-th place; the sort keeps k
-    else:
-        top = np.arange(size)
+    candidates = _candidates(scores, k)
+    top = candidates
+    if len(candidates) > k:
+        found = scores[candidates]
+        kth = found[np.argpartition(-found, k - 1)[k - 1]]
+        top = candidates[found >= kth]  # every tie at the k-th place; the sort keeps k
     order = top[np.lexsort((top, -scores[top]))][:k]
     chosen = order if among is None else among[order]
     return list(zip(chosen.tolist(), scores[order].tolist(), strict=True))
+
+
+#: `_candidates` splits the scores into blocks of this many.
+_BLOCK = 64
+
+
+def _candidates(scores: np.ndarray, k: int) -> np.ndarray:
+    """Ascending indices that hold the top `k` (block-max pruning): the k-th largest of the
+    blocks' maxima is a lower bound of the k-th largest score, so only scores at or above it
+    can be in the top k. All indices when there are too few blocks for that to pay."""
+    blocks = len(scores) // _BLOCK
+    if blocks < 4 * k:
+        return np.arange(len(scores))
+    maxima = scores[: blocks * _BLOCK].reshape(blocks, _BLOCK).max(axis=1)
+    bound = -np.partition(-maxima, k - 1)[k - 1]
+    return np.flatnonzero(scores >= bound)
 
 
 #: Stands for a document with no indexable word (bm25s needs one token per document).

@@ -169,7 +169,7 @@ def test_unknown_query_words_get_new_columns_that_only_updates_write() -> None:
     assert ranked[0][0] == 0 and ranked[0][1] > 0 and ranked[1][1] == 0
 
 
-def test_bm25_rank_among_reached_documents_equals_the_full_ranking() -> None:
+def test_bm25_rank_is_the_top_of_the_scores() -> None:
     keys = SparseKeys(DOCS)
     for text in ["hypertension patients", "the patients", "canine", "zyzzyva", "hull vessel"]:
         [query] = keys.encode([text])
@@ -180,6 +180,23 @@ def test_bm25_rank_among_reached_documents_equals_the_full_ranking() -> None:
             assert [v for _, v in ranked] == sorted(values.tolist(), reverse=True)[:k]
     # "canine" reaches one document: the rest of the top 3 are the lowest-index zero scores
     assert [d for d, _ in keys.rank(keys.encode(["canine"])[0], 3)] == [4, 0, 1]
+
+
+@pytest.mark.parametrize("size", [7, 300, 2560, 3001, 9000])
+def test_top_k_equals_a_full_sort_with_ties_to_the_lower_index(size: int) -> None:
+    """Above 4·k blocks of 64 scores `top_k` prunes by block maxima; ties (many zeros, repeated
+    values, ties at the k-th place) must still resolve to the lower index."""
+    rng = np.random.default_rng(size)
+    for trial in range(20):
+        high = (4, 50, 10**6)[trial % 3]  # many ties, some, almost none
+        values = rng.integers(0, high, size).astype(np.float32)
+        values[rng.random(size) < 0.5] = 0.0
+        among = np.flatnonzero(rng.random(size) < 0.7)
+        for k in (1, 3, 10, 25):
+            expected = sorted(range(size), key=lambda i: (-values[i], i))[:k]
+            assert [d for d, _ in top_k(values, k)] == expected
+            in_among = sorted(among.tolist(), key=lambda i: (-values[i], i))[:k]
+            assert [d for d, _ in top_k(values, k, among)] == in_among
 
 
 def test_config_rejects_bad_knobs() -> None:
