@@ -65,6 +65,14 @@ def eval_set(
     return [sample_example(rng, max_len=max_len, tasks=tasks) for _ in range(size)]
 
 
+def preamble(shots: int, seed: int = 5) -> str:
+    """`shots` solved examples, one turn each, to put before a question: a long prompt (the
+    model was trained without one)."""
+    rng = random.Random(seed)
+    solved = [sample_example(rng) for _ in range(shots)]
+    return "".join(f"{render_prompt(e.question)}{e.answer}\n" for e in solved)
+
+
 def build_tokenizer() -> object:
     """A byte-level tokenizer without merges (one token per byte) plus EOS and MASK.
 

@@ -1,6 +1,7 @@
 """Held-out exact-match accuracy and decoding cost of a toy checkpoint under DSB settings.
 
     python -m docket.methods.decoding.toy_mdlm.evaluate DIR [--size 100] [--block-length 4]
+        [--preamble SHOTS]
 
 prints one JSON line per schedule/cache setting (accuracy, mean NFE, mean seconds).
 """
@@ -61,9 +62,11 @@ def score(
     examples: list[data.Example],
     name: str,
     gen_length: int = 24,
+    preamble: str = "",
     **settings: Any,
 ) -> Score:
-    """Decode every example with DSB settings `settings` and score exact match."""
+    """Decode every example with DSB settings `settings` and score exact match (`preamble`:
+    text before each question, e.g. `data.preamble(6)`)."""
     from ..dsb import DSBSettings, ToyMaskedLM, generate
 
     masked = ToyMaskedLM(model, model.config.mask_token_id)
@@ -73,7 +76,9 @@ def score(
     started = time.perf_counter()
     for example in examples:
         prompt = list(
-            tokenizer(data.render_prompt(example.question), add_special_tokens=False)["input_ids"]
+            tokenizer(data.render_prompt(preamble + example.question), add_special_tokens=False)[
+                "input_ids"
+            ]
         )
         result = generate(masked, prompt, config)
         text = answer_text(result.tokens, tokenizer, eos_id)
@@ -103,6 +108,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prefix-window", type=int, default=4)
     parser.add_argument("--only", nargs="*", choices=list(VARIANTS))
     parser.add_argument("--threads", type=int, default=0)
+    parser.add_argument(
+        "--preamble", type=int, default=0, help="solved examples before each question"
+    )
     args = parser.parse_args(argv)
     import torch
 
@@ -122,6 +130,7 @@ def main(argv: list[str] | None = None) -> int:
             block_length=args.block_length,
             threshold=args.threshold,
             prefix_window=args.prefix_window,
+            preamble=data.preamble(args.preamble) if args.preamble else "",
             **VARIANTS[name],
         )
         print(json.dumps(result.row()), flush=True)

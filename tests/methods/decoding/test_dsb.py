@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -281,3 +283,19 @@ def test_interruption_stops_before_the_next_forward(model: ToyMaskedLM) -> None:
     with pytest.raises(GenerationInterrupted):
         generate(model, PROMPT, DSBSettings(block_length=1, gen_length=12), stop)
     assert len(calls) == 3
+
+
+def test_evaluate_with_a_preamble_decodes_longer_prompts(
+    toy_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from docket.methods.decoding.toy_mdlm import data, evaluate
+
+    shots = data.preamble(3)
+    assert shots.count("\n> ") == 3 and shots.endswith("\n") and data.preamble(3) == shots
+    args = ["--size", "2", "--gen-length", "8", "--only", "dsb", "dsb+cache"]
+    evaluate.main([str(toy_dir), *args])
+    evaluate.main([str(toy_dir), *args, "--preamble", "3"])
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    plain, long = rows[:2], rows[2:]
+    for short_row, long_row in zip(plain, long, strict=True):
+        assert long_row["mean_processed_tokens"] > short_row["mean_processed_tokens"]
