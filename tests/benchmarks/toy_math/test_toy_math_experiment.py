@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from docket.benchmarks.toy_math.experiment import SOURCES, main, table
 
 
@@ -22,6 +23,7 @@ def test_the_table_has_the_initial_row_mean_sd_per_seed_and_empty_sources() -> N
     assert lines[4] == "| synth | 0 | – | – | – |"
 
 
+@pytest.mark.slow  # six tiny evals and five tiny SFT runs: 34 s on the shared CPU
 def test_the_cli_runs_every_stage_at_a_tiny_size(tmp_path: Path) -> None:
     tiny = "--pretrain 16 --pretrain-steps 2 --hidden 16 --layers 1 --train 2 --test 2 --k 2"
     argv = [*tiny.split(), "--steps", "1", "--seeds", "1", "--out", str(tmp_path)]
