@@ -23,6 +23,7 @@ import argparse
 import json
 import random
 import statistics
+import time
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +35,17 @@ SOURCES = ("rs", "sar", "rewrite", "synth")
 
 
 def initial_student(
-    out: Path, problems: int, slip_rate: float, steps: int, seed: int, hidden: int, layers: int
+    out: Path,
+    problems: int,
+    slip_rate: float,
+    steps: int,
+    seed: int,
+    hidden: int,
+    layers: int,
+    lr: float = 2e-3,
 ) -> Path:
-    """Train the initial student on noisy style-A solutions; returns its checkpoint folder."""
+    """Train the initial student on noisy style-A solutions (cosine schedule, 5% warm-up);
+    returns its checkpoint folder."""
     from docket.agents.scripted.toy_math import question
     from docket.methods.anomaly.tiny_lm import char_tokenizer, tiny_causal_lm
 
@@ -55,7 +64,8 @@ def initial_student(
             slip = (rng.randrange(len(chain.steps)), rng.choice((-2, -1, 1, 2)))
         examples.append((question(chain), style_a(chain, slip)))
     student = out / "student0"
-    sft(base, examples, student, SFTSettings(steps=steps, batch=16, lr=3e-3, seed=seed))
+    settings = SFTSettings(steps=steps, batch=16, lr=lr, seed=seed, schedule="cosine", warmup=0.05)
+    sft(base, examples, student, settings)
     return student
 
 
@@ -79,7 +89,8 @@ def collect(student: Path, out: Path, problems: int, k: int, budget: float) -> d
         display="none",
     )
     sources: dict[str, list[Any]] = {s: [] for s in SOURCES}
-    stats = {"repairs_tried": 0, "repairs_accepted": 0}
+    stats: dict[str, Any] = {"repairs_tried": 0, "repairs_accepted": 0}
+    ratios: list[float] = []
     for sample in log.samples or []:
         score = (sample.scores or {})["sar_collection"]
         found = (score.metadata or {})["sources"]
@@ -88,8 +99,11 @@ def collect(student: Path, out: Path, problems: int, k: int, budget: float) -> d
         sources["sar"] += [(prompt, t) for t in [*found["rs"], *found["repairs"]]]
         sources["rewrite"] += [(prompt, t) for t in found.get("rewrite", [])]
         sources["synth"] += [(prompt, t) for t in found.get("synth", [])]
-        stats["repairs_tried"] += len((score.metadata or {})["verdicts"])
+        verdicts = (score.metadata or {})["verdicts"]
+        stats["repairs_tried"] += len(verdicts)
         stats["repairs_accepted"] += len(found["repairs"])
+        ratios += [float(v["edit_ratio"]) for v in verdicts]
+    stats["mean_edit_ratio"] = statistics.mean(ratios) if ratios else None
     sources["_stats"] = [
         stats,
         log.results.scores[0].metrics["mean"].value if log.results else None,
@@ -117,10 +131,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     """The whole experiment; returns (and writes) the results."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    started = time.monotonic()
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
     student = initial_student(
-        out, args.pretrain, args.slip_rate, args.pretrain_steps, 0, args.hidden, args.layers
+        out,
+        args.pretrain,
+        args.slip_rate,
+        args.pretrain_steps,
+        0,
+        args.hidden,
+        args.layers,
+        args.pretrain_lr,
     )
     base_accuracy = accuracy(student, out, args.test)
     sources = collect(student, out, args.train, args.k, args.budget)
@@ -146,11 +168,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 student,
                 examples,
                 folder,
-                SFTSettings(steps=args.steps, batch=16, lr=1e-3, seed=seed),
+                SFTSettings(
+                    steps=args.steps,
+                    batch=16,
+                    lr=args.lr,
+                    seed=seed,
+                    schedule="cosine",
+                    warmup=0.05,
+                ),
             )
             scores.append(accuracy(folder, out, args.test))
         results["sources"][name] = {"examples": len(examples), "nll": cost, "accuracy": scores}
         print(name, results["sources"][name], flush=True)
+    results["wall_s"] = round(time.monotonic() - started)
     (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     return results
 
@@ -161,6 +191,7 @@ def table(results: dict[str, Any]) -> str:
         "| data source | examples | NLL/token under the initial student "
         "| accuracy after SFT (mean ± sd) | per seed |",
         "|---|---|---|---|---|",
+        f"| initial student (no SFT) | – | – | {results['initial_accuracy']:.3f} | – |",
     ]
     for name, row in results["sources"].items():
         acc = row["accuracy"]
@@ -179,18 +210,24 @@ def main(argv: list[str] | None = None) -> int:
     """CLI."""
     parser = argparse.ArgumentParser(prog="python -m docket.benchmarks.toy_math.experiment")
     parser.add_argument("--out", type=Path, default=Path("runs/sar"))
-    parser.add_argument("--pretrain", type=int, default=600, help="pretraining problems")
-    parser.add_argument("--pretrain-steps", type=int, default=400)
-    parser.add_argument("--slip-rate", type=float, default=0.3)
-    parser.add_argument("--hidden", type=int, default=64, help="student width")
-    parser.add_argument("--layers", type=int, default=2, help="student depth")
-    parser.add_argument("--train", type=int, default=150, help="SAR problems")
+    parser.add_argument("--pretrain", type=int, default=3000, help="pretraining problems")
+    parser.add_argument("--pretrain-steps", type=int, default=1500)
+    parser.add_argument("--pretrain-lr", type=float, default=2e-3, help="peak (cosine)")
+    parser.add_argument("--slip-rate", type=float, default=0.1, help="share of slipped traces")
+    parser.add_argument("--hidden", type=int, default=96, help="student width")
+    parser.add_argument("--layers", type=int, default=3, help="student depth")
+    parser.add_argument("--train", type=int, default=300, help="SAR problems")
     parser.add_argument("--test", type=int, default=150, help="test problems")
     parser.add_argument("--k", type=int, default=4)
     parser.add_argument("--budget", type=float, default=0.3)
     parser.add_argument("--steps", type=int, default=150, help="SFT steps per source")
+    parser.add_argument("--lr", type=float, default=1e-4, help="SFT peak learning rate (cosine)")
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     args = parser.parse_args(argv)
+    import torch
+
+    torch.set_num_threads(args.threads)
     results = run(args)
     print(
         f"initial student accuracy {results['initial_accuracy']:.3f}; "
@@ -198,6 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(f"repairs: {results['repairs']}")
     print(table(results))
+    print(f"wall time {results['wall_s']} s")
     return 0
 
 

@@ -145,6 +145,10 @@ class SFTSettings:
     lr: float = 1e-3
     max_length: int = 256
     seed: int = 0
+    #: transformers learning-rate schedule ("constant", "cosine", "linear", ...).
+    schedule: str = "constant"
+    #: Share of the steps spent warming the learning rate up from 0.
+    warmup: float = 0.0
     #: torch CPU threads during training (0: as is); small models train fastest on one.
     threads: int = 1
 
@@ -175,8 +179,8 @@ def sft(
         max_steps=settings.steps,
         per_device_train_batch_size=settings.batch,
         learning_rate=settings.lr,
-        lr_scheduler_type="constant",
-        warmup_steps=0,
+        lr_scheduler_type=settings.schedule,
+        warmup_steps=round(settings.warmup * settings.steps),
         logging_steps=max(1, settings.steps // 10),
         save_strategy="no",
         report_to=[],
