@@ -273,15 +273,24 @@ def gguf_load(quick: bool) -> Measurement | Skipped:
 # --- methods/decoding: DSB, DSB Cache, Dustin, FLASH (issue 19) --------------------------------
 
 
-def _toy_mdlm(quick: bool) -> tuple[Any, Any] | str:
-    """The trained toy masked-diffusion LM (trained into docket's cache on first use)."""
+def _toy_mdlm(quick: bool, preambles: bool) -> tuple[Any, Any] | str:
+    """The trained toy masked-diffusion LM (trained into docket's cache on first use; with
+    `preambles`, the one trained with few-shot preambles of up to 8 solved examples in half the
+    batches after its first 2000 steps)."""
     for package in ("torch", "transformers"):
         if importlib.util.find_spec(package) is None:
             return f"{package} is not installed (pip install 'docket[methods]')"
     from docket.methods.decoding.toy_mdlm.checkpoint import load
     from docket.methods.decoding.toy_mdlm.train import TrainConfig, trained_checkpoint
 
-    config = TrainConfig(steps=300) if quick else TrainConfig()
+    if quick:
+        config = TrainConfig(steps=300)
+        if preambles:
+            config = TrainConfig(steps=300, preamble_shots=8, preamble_from=100)
+    elif preambles:
+        config = TrainConfig(steps=6000, preamble_shots=8, preamble_from=2000)
+    else:
+        config = TrainConfig()
     return load(trained_checkpoint(config, log=lambda _: None))
 
 
@@ -294,19 +303,27 @@ def _toy_case(
     target: float,
     block: int,
     length: int,
+    shots: int = 0,
 ) -> Measurement | Skipped:
     """Decoding the toy masked-diffusion LM's held-out copy/reverse/sort set with two DSB
-    settings (τ 0.9): paired medians, with each side's exact match, NFE and tokens processed."""
-    loaded = _toy_mdlm(quick)
+    settings (τ 0.9): paired medians, with each side's exact match, NFE and tokens processed.
+    `shots`: a fixed preamble of that many solved examples before every question, decoded by
+    the model trained with preambles."""
+    loaded = _toy_mdlm(quick, preambles=shots > 0)
     if isinstance(loaded, str):
         return Skipped(name, loaded)
-    from docket.methods.decoding.toy_mdlm.data import eval_set
+    from docket.methods.decoding.toy_mdlm.data import eval_set, preamble
     from docket.methods.decoding.toy_mdlm.evaluate import score
 
     model, tokenizer = loaded
     examples = eval_set(12 if quick else 60)
     results: dict[str, Any] = {}
-    common: dict[str, Any] = {"block_length": block, "threshold": 0.9, "gen_length": length}
+    common: dict[str, Any] = {
+        "block_length": block,
+        "threshold": 0.9,
+        "gen_length": length,
+        "preamble": preamble(shots) if shots else "",
+    }
 
     def run(label: str, settings: dict[str, Any]) -> Callable[[], object]:
         def once() -> object:
@@ -320,7 +337,8 @@ def _toy_case(
     a, b = results["ours"], results["theirs"]
     return Measurement(
         name,
-        f"{len(examples)} toy answers, {length} tokens, block {block}, τ 0.9",
+        f"{len(examples)} toy answers, {length} tokens, block {block}, τ 0.9"
+        + (f", {shots}-shot prompts" if shots else ""),
         peer,
         docket_s,
         peer_s,
@@ -349,9 +367,11 @@ def dsb_nfe(quick: bool) -> Measurement | Skipped:
 
 
 def dsb_cache(quick: bool) -> Measurement | Skipped:
-    """DSB with DSB Cache vs DSB without a cache. Answer region 48, block 8: the longest region
-    where the toy model still answers (at LLaDA's 256 / 32 its exact match is 0 with or without
-    the cache, so "equal quality" would mean nothing)."""
+    """DSB with DSB Cache vs DSB without a cache, on few-shot prompts as in the paper (6 solved
+    examples before each question, about 240 tokens; the model is the one trained with
+    preambles). Answer region 48, block 8: the longest region where the toy model still answers
+    (at LLaDA's 256 / 32 its exact match is 0 with or without the cache, so "equal quality"
+    would mean nothing)."""
     return _toy_case(
         "dsb_cache",
         quick,
@@ -361,6 +381,7 @@ def dsb_cache(quick: bool) -> Measurement | Skipped:
         target=0.6,
         block=8,
         length=48,
+        shots=6,
     )
 
 

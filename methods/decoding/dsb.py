@@ -178,29 +178,38 @@ class MaskedLM(Protocol):
 @dataclass
 class ToyMaskedLM:
     """The toy mask predictor (`toy_mdlm.model.ToyMaskPredictor`) as a `MaskedLM`; it also
-    takes the answer's first position (`begin` sets it per generation)."""
+    takes the answer's first position and its question turn's (`begin` sets them per
+    generation)."""
 
     model: Any
     mask_id: int
     supports_cache: bool = True
     answer_start: int = 0
+    turn_start: int = 0
 
-    def begin(self, prompt_length: int) -> None:
-        self.answer_start = prompt_length
+    def begin(self, prompt: Sequence[int]) -> None:
+        self.answer_start = len(prompt)
+        self.turn_start = int(self.model.turn_start(prompt))
 
     @property
     def device(self) -> Any:
         return self.model.device
 
     def full(self, ids: torch.Tensor, use_cache: bool) -> tuple[torch.Tensor, Any]:
-        out = self.model(ids[None], self.answer_start, use_cache=use_cache)
+        out = self.model(
+            ids[None], self.answer_start, use_cache=use_cache, turn_start=self.turn_start
+        )
         return out.logits[0], out.past_key_values
 
     def window(
         self, ids: torch.Tensor, replace_position: torch.Tensor, cache: Any
     ) -> tuple[torch.Tensor, Any]:
         out = self.model(
-            ids[None], self.answer_start, past_key_values=cache, replace_position=replace_position
+            ids[None],
+            self.answer_start,
+            past_key_values=cache,
+            replace_position=replace_position,
+            turn_start=self.turn_start,
         )
         return out.logits[0], out.past_key_values
 
@@ -319,6 +328,7 @@ class _State:
         self.ids = torch.tensor(prompt + [mask_id] * gen_length, device=device)
         self.mask_id = mask_id
         self.masked = [False] * len(prompt) + [True] * gen_length
+        self.masked_tensor = torch.tensor(self.masked, device=device)
         self.unmasked = 0
         self.logprobs: dict[int, float] = {}
         self.step_logits: dict[int, torch.Tensor] = {}
@@ -335,26 +345,27 @@ class _State:
         self, logits: torch.Tensor, offset: int, s: int, e: int, settings: DSBSettings, rng: Any
     ) -> tuple[int, ...]:
         """Transfer within [s, e) of the window whose first position is `offset`; returns the
-        positions unmasked."""
-        width = logits.shape[0]
-        positions = range(offset, offset + width)
-        eligible = torch.tensor(
-            [self.masked[p] and s <= p < e for p in positions], device=logits.device
-        )
-        logits = logits.clone()
-        logits[:, self.mask_id] = -math.inf  # never propose the mask token itself
-        step = transfer(logits, eligible, settings.threshold, settings.temperature, rng)
+        positions unmasked. Only the rows of [s, e) enter the rule (softmax is per row, so
+        the other rows could not change what is chosen)."""
+        low, high = max(s, offset), min(e, offset + logits.shape[0])
+        if high <= low:
+            return ()
+        rows = logits[low - offset : high - offset].clone()
+        rows[:, self.mask_id] = -math.inf  # never propose the mask token itself
+        eligible = self.masked_tensor[low:high].to(rows.device)
+        step = transfer(rows, eligible, settings.threshold, settings.temperature, rng)
         chosen = step.chosen.nonzero().squeeze(-1).tolist()
         for local in chosen:
-            position = offset + local
+            position = low + local
             token = int(step.proposals[local])
             self.ids[position] = token
             self.masked[position] = False
+            self.masked_tensor[position] = False
             self.logprobs[position] = math.log(max(float(step.confidence[local]), 1e-300))
             if self.keep_logits:
-                self.step_logits[position - self.prompt_length] = logits[local].float().cpu()
+                self.step_logits[position - self.prompt_length] = rows[local].float().cpu()
         self.unmasked += len(chosen)
-        return tuple(offset + local for local in chosen)
+        return tuple(low + local for local in chosen)
 
 
 def generate(
@@ -377,7 +388,7 @@ def generate(
     state = _State(prompt, model.mask_id, settings.gen_length, device, keep_logits)
     begin = getattr(model, "begin", None)
     if begin is not None:
-        begin(len(prompt))
+        begin(prompt)
     trace = DSBTrace()
     rng = None
     if settings.temperature > 0:

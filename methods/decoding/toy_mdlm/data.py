@@ -65,12 +65,16 @@ def eval_set(
     return [sample_example(rng, max_len=max_len, tasks=tasks) for _ in range(size)]
 
 
-def preamble(shots: int, seed: int = 5) -> str:
-    """`shots` solved examples, one turn each, to put before a question: a long prompt (the
-    model was trained without one)."""
-    rng = random.Random(seed)
-    solved = [sample_example(rng) for _ in range(shots)]
+def solved_turns(rng: random.Random, shots: int, max_len: int = 16) -> str:
+    """`shots` random solved examples, one turn each (`sort: dbca\n> abcd\n`)."""
+    solved = [sample_example(rng, max_len=max_len) for _ in range(shots)]
     return "".join(f"{render_prompt(e.question)}{e.answer}\n" for e in solved)
+
+
+def preamble(shots: int, seed: int = 5) -> str:
+    """A fixed few-shot preamble of `shots` solved examples to put before a question: a long
+    prompt (training with `TrainConfig.preamble_shots` draws its own at random)."""
+    return solved_turns(random.Random(seed), shots)
 
 
 def build_tokenizer() -> object:

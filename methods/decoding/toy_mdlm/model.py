@@ -8,8 +8,10 @@ first position (`answer_start`, the prompt length), so a model this small can al
 positions with prompt positions (copy: fixed absolute source; reverse: fixed offset before the
 answer) after minutes of CPU training. Both learned tables are clamped at their ends, so an
 answer region far longer than in training (LLaDA's 256 tokens of EOS-filled answer) stays in
-distribution. Its forward has the cache API of DSB's modified LLaDA
-code (digest (b).3, b.6):
+distribution. A model trained with few-shot preambles (`turn_separator_id` set) counts absolute
+positions from the start of the question's turn and gives earlier turns an embedding of their
+own, so the copy source stays where it was without a preamble. Its forward has the cache API
+of DSB's modified LLaDA code (digest (b).3, b.6):
 
 - `model(x, use_cache=True)`: a full forward over all positions; returns the logits and a
   `WindowCache` with every layer's keys and values;
@@ -26,6 +28,7 @@ window that covers the whole sequence gives bit-identical logits.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -53,6 +56,11 @@ class ToyConfig:
     #: Learned offsets from the answer start in [-offset_range, offset_range] (clamped), so
     #: an answer region longer than any seen in training still reads as "far into the answer".
     offset_range: int = 20
+    #: The token that ends a turn (the newline of the toy chat template). When set, absolute
+    #: positions count from the start of the last turn (the question), and every token of
+    #: earlier turns (a few-shot preamble) gets one extra embedding of its own; when None,
+    #: they count from the start of the sequence.
+    turn_separator_id: int | None = None
 
     def to_json(self) -> dict[str, object]:
         """The `config.json` fields (with `model_type`)."""
@@ -91,10 +99,11 @@ def _rope(length: int, dim: int, theta: float, device: torch.device) -> torch.Te
     return torch.outer(torch.arange(length, device=device, dtype=torch.float32), inv)
 
 
-def _rotate(x: torch.Tensor, angles: torch.Tensor) -> torch.Tensor:
-    """Apply rotary angles `[window, dim/2]` to `x` `[batch, heads, window, dim]`."""
+def _rotate(x: torch.Tensor, rotation: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    """Apply the (cos, sin) of rotary angles `[window, dim/2]` to `x` `[batch, heads, window,
+    dim]`."""
     half = x.shape[-1] // 2
-    cos, sin = angles.cos(), angles.sin()
+    cos, sin = rotation
     first, second = x[..., :half], x[..., half:]
     return torch.cat((first * cos - second * sin, first * sin + second * cos), dim=-1)
 
@@ -115,7 +124,7 @@ class _Block(nn.Module):
     def forward(
         self,
         hidden: torch.Tensor,
-        angles: torch.Tensor,
+        rotation: tuple[torch.Tensor, torch.Tensor],
         cache_kv: tuple[torch.Tensor, torch.Tensor] | None,
         positions: torch.Tensor | None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -126,7 +135,7 @@ class _Block(nn.Module):
             .view(batch, window, 3, self.heads, self.head_dim)
             .permute(2, 0, 3, 1, 4)
         )
-        q, k = _rotate(q, angles), _rotate(k, angles)
+        q, k = _rotate(q, rotation), _rotate(k, rotation)
         if cache_kv is None:
             keys, values = k, v
         else:
@@ -150,7 +159,8 @@ class ToyMaskPredictor(nn.Module):
             raise ValueError("hidden must split into heads of even size")
         self.config = config
         self.embed = nn.Embedding(config.vocab_size, config.hidden)
-        self.absolute = nn.Embedding(config.absolute_positions, config.hidden)
+        earlier_turns = 0 if config.turn_separator_id is None else 1
+        self.absolute = nn.Embedding(config.absolute_positions + earlier_turns, config.hidden)
         self.offset = nn.Embedding(2 * config.offset_range + 1, config.hidden)
         self.blocks = nn.ModuleList(_Block(config) for _ in range(config.layers))
         self.norm = nn.LayerNorm(config.hidden)
@@ -171,6 +181,15 @@ class ToyMaskPredictor(nn.Module):
     def device(self) -> torch.device:
         return self.embed.weight.device
 
+    def turn_start(self, prompt: Sequence[int]) -> int:
+        """First position of the prompt's last turn: after the second-to-last turn separator
+        (the last one closes the question, before the generation prompt); 0 without turns."""
+        separator = self.config.turn_separator_id
+        if separator is None:
+            return 0
+        ends = [index for index, token in enumerate(prompt) if token == separator]
+        return ends[-2] + 1 if len(ends) >= 2 else 0
+
     def forward(
         self,
         input_ids: torch.Tensor,
@@ -178,12 +197,15 @@ class ToyMaskPredictor(nn.Module):
         past_key_values: WindowCache | None = None,
         replace_position: torch.Tensor | None = None,
         use_cache: bool = False,
+        turn_start: torch.Tensor | int = 0,
     ) -> MaskLMOutput:
         """Logits of `input_ids` (the window's tokens when a cache and `replace_position` are
-        given, else the whole sequence); `answer_start` is the prompt length (per row or one
-        int)."""
+        given, else the whole sequence); `answer_start` is the prompt length and `turn_start`
+        the first position of the last turn (`turn_start()`), per row or one int."""
         if (past_key_values is None) != (replace_position is None):
             raise ValueError("past_key_values and replace_position go together")
+        if self.config.turn_separator_id is None and bool(torch.as_tensor(turn_start).ne(0).any()):
+            raise ValueError("turn_start needs a model trained with turns (turn_separator_id)")
         if past_key_values is None:
             length = input_ids.shape[1]
             if length > self.config.max_length:
@@ -206,8 +228,8 @@ class ToyMaskPredictor(nn.Module):
         start = torch.as_tensor(answer_start, device=input_ids.device).reshape(-1, 1)
         span = self.config.offset_range
         offsets = (where[None, :] - start).clamp(-span, span) + span
-        absolute = where.clamp(max=self.config.absolute_positions - 1)
-        hidden = self.embed(input_ids) + self.absolute(absolute)[None] + self.offset(offsets)
+        hidden = self.embed(input_ids) + self.offset(offsets) + self._absolute(where, turn_start)
+        rotation = (angles.cos(), angles.sin())  # once per forward, shared by the layers
         cache = WindowCache()
         for index, block in enumerate(self.blocks):
             cached = (
@@ -215,7 +237,7 @@ class ToyMaskPredictor(nn.Module):
                 if past_key_values is None
                 else (past_key_values.keys[index], past_key_values.values[index])
             )
-            hidden, keys, values = block(hidden, angles, cached, positions)
+            hidden, keys, values = block(hidden, rotation, cached, positions)
             if cached is None and use_cache:  # own storage: window forwards write into it
                 keys, values = keys.clone(), values.clone()
             cache.keys.append(keys)
@@ -223,6 +245,16 @@ class ToyMaskPredictor(nn.Module):
         logits = F.linear(self.norm(hidden), self.embed.weight)
         keep = use_cache or past_key_values is not None
         return MaskLMOutput(logits=logits, past_key_values=cache if keep else None)
+
+    def _absolute(self, where: torch.Tensor, turn_start: torch.Tensor | int) -> torch.Tensor:
+        """Absolute position embeddings `[batch or 1, window, hidden]` of positions `where`."""
+        last = self.config.absolute_positions - 1
+        if self.config.turn_separator_id is None:
+            return self.absolute(where.clamp(max=last))[None]
+        start = torch.as_tensor(turn_start, device=where.device).reshape(-1, 1)
+        relative = where[None, :] - start
+        index = torch.where(relative < 0, last + 1, relative.clamp(min=0, max=last))
+        return self.absolute(index)
 
 
 def parameter_count(model: nn.Module) -> int:
@@ -236,6 +268,7 @@ def masked_diffusion_loss(
     answer_start: torch.Tensor,
     generator: torch.Generator,
     eps: float = 1e-3,
+    turn_start: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """LLaDA's SFT objective: mask each answer token with probability t ~ U(eps, 1) per row
     and weight the cross-entropy of the masked tokens by 1/t, normalised by answer length."""
@@ -245,7 +278,8 @@ def masked_diffusion_loss(
     drawn = torch.rand(batch, length, generator=generator, device=ids.device)
     masked = in_answer & (drawn < t)
     noisy = ids.masked_fill(masked, model.config.mask_token_id)
-    logits = model(noisy, answer_start).logits
+    turns = 0 if turn_start is None else turn_start
+    logits = model(noisy, answer_start, turn_start=turns).logits
     token_loss = F.cross_entropy(logits.transpose(1, 2), ids, reduction="none")
     weighted = (token_loss * masked / t).sum(dim=1) / in_answer.sum(dim=1).clamp(min=1)
     return weighted.mean()

@@ -45,6 +45,14 @@ class TrainConfig:
     #: Extra EOS padding after each answer, up to this many tokens (the model learns to end).
     pad_extra: int = 12
     seed: int = 0
+    #: Few-shot preambles: a batch gets, with probability `preamble_rate`, 1 to this many
+    #: random solved examples before each question (0: never). The model then counts
+    #: absolute positions from the question's turn (`ToyConfig.turn_separator_id`).
+    preamble_shots: int = 0
+    preamble_rate: float = 0.5
+    #: Preambles start at this step: the tasks are learned first (from scratch, with
+    #: preambles in half the batches, copying was not learned in 4000 steps).
+    preamble_from: int = 0
     #: Loss is averaged and logged every this many steps.
     log_every: int = 100
     threads: int = 0
@@ -54,18 +62,37 @@ def encode(tokenizer: Any, text: str) -> list[int]:
     return list(tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
+@dataclass(frozen=True)
+class Batch:
+    """Rows [preamble | question | answer | EOS...] of one length, with each row's answer
+    start and question-turn start."""
+
+    ids: list[list[int]]
+    answer_starts: list[int]
+    turn_starts: list[int]
+
+
 def make_batch(
-    tokenizer: Any, rng: random.Random, config: TrainConfig, eos_id: int
-) -> tuple[list[list[int]], list[int]]:
-    """Rows [prompt | answer | EOS...] of one length, and each row's answer start."""
-    rows: list[tuple[list[int], list[int]]] = []
+    tokenizer: Any, rng: random.Random, config: TrainConfig, eos_id: int, preambles: bool = True
+) -> Batch:
+    """One training batch (when `preambles`, with few-shot preambles in a `preamble_rate`
+    share of batches)."""
+    with_preamble = preambles and config.preamble_shots > 0 and rng.random() < config.preamble_rate
+    rows: list[tuple[list[int], list[int], int]] = []
     for _ in range(config.batch):
         example = data.sample_example(rng, max_len=config.max_len)
-        prompt = encode(tokenizer, data.render_prompt(example.question))
-        rows.append((prompt, encode(tokenizer, example.answer) + [eos_id]))
-    longest = max(len(p) + len(a) for p, a in rows) + rng.randint(0, config.pad_extra)
-    ids = [p + a + [eos_id] * (longest - len(p) - len(a)) for p, a in rows]
-    return ids, [len(p) for p, _ in rows]
+        shots = rng.randint(1, config.preamble_shots) if with_preamble else 0
+        before = encode(tokenizer, data.solved_turns(rng, shots, config.max_len)) if shots else []
+        prompt = before + encode(tokenizer, data.render_prompt(example.question))
+        rows.append((prompt, encode(tokenizer, example.answer) + [eos_id], len(before)))
+    longest = max(len(p) + len(a) for p, a, _ in rows) + rng.randint(0, config.pad_extra)
+    ids = [p + a + [eos_id] * (longest - len(p) - len(a)) for p, a, _ in rows]
+    return Batch(ids, [len(p) for p, _, _ in rows], [t for _, _, t in rows])
+
+
+#: Fields added after the first cached checkpoints: named in the cache key only when they
+#: differ from their defaults, so earlier checkpoints keep their directory.
+_LATER_FIELDS = ("preamble_shots", "preamble_rate", "preamble_from")
 
 
 def train(
@@ -91,6 +118,7 @@ def train(
         layers=config.layers,
         heads=config.heads,
         mlp=config.mlp,
+        turn_separator_id=turn_separator(tokenizer) if config.preamble_shots else None,
     )
     torch.manual_seed(config.seed)
     model = ToyMaskPredictor(model_config)
@@ -113,9 +141,13 @@ def train(
     model.train()
     running = 0.0
     for step in range(config.steps):
-        rows, starts = make_batch(tokenizer, rng, config, eos_id)
+        batch = make_batch(tokenizer, rng, config, eos_id, step >= config.preamble_from)
         loss = masked_diffusion_loss(
-            model, torch.tensor(rows), torch.tensor(starts), generator=generator
+            model,
+            torch.tensor(batch.ids),
+            torch.tensor(batch.answer_starts),
+            generator=generator,
+            turn_start=torch.tensor(batch.turn_starts),
         )
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -141,18 +173,31 @@ def train(
     return folder
 
 
+def turn_separator(tokenizer: Any) -> int:
+    """The token id that ends a turn of the toy chat template (its newline)."""
+    (newline,) = encode(tokenizer, "\n")
+    return newline
+
+
 def cache_root() -> Path:
     return Path(os.environ.get("DOCKET_CACHE", Path.home() / ".cache" / "docket")) / "toy_mdlm"
+
+
+def checkpoint_key(config: TrainConfig) -> str:
+    """The cache directory name of `config` (every field that changes the trained weights)."""
+    defaults = asdict(TrainConfig())
+    return "-".join(
+        f"{k}{v}"
+        for k, v in asdict(config).items()
+        if k not in ("threads", "log_every") and not (k in _LATER_FIELDS and v == defaults[k])
+    )
 
 
 def trained_checkpoint(
     config: TrainConfig = TrainConfig(), log: Callable[[str], None] = print
 ) -> Path:
     """The toy checkpoint for `config`, trained into docket's cache on first use."""
-    key = "-".join(
-        f"{k}{v}" for k, v in asdict(config).items() if k not in ("threads", "log_every")
-    )
-    target = cache_root() / key
+    target = cache_root() / checkpoint_key(config)
     if (target / "model.safetensors").is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -80,3 +80,14 @@ def vlm(vlm_dir: Path) -> Any:
     from docket.methods.decoding.loading import CheckpointSpec, load
 
     return load(CheckpointSpec(path=str(vlm_dir)))
+
+
+@pytest.fixture(scope="session")
+def toy_turns_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny toy mask predictor trained with few-shot preambles (turn-relative positions)."""
+    from docket.methods.decoding.toy_mdlm.train import TrainConfig, train
+
+    tiny = TrainConfig(
+        steps=20, batch=4, hidden=32, layers=2, heads=2, mlp=64, warmup=5, preamble_shots=3
+    )
+    return train(tmp_path_factory.mktemp("toy-mdlm-turns"), tiny, log=lambda _: None)
