@@ -59,7 +59,8 @@ class ToyConfig:
     #: The token that ends a turn (the newline of the toy chat template). When set, absolute
     #: positions count from the start of the last turn (the question), and every token of
     #: earlier turns (a few-shot preamble) gets one extra embedding of its own; when None,
-    #: they count from the start of the sequence.
+    #: they count from the start of the sequence. (A multi-line message reads as several
+    #: turns: the toy tasks are one line each.)
     turn_separator_id: int | None = None
 
     def to_json(self) -> dict[str, object]:
