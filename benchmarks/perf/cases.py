@@ -23,6 +23,7 @@ import importlib.util
 import itertools
 import tempfile
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -275,22 +276,20 @@ def gguf_load(quick: bool) -> Measurement | Skipped:
 
 def _toy_mdlm(quick: bool, preambles: bool) -> tuple[Any, Any] | str:
     """The trained toy masked-diffusion LM (trained into docket's cache on first use; with
-    `preambles`, the one trained with few-shot preambles of up to 8 solved examples in half the
-    batches after its first 2000 steps)."""
+    `preambles`, the one trained with few-shot preambles, `PREAMBLE_CONFIG`)."""
     for package in ("torch", "transformers"):
         if importlib.util.find_spec(package) is None:
             return f"{package} is not installed (pip install 'docket[methods]')"
     from docket.methods.decoding.toy_mdlm.checkpoint import load
-    from docket.methods.decoding.toy_mdlm.train import TrainConfig, trained_checkpoint
+    from docket.methods.decoding.toy_mdlm.train import (
+        PREAMBLE_CONFIG,
+        TrainConfig,
+        trained_checkpoint,
+    )
 
+    config = PREAMBLE_CONFIG if preambles else TrainConfig()
     if quick:
-        config = TrainConfig(steps=300)
-        if preambles:
-            config = TrainConfig(steps=300, preamble_shots=8, preamble_from=100)
-    elif preambles:
-        config = TrainConfig(steps=6000, preamble_shots=8, preamble_from=2000)
-    else:
-        config = TrainConfig()
+        config = replace(config, steps=300, preamble_from=min(config.preamble_from, 100))
     return load(trained_checkpoint(config, log=lambda _: None))
 
 

@@ -328,7 +328,6 @@ class _State:
         self.ids = torch.tensor(prompt + [mask_id] * gen_length, device=device)
         self.mask_id = mask_id
         self.masked = [False] * len(prompt) + [True] * gen_length
-        self.masked_tensor = torch.tensor(self.masked, device=device)
         self.unmasked = 0
         self.logprobs: dict[int, float] = {}
         self.step_logits: dict[int, torch.Tensor] = {}
@@ -352,7 +351,7 @@ class _State:
             return ()
         rows = logits[low - offset : high - offset].clone()
         rows[:, self.mask_id] = -math.inf  # never propose the mask token itself
-        eligible = self.masked_tensor[low:high].to(rows.device)
+        eligible = torch.tensor(self.masked[low:high], device=rows.device)
         step = transfer(rows, eligible, settings.threshold, settings.temperature, rng)
         chosen = step.chosen.nonzero().squeeze(-1).tolist()
         for local in chosen:
@@ -360,7 +359,6 @@ class _State:
             token = int(step.proposals[local])
             self.ids[position] = token
             self.masked[position] = False
-            self.masked_tensor[position] = False
             self.logprobs[position] = math.log(max(float(step.confidence[local]), 1e-300))
             if self.keep_logits:
                 self.step_logits[position - self.prompt_length] = rows[local].float().cpu()

@@ -58,6 +58,11 @@ class TrainConfig:
     threads: int = 0
 
 
+#: The shipped long-prompt configuration: preambles of 1-8 solved examples in half the
+#: batches after step 2000 (`--steps 6000 --preamble-shots 8 --preamble-from 2000`).
+PREAMBLE_CONFIG = TrainConfig(steps=6000, preamble_shots=8, preamble_from=2000)
+
+
 def encode(tokenizer: Any, text: str) -> list[int]:
     return list(tokenizer(text, add_special_tokens=False)["input_ids"])
 
