@@ -101,8 +101,7 @@ def _rope(length: int, dim: int, theta: float, device: torch.device) -> torch.Te
 
 
 def _rotate(x: torch.Tensor, rotation: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
-    """Apply the (cos, sin) of rotary angles `[window, dim/2]` to `x` `[batch, heads, window,
-    dim]`."""
+    """Apply the (cos, sin) of rotary angles `[window, dim/2]` to `x` `[..., window, dim]`."""
     half = x.shape[-1] // 2
     cos, sin = rotation
     first, second = x[..., :half], x[..., half:]
@@ -127,16 +126,17 @@ class _Block(nn.Module):
         hidden: torch.Tensor,
         rotation: tuple[torch.Tensor, torch.Tensor],
         cache_kv: tuple[torch.Tensor, torch.Tensor] | None,
-        positions: torch.Tensor | None,
+        positions: torch.Tensor | slice | None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """One layer on the window; returns (hidden, full keys, full values)."""
         batch, window, width = hidden.shape
-        q, k, v = (
+        qkv = (
             self.qkv(self.norm1(hidden))
             .view(batch, window, 3, self.heads, self.head_dim)
             .permute(2, 0, 3, 1, 4)
         )
-        q, k = _rotate(q, rotation), _rotate(k, rotation)
+        q, k = _rotate(qkv[:2], rotation)  # queries and keys in one call
+        v = qkv[2]
         if cache_kv is None:
             keys, values = k, v
         else:
@@ -152,7 +152,8 @@ class _Block(nn.Module):
 class ToyMaskPredictor(nn.Module):
     """Bidirectional transformer mask predictor with a `replace_position` window cache."""
 
-    angles: torch.Tensor
+    rotary_cos: torch.Tensor
+    rotary_sin: torch.Tensor
 
     def __init__(self, config: ToyConfig) -> None:
         super().__init__()
@@ -165,16 +166,11 @@ class ToyMaskPredictor(nn.Module):
         self.offset = nn.Embedding(2 * config.offset_range + 1, config.hidden)
         self.blocks = nn.ModuleList(_Block(config) for _ in range(config.layers))
         self.norm = nn.LayerNorm(config.hidden)
-        self.register_buffer(
-            "angles",
-            _rope(
-                config.max_length,
-                config.hidden // config.heads,
-                config.rope_theta,
-                torch.device("cpu"),
-            ),
-            persistent=False,
+        angles = _rope(
+            config.max_length, config.hidden // config.heads, config.rope_theta, torch.device("cpu")
         )
+        self.register_buffer("rotary_cos", angles.cos(), persistent=False)
+        self.register_buffer("rotary_sin", angles.sin(), persistent=False)
         for table in (self.embed, self.absolute, self.offset):
             nn.init.normal_(table.weight, std=0.02)
 
@@ -213,24 +209,23 @@ class ToyMaskPredictor(nn.Module):
                 raise ValueError(
                     f"sequence of {length} tokens exceeds max_length {self.config.max_length}"
                 )
-            positions = None
+            positions: torch.Tensor | slice | None = None
             where = torch.arange(length, device=input_ids.device)
-            angles = self.angles[:length]
+            rotation = (self.rotary_cos[:length], self.rotary_sin[:length])
         else:
             assert replace_position is not None
             mask = replace_position.reshape(-1)
             if mask.shape[0] != past_key_values.length:
                 raise ValueError("replace_position must cover the cached length")
-            positions = mask.nonzero().squeeze(-1)
-            if positions.shape[0] != input_ids.shape[1]:
+            where = mask.nonzero().squeeze(-1)
+            if where.shape[0] != input_ids.shape[1]:
                 raise ValueError("input_ids must hold exactly the replaced positions")
-            angles = self.angles[positions]
-            where = positions
+            positions = _as_slice(where)
+            rotation = (self.rotary_cos[positions], self.rotary_sin[positions])
         start = torch.as_tensor(answer_start, device=input_ids.device).reshape(-1, 1)
         span = self.config.offset_range
         offsets = (where[None, :] - start).clamp(-span, span) + span
         hidden = self.embed(input_ids) + self.offset(offsets) + self._absolute(where, turn_start)
-        rotation = (angles.cos(), angles.sin())  # once per forward, shared by the layers
         cache = WindowCache()
         for index, block in enumerate(self.blocks):
             cached = (
@@ -256,6 +251,16 @@ class ToyMaskPredictor(nn.Module):
         relative = where[None, :] - start
         index = torch.where(relative < 0, last + 1, relative.clamp(min=0, max=last))
         return self.absolute(index)
+
+
+def _as_slice(positions: torch.Tensor) -> torch.Tensor | slice:
+    """`positions` (sorted, distinct) as a slice when they are one contiguous run (DSB's
+    windows are), so cache writes are plain slice copies; otherwise the index itself."""
+    count = positions.shape[0]
+    if count == 0:
+        return positions
+    first, last = int(positions[0]), int(positions[-1])
+    return slice(first, last + 1) if last - first + 1 == count else positions
 
 
 def parameter_count(model: nn.Module) -> int:

@@ -136,3 +136,23 @@ def test_a_preamble_trained_checkpoint_decodes_with_and_without_its_cache(
     full = DSBSettings(**{**settings.__dict__, **whole})
     cached = generate(masked, prompt, full)
     assert cached.tokens == plain.tokens and cached.logprobs == plain.logprobs
+
+
+@pytest.mark.parametrize("positions", [[3, 4, 5, 6], [2, 5, 6, 11]])
+def test_a_window_forward_over_a_current_cache_reads_as_the_full_forward(
+    positions: list[int],
+) -> None:
+    """Contiguous windows (written as slices) and scattered ones (written by index) recompute
+    their positions as the full forward does when the cache holds the same tokens."""
+    config = ToyConfig(vocab_size=12, mask_token_id=1, eos_token_id=0, hidden=16, heads=2, mlp=32)
+    model = ToyMaskPredictor(config).eval()
+    ids = torch.randint(0, 12, (1, 14), generator=torch.Generator().manual_seed(0))
+    with torch.inference_mode():
+        full = model(ids, 8, use_cache=True)
+        assert full.past_key_values is not None
+        replace = torch.zeros(14, dtype=torch.bool)
+        replace[positions] = True
+        window = model(
+            ids[:, positions], 8, past_key_values=full.past_key_values, replace_position=replace
+        )
+    torch.testing.assert_close(window.logits, full.logits[:, positions], rtol=1e-5, atol=1e-5)
