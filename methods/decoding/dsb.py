@@ -7,6 +7,11 @@ Digest (b) (lizhuo-luo/DSB, arXiv 2602.05992). A masked-diffusion LM starts from
 - Transfer rule (`transfer`, Fast-dLLM's threshold rule): propose x̂ = argmax of the logits
   (Gumbel-max in float64 at temperature > 0), confidence c = softmax(logits)[x̂] in float64;
   unmask every eligible position with c >= threshold, and always the most confident one.
+  Without a threshold (`threshold=None`, `steps` > 0) it is LLaDA's original fixed quota: the
+  `quota` most confident eligible positions (`quota_plan`, LLaDA's `get_num_transfer_tokens`:
+  a naive block's tokens spread over its share of `steps`, DSB's whole answer over `steps`).
+  Naive blocks with that quota and `steps = gen_length` (one token per step) are the paper's
+  "vanilla" row (digest b.5).
 - Naive blocks (`naive_window`): fixed blocks of `block_length`; the next block opens only
   when the current one is fully unmasked.
 - DSB (`dsb_window`): s = first still-masked position before the previous e; e = min(P + S_init
@@ -127,17 +132,22 @@ class Transfer:
 def transfer(
     logits: torch.Tensor,
     eligible: torch.Tensor,
-    threshold: float,
+    threshold: float | None,
     temperature: float = 0.0,
     generator: torch.Generator | None = None,
+    quota: int | None = None,
 ) -> Transfer:
-    """The threshold transfer rule over `logits` `[n, vocab]` and a bool `eligible` `[n]`.
+    """The transfer rule over `logits` `[n, vocab]` and a bool `eligible` `[n]`.
 
-    Chosen: every eligible position whose confidence is >= `threshold`, plus the most
-    confident eligible one (so each step unmasks at least one token when any is eligible).
-    At temperature > 0 the proposal is Gumbel-max sampled in float64; the confidence is
-    always the softmax probability (float64) of the proposal.
+    With a `threshold`: every eligible position whose confidence is >= `threshold`, plus the
+    most confident eligible one (so each step unmasks at least one token when any is
+    eligible). Without one: the `quota` most confident eligible positions (all of them when
+    fewer are eligible; none at quota 0). At temperature > 0 the proposal is Gumbel-max
+    sampled in float64; the confidence is always the softmax probability (float64) of the
+    proposal.
     """
+    if (threshold is None) == (quota is None):
+        raise ValueError("transfer takes a threshold or a quota, not both")
     wide = logits.to(torch.float64)
     if temperature > 0:
         uniform = torch.rand(wide.shape, generator=generator, dtype=torch.float64).to(wide.device)
@@ -147,11 +157,28 @@ def transfer(
         proposals = torch.argmax(wide, dim=-1)
     probabilities = torch.softmax(wide, dim=-1)
     confidence = probabilities.gather(-1, proposals[:, None]).squeeze(-1)
+    ranked = torch.where(eligible, confidence, torch.full_like(confidence, -math.inf))
+    if quota is not None:
+        chosen = torch.zeros_like(eligible)
+        count = min(quota, int(eligible.sum()))
+        if count > 0:  # stable: equal confidences go to the leftmost position
+            order = torch.sort(ranked, descending=True, stable=True).indices
+            chosen[order[:count]] = True
+        return Transfer(proposals, confidence, chosen)
+    assert threshold is not None
     chosen = eligible & (confidence >= threshold)
     if bool(eligible.any()):
-        ranked = torch.where(eligible, confidence, torch.full_like(confidence, -math.inf))
         chosen[int(torch.argmax(ranked))] = True
     return Transfer(proposals, confidence, chosen)
+
+
+def quota_plan(total: int, steps: int) -> list[int]:
+    """LLaDA's `get_num_transfer_tokens`: `total` tokens over `steps` steps, `total // steps`
+    each and one more on each of the first `total % steps` steps."""
+    if steps < 1:
+        raise ValueError("a quota plan needs at least one step")
+    base, extra = divmod(total, steps)
+    return [base + (index < extra) for index in range(steps)]
 
 
 # --- models -----------------------------------------------------------------------------------
@@ -272,7 +299,11 @@ class DSBSettings:
     block_length: int = 32
     #: S_max; None: unbounded for `dsb`, `block_length` for `dsb_const` (ignored by naive).
     max_block_length: int | None = None
-    threshold: float = 0.9
+    #: Fast-dLLM's confidence threshold τ; None: LLaDA's fixed quota over `steps`.
+    threshold: float | None = 0.9
+    #: LLaDA's sampling steps (used only without a threshold): naive blocks share them
+    #: equally, DSB spreads the whole answer over them (one token per step at gen_length).
+    steps: int = 0
     gen_length: int = 256
     cache: str = "none"
     prefix_window: int = 24
@@ -341,18 +372,26 @@ class _State:
         return self.unmasked >= self.total - self.prompt_length
 
     def apply(
-        self, logits: torch.Tensor, offset: int, s: int, e: int, settings: DSBSettings, rng: Any
+        self,
+        logits: torch.Tensor,
+        offset: int,
+        s: int,
+        e: int,
+        settings: DSBSettings,
+        rng: Any,
+        quota: int | None = None,
     ) -> tuple[int, ...]:
-        """Transfer within [s, e) of the window whose first position is `offset`; returns the
-        positions unmasked. Only the rows of [s, e) enter the rule (softmax is per row, so
-        the other rows could not change what is chosen)."""
+        """Transfer within [s, e) of the window whose first position is `offset` (by the
+        threshold, or by `quota` when the settings have none); returns the positions
+        unmasked. Only the rows of [s, e) enter the rule (softmax is per row, so the other
+        rows could not change what is chosen)."""
         low, high = max(s, offset), min(e, offset + logits.shape[0])
         if high <= low:
             return ()
         rows = logits[low - offset : high - offset].clone()
         rows[:, self.mask_id] = -math.inf  # never propose the mask token itself
         eligible = torch.tensor(self.masked[low:high], device=rows.device)
-        step = transfer(rows, eligible, settings.threshold, settings.temperature, rng)
+        step = transfer(rows, eligible, settings.threshold, settings.temperature, rng, quota)
         chosen = step.chosen.nonzero().squeeze(-1).tolist()
         for local in chosen:
             position = low + local
@@ -364,6 +403,39 @@ class _State:
                 self.step_logits[position - self.prompt_length] = rows[local].float().cpu()
         self.unmasked += len(chosen)
         return tuple(low + local for local in chosen)
+
+
+class _Quota:
+    """LLaDA's per-step quota when there is no threshold: a plan per naive block (its masked
+    tokens over `steps // blocks` steps) or one over the whole answer for DSB, indexed by the
+    forwards spent on it. Past the plan (DSB, when windows held fewer eligible positions than
+    the quota) each step takes the plan's smallest quota, at least one [ours: LLaDA's code
+    would index past its plan]."""
+
+    def __init__(self, settings: DSBSettings) -> None:
+        self.settings = settings
+        self.block: int | None = None
+        self.plan: list[int] = []
+        self.index = 0
+
+    def next(self, state: _State, s: int, e: int) -> int | None:
+        """The quota of the next forward for window [s, e) (None with a threshold)."""
+        settings = self.settings
+        if settings.threshold is not None:
+            return None
+        block = s if settings.schedule == "naive" else -1
+        if block != self.block:
+            self.block, self.index = block, 0
+            if settings.schedule == "naive":
+                blocks = -(-settings.gen_length // settings.block_length)
+                remaining = sum(state.masked[s:e])
+                self.plan = quota_plan(remaining, max(1, settings.steps // blocks))
+            else:
+                self.plan = quota_plan(settings.gen_length, settings.steps)
+        self.index += 1
+        if self.index <= len(self.plan):
+            return self.plan[self.index - 1]
+        return max(1, min(self.plan))
 
 
 def generate(
@@ -381,6 +453,8 @@ def generate(
             "-M cache=dsb needs a model whose forward takes replace_position "
             "(the toy mask predictor, or LLaDA / Dream with the DSB / Fast-dLLM modelling code)"
         )
+    if settings.threshold is None and settings.steps < 1:
+        raise ValueError("without a threshold, DSB needs steps >= 1 (LLaDA's fixed quota)")
     started = time.perf_counter()
     device = getattr(model, "device", "cpu")
     state = _State(prompt, model.mask_id, settings.gen_length, device, keep_logits)
@@ -434,6 +508,7 @@ def _decode_plain(
 ) -> None:
     """No cache: a full forward every step (LLaDA's `generate` / DSB's `generate_dsb`)."""
     e = state.prompt_length + settings.block_length
+    quota = _Quota(settings)
     while not state.done:
         s, e = _window(state, settings, e)
         _check(interrupted, state)
@@ -441,7 +516,8 @@ def _decode_plain(
         trace.nfe += 1
         trace.global_forwards += 1
         trace.processed_tokens += state.total
-        trace.steps.append(("full", s, e, state.apply(logits, 0, s, e, settings, rng)))
+        done = state.apply(logits, 0, s, e, settings, rng, quota.next(state, s, e))
+        trace.steps.append(("full", s, e, done))
 
 
 def _decode_cached(
@@ -454,6 +530,7 @@ def _decode_cached(
 ) -> None:
     """DSB Cache (`generate_dsb_cache`); with the naive schedule, Fast-dLLM's dual cache."""
     refresh = settings.refresh or settings.block_length
+    quota = _Quota(settings)
     s, e = state.prompt_length, state.prompt_length + settings.block_length
     if settings.schedule == "naive":
         s, e = _window(state, settings, e)
@@ -463,7 +540,7 @@ def _decode_cached(
         trace.nfe += 1
         trace.global_forwards += 1
         trace.processed_tokens += state.total
-        done = state.apply(logits, 0, s, e, settings, rng)
+        done = state.apply(logits, 0, s, e, settings, rng, quota.next(state, s, e))
         trace.steps.append(("global", s, e, done))
         block_done = len(done)
         block_start = s
@@ -485,7 +562,7 @@ def _decode_cached(
             trace.nfe += 1
             trace.window_forwards += 1
             trace.processed_tokens += end - start
-            done = state.apply(logits, start, s, e, settings, rng)
+            done = state.apply(logits, start, s, e, settings, rng, quota.next(state, s, e))
             trace.steps.append(("window", s, e, done))
             block_done += len(done)
 
@@ -497,6 +574,7 @@ KNOBS = (
     "block_length",
     "max_block_length",
     "threshold",
+    "steps",
     "gen_length",
     "cache",
     "prefix_window",
@@ -513,6 +591,15 @@ def settings_from_knobs(values: Mapping[str, Any]) -> DSBSettings:
     block = knobs.integer(name, values, "block_length", 32, minimum=1)
     bound = values.get("max_block_length")
     refresh = values.get("refresh")
+    steps = knobs.integer(name, values, "steps", 0, minimum=0)
+    threshold: float | None = knobs.real(name, values, "threshold", 0.9, minimum=0.0, maximum=1.0)
+    if steps:
+        if "threshold" in values:
+            raise ValueError(
+                "-M method=dsb: -M steps (LLaDA's fixed quota) and -M threshold (Fast-dLLM's "
+                "confidence rule) exclude each other; give one"
+            )
+        threshold = None
     return DSBSettings(
         schedule=knobs.choice(name, values, "schedule", "dsb", SCHEDULES),
         block_length=block,
@@ -521,7 +608,8 @@ def settings_from_knobs(values: Mapping[str, Any]) -> DSBSettings:
             if bound is None
             else knobs.integer(name, values, "max_block_length", UNBOUNDED, minimum=UNBOUNDED)
         ),
-        threshold=knobs.real(name, values, "threshold", 0.9, minimum=0.0, maximum=1.0),
+        threshold=threshold,
+        steps=steps,
         gen_length=knobs.integer(name, values, "gen_length", 0, minimum=0),
         cache=knobs.choice(name, values, "cache", "none", CACHES),
         prefix_window=knobs.integer(name, values, "prefix_window", 24, minimum=0),
@@ -604,6 +692,8 @@ def to_generation(
             "method": "dsb",
             "schedule": settings.schedule,
             "cache": settings.cache,
+            "threshold": settings.threshold,
+            "steps": settings.steps if settings.threshold is None else None,
             "nfe": trace.nfe,
             "global_forwards": trace.global_forwards,
             "window_forwards": trace.window_forwards,

@@ -62,7 +62,8 @@ def _last_number(text: str) -> str | None:
 
 
 def compare_dsb(args: argparse.Namespace) -> list[dict[str, Any]]:
-    """Naive / DSB (const, greedy) without cache, and the two caches, on the prompts."""
+    """Vanilla (LLaDA, one token per step) and threshold naive blocks, DSB (const, greedy)
+    without cache, and the two caches, on the prompts."""
     from .dsb import DSBSettings, generate, load_masked_lm
     from .loading import CheckpointSpec
 
@@ -73,6 +74,7 @@ def compare_dsb(args: argparse.Namespace) -> list[dict[str, Any]]:
     rows = rows[: args.limit]
     prefix = 4 if args.dream else 24
     variants: dict[str, dict[str, Any]] = {
+        "vanilla": {"schedule": "naive", "threshold": None, "steps": args.gen_length},
         "naive": {"schedule": "naive"},
         "dsb_const": {"schedule": "dsb_const"},
         "dsb": {"schedule": "dsb"},
@@ -85,12 +87,12 @@ def compare_dsb(args: argparse.Namespace) -> list[dict[str, Any]]:
         if "cache" in variant and not loaded.model.supports_cache:
             _emit({"method": "dsb", "setting": name, "skipped": "no replace_position forward"})
             continue
-        settings = DSBSettings(
-            block_length=args.block_length,
-            threshold=args.threshold,
-            gen_length=args.gen_length,
-            **variant,
-        )
+        common = {
+            "block_length": args.block_length,
+            "threshold": args.threshold,
+            "gen_length": args.gen_length,
+        }
+        settings = DSBSettings(**{**common, **variant})
         seconds, nfes, correct = [], [], 0
         for row in rows:
             messages = [{"role": "user", "content": row["question"]}]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -17,6 +18,8 @@ from docket.methods.decoding.dsb import (
     first_masked,
     generate,
     naive_window,
+    quota_plan,
+    settings_from_knobs,
     transfer,
 )
 from docket.methods.decoding.toy_mdlm.model import ToyConfig, ToyMaskPredictor, init_weights
@@ -88,6 +91,33 @@ def test_transfer_takes_confident_positions_and_the_best_one() -> None:
     assert not none.chosen.any()
     everything = transfer(logits, eligible, threshold=0.0)
     assert everything.chosen.tolist() == [True, True, False, True]
+
+
+def test_transfer_by_quota_takes_the_most_confident_eligible_positions() -> None:
+    logits = torch.tensor([[4.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 9.0, 0.0], [0.0, 0.0, 2.0]])
+    eligible = torch.tensor([True, True, False, True])
+    # confidences 0.965, 0.576, (0.9998 not eligible), 0.787
+    assert transfer(logits, eligible, None, quota=1).chosen.tolist() == [
+        True, False, False, False
+    ]  # fmt: skip
+    assert transfer(logits, eligible, None, quota=2).chosen.tolist() == [
+        True, False, False, True
+    ]  # fmt: skip
+    assert transfer(logits, eligible, None, quota=9).chosen.tolist() == [
+        True, True, False, True
+    ]  # fmt: skip
+    assert not transfer(logits, eligible, None, quota=0).chosen.any()
+    for threshold, quota in ((None, None), (0.9, 1)):
+        with pytest.raises(ValueError, match="threshold or a quota"):
+            transfer(logits, eligible, threshold, quota=quota)
+
+
+def test_quota_plan_spreads_the_remainder_over_the_first_steps() -> None:
+    assert quota_plan(10, 4) == [3, 3, 2, 2]
+    assert quota_plan(8, 8) == [1] * 8
+    assert quota_plan(3, 5) == [1, 1, 1, 0, 0]
+    with pytest.raises(ValueError):
+        quota_plan(3, 0)
 
 
 def test_transfer_sampling_is_seeded() -> None:
@@ -184,6 +214,47 @@ def test_threshold_one_with_window_one_is_left_to_right(model: ToyMaskedLM) -> N
     assert tokens == ids[len(PROMPT) :]
 
 
+@pytest.mark.parametrize(("steps", "per_step"), [(16, 1), (8, 2), (4, 4)])
+def test_vanilla_naive_blocks_unmask_a_fixed_quota_per_step(
+    model: ToyMaskedLM, steps: int, per_step: int
+) -> None:
+    """LLaDA's original decoder: no threshold, each block's tokens over steps / blocks."""
+    tokens, trace = run(
+        model, schedule="naive", block_length=4, threshold=None, steps=steps, gen_length=16
+    )
+    assert MASK not in tokens
+    assert trace.nfe == steps  # type: ignore[attr-defined]
+    for _, s, e, positions in trace.steps:  # type: ignore[attr-defined]
+        assert len(positions) == per_step
+        assert all(s <= p < e for p in positions) and e - s == 4
+
+
+def test_dsb_with_a_quota_takes_it_from_each_window(model: ToyMaskedLM) -> None:
+    """Greedy windows always hold S_init = 4 masked positions, so a quota of 2 spends exactly
+    the 8 steps; const windows may hold fewer, and then take what they hold."""
+    for schedule in ("dsb", "dsb_const"):
+        tokens, trace = run(
+            model, schedule=schedule, block_length=4, threshold=None, steps=8, gen_length=16
+        )
+        assert MASK not in tokens
+        masked = set(range(len(PROMPT), len(PROMPT) + 16))
+        for _, s, e, positions in trace.steps:  # type: ignore[attr-defined]
+            assert len(positions) == min(2, len([p for p in masked if s <= p < e]))
+            masked -= set(positions)
+        if schedule == "dsb":
+            assert trace.nfe == 8  # type: ignore[attr-defined]
+    with pytest.raises(ValueError, match="steps >= 1"):
+        run(model, threshold=None, steps=0, gen_length=8)
+
+
+def test_steps_and_threshold_knobs_exclude_each_other() -> None:
+    quota = settings_from_knobs({"steps": 32})
+    assert quota.threshold is None and quota.steps == 32
+    assert settings_from_knobs({}).threshold == 0.9
+    with pytest.raises(ValueError, match="exclude each other"):
+        settings_from_knobs({"steps": 32, "threshold": 0.9})
+
+
 def test_naive_blocks_are_recovered_when_every_window_is_decoded_at_once(
     model: ToyMaskedLM,
 ) -> None:
@@ -207,17 +278,18 @@ def test_dsb_keeps_block_length_masked_positions_eligible(model: ToyMaskedLM) ->
 
 
 @pytest.mark.parametrize("schedule", ["dsb", "dsb_const", "naive"])
+@pytest.mark.parametrize("rule", [{"threshold": 0.3}, {"threshold": None, "steps": 8}])
 def test_cache_with_full_windows_is_bit_identical_to_no_cache(
-    model: ToyMaskedLM, schedule: str
+    model: ToyMaskedLM, schedule: str, rule: dict[str, Any]
 ) -> None:
     plain = generate(
-        model, PROMPT, DSBSettings(schedule=schedule, block_length=4, gen_length=16, threshold=0.3)
+        model, PROMPT, DSBSettings(schedule=schedule, block_length=4, gen_length=16, **rule)
     )
     full = DSBSettings(
         schedule=schedule,
         block_length=4,
         gen_length=16,
-        threshold=0.3,
+        **rule,
         cache="dsb",
         prefix_window=len(PROMPT) + 16,
         suffix_window=16,

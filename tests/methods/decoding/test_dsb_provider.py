@@ -71,9 +71,20 @@ async def test_max_tokens_sets_the_answer_length_and_logprobs_come_back(toy_dir:
     )
     counters = output.metadata["choices"][0]  # type: ignore[index]
     assert counters["gen_length"] == 8 and counters["nfe"] >= 2
+    assert counters["threshold"] == 0.9 and counters["steps"] is None
     logprobs = output.choices[0].logprobs
     assert logprobs is not None
     assert all(len(entry.top_logprobs or []) == 2 for entry in logprobs.content)
+
+
+async def test_steps_decode_with_llada_fixed_quota(toy_dir: Path) -> None:
+    model = api(toy_dir, schedule="naive", block_length=4, steps=8, gen_length=8)
+    output = await model.generate(
+        [ChatMessageUser(content="copy: abcd")], [], "none", GenerateConfig()
+    )
+    counters = output.metadata["choices"][0]  # type: ignore[index]
+    assert counters["threshold"] is None and counters["steps"] == 8
+    assert counters["nfe"] == 8  # one token per step
 
 
 @pytest.mark.parametrize(
@@ -82,6 +93,7 @@ async def test_max_tokens_sets_the_answer_length_and_logprobs_come_back(toy_dir:
         ({"threshold": 2}, r"-M method=dsb: -M threshold=2 is not valid \(a number in \[0, 1\]\)"),
         ({"schedule": "fast"}, r"-M schedule='fast' is not valid \(one of dsb, dsb_const, naive\)"),
         ({"block_length": 0}, r"-M block_length=0 is not valid \(an integer >= 1\)"),
+        ({"steps": 8, "threshold": 0.5}, r"-M steps .* and -M threshold .* exclude each other"),
     ],
 )
 def test_bad_knobs_are_one_line(toy_dir: Path, knobs: dict[str, Any], message: str) -> None:

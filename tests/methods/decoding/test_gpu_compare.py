@@ -24,6 +24,7 @@ def test_dsb_comparison_covers_every_setting(
     main([*common, "--prompts", str(prompts), "--gen-length", "8", "--block-length", "4"])
     found = rows(capsys)
     assert [r["setting"] for r in found] == [
+        "vanilla",
         "naive",
         "dsb_const",
         "dsb",
@@ -32,6 +33,7 @@ def test_dsb_comparison_covers_every_setting(
         "dsb+dsb_cache",
     ]
     assert all(r["prompts"] == 2 and 2 <= float(r["mean_nfe"]) <= 8 for r in found)  # type: ignore[arg-type]
+    assert found[0]["mean_nfe"] == 8  # one token per step
 
 
 def test_dustin_comparison_reports_steps_and_generations(
