@@ -381,9 +381,10 @@ def dsb_nfe(quick: bool) -> Measurement | Skipped:
 
 
 def dsb_cache(quick: bool) -> Measurement | Skipped:
-    """DSB with DSB Cache vs DSB without a cache, on few-shot prompts as in the paper (6 solved
-    examples before each question, about 240 tokens; the model is the one trained with
-    preambles). Answer region 48, block 8: the longest region where the toy model still answers
+    """DSB with DSB Cache vs DSB without a cache, on few-shot prompts as in the paper (5-shot
+    GSM8K, about 1,000 tokens): 12 solved examples before each question, about 400 tokens, the
+    longest preamble the model trained with preambles saw and its 512 positions hold with the
+    answer. Answer region 48, block 8: the longest region where the toy model still answers
     (at LLaDA's 256 / 32 its exact match is 0 with or without the cache, so "equal quality"
     would mean nothing)."""
     return _toy_case(
@@ -395,7 +396,7 @@ def dsb_cache(quick: bool) -> Measurement | Skipped:
         target=0.6,
         block=8,
         length=48,
-        shots=6,
+        shots=12,
     )
 
 

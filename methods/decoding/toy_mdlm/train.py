@@ -58,9 +58,11 @@ class TrainConfig:
     threads: int = 0
 
 
-#: The shipped long-prompt configuration: preambles of 1-8 solved examples in half the
-#: batches after step 2000 (`--steps 6000 --preamble-shots 8 --preamble-from 2000`).
-PREAMBLE_CONFIG = TrainConfig(steps=6000, preamble_shots=8, preamble_from=2000)
+#: The shipped long-prompt configuration: preambles of 1-12 solved examples in half the
+#: batches after step 2000 (`--steps 6000 --preamble-shots 12 --preamble-from 2000`); 12
+#: shots of the fixed preamble (about 400 tokens) and a 48-token answer fit the model's 512
+#: positions.
+PREAMBLE_CONFIG = TrainConfig(steps=6000, preamble_shots=12, preamble_from=2000)
 
 
 def encode(tokenizer: Any, text: str) -> list[int]:
