@@ -147,7 +147,7 @@ def transfer(
     proposal.
     """
     if (threshold is None) == (quota is None):
-        raise ValueError("transfer takes a threshold or a quota, not both")
+        raise ValueError("transfer takes exactly one of a threshold or a quota")
     wide = logits.to(torch.float64)
     if temperature > 0:
         uniform = torch.rand(wide.shape, generator=generator, dtype=torch.float64).to(wide.device)
