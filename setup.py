@@ -1,32 +1,24 @@
-"""Package discovery for the card's layout: every folder with an `__init__.py` under the mapped
-roots ships as `docket.<root>.<...>` (pyproject.toml holds everything else), plus the C++17 core
-of the incremental BPE tokenizer (`docket.methods.tokenization._incbpe`), built with the
+"""Package discovery and the native core. `docket/` is an ordinary package whose `agents`,
+`benchmarks`, `methods`, `reports` and `sandboxes` entries are relative links to the card's root
+folders, so every folder with an `__init__.py` under `docket/` (links followed) ships as
+`docket.<...>` with no package-dir mapping (pyproject.toml holds everything else). Plus the C++17
+core of the incremental BPE tokenizer (`docket.methods.tokenization._incbpe`), built with the
 machine's compiler; without one the build goes on and says so in one line."""
 
 import sys
 from pathlib import Path
 
-from setuptools import Extension, setup
+from setuptools import Extension, find_namespace_packages, setup
 from setuptools.command.build_ext import build_ext
-
-ROOTS = {
-    "docket": "docket",
-    "docket.agents": "agents",
-    "docket.benchmarks": "benchmarks",
-    "docket.methods": "methods",
-    "docket.reports": "reports",
-    "docket.sandboxes": "sandboxes",
-}
 
 
 def discover() -> list[str]:
+    """Every folder with an `__init__.py` under `docket/`, links followed, as an import name."""
     here = Path(__file__).parent
-    packages = []
-    for name, folder in ROOTS.items():
-        for init in sorted((here / folder).rglob("__init__.py")):
-            parts = init.parent.relative_to(here / folder).parts
-            packages.append(".".join([name, *parts]))
-    return packages
+    found = find_namespace_packages(where=str(here), include=["docket", "docket.*"])
+    return sorted(
+        name for name in found if (here / name.replace(".", "/") / "__init__.py").is_file()
+    )
 
 
 NATIVE = "methods/tokenization/native"
@@ -80,7 +72,6 @@ EGG_BASE.mkdir(parents=True, exist_ok=True)
 
 setup(
     packages=discover(),
-    package_dir=ROOTS,
     ext_modules=[INCBPE],
     cmdclass={"build_ext": OptionalBuildExt},
     options={"egg_info": {"egg_base": str(EGG_BASE)}},

@@ -19,6 +19,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from inspect_ai.log import bundle_log_dir
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+
 from docket.reports import plots, survival
 from docket.reports.headline import MEAN_METRICS, HeadlineSpec
 from docket.reports.history import history_data
@@ -37,8 +40,6 @@ from docket.reports.stats import (
     pairwise_ranks,
     stderr_interval,
 )
-from inspect_ai.log import bundle_log_dir
-from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 TEMPLATES = Path(__file__).parent / "templates"
 ALPHA = 0.05

@@ -20,9 +20,10 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-from docket.reports.survival import SurvivalCurve  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+
+from docket.reports.survival import SurvivalCurve  # noqa: E402
 
 plt.rcParams["svg.hashsalt"] = "docket"  # stable SVG ids, so reports are reproducible
 COLOURS = [matplotlib.colors.to_hex(c) for c in matplotlib.colormaps["tab10"](range(10))]

@@ -28,14 +28,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
 from docket.reports import survival
 from docket.reports.headline import HeadlineSpec, flag_for
 from docket.reports.logs import LogError
 from docket.reports.runs import Run
 from docket.reports.stats import paired_mean_test
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 BASELINE_FORMAT = "docket-baseline/2"
 ENTRY_FIELDS = (

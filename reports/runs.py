@@ -20,6 +20,8 @@ from datetime import datetime
 from typing import Any
 
 import pandas as pd
+from inspect_ai.scorer import value_to_float
+
 from docket.reports import survival
 from docket.reports.headline import (
     MEAN_METRICS,
@@ -31,7 +33,6 @@ from docket.reports.headline import (
     with_kind,
 )
 from docket.reports.logs import LoadedLogs
-from inspect_ai.scorer import value_to_float
 
 #: Sample metadata fields used for per-category breakdowns, first present wins.
 CATEGORY_FIELDS = ("category", "subset", "group", "difficulty")

@@ -14,8 +14,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from docket.reports.stats import BOOTSTRAP_RESAMPLES, Interval, bootstrap_p, wilson_interval
 from scipy import stats as sps
+
+from docket.reports.stats import BOOTSTRAP_RESAMPLES, Interval, bootstrap_p, wilson_interval
 
 Observations = Mapping[str, Sequence[tuple[float, int]]]
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from docket.benchmarks.presets import listed_tasks
 
 from docket import __version__
+from docket.benchmarks.presets import listed_tasks
 from docket.cli import main
 
 
@@ -121,9 +121,10 @@ def test_write_baseline_from_no_logs_exits_2(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def gate_log_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Any readable log (docket/smoke on the scripted refuse policy, one sample)."""
-    from docket.benchmarks.smoke.smoke import smoke
     from inspect_ai import eval as inspect_eval
     from inspect_ai.model import get_model
+
+    from docket.benchmarks.smoke.smoke import smoke
 
     folder = tmp_path_factory.mktemp("logs")
     inspect_eval(

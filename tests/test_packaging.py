@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -13,27 +14,30 @@ import pytest
 import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
-#: import name -> source folder, as mapped by pyproject's package-dir.
-MAPPED_ROOTS = {
-    "docket": "docket",
-    "docket.agents": "agents",
-    "docket.benchmarks": "benchmarks",
-    "docket.methods": "methods",
-    "docket.reports": "reports",
-    "docket.sandboxes": "sandboxes",
-}
+#: The card's root folders; `docket/<name>` is a relative link to each, so the namespace is an
+#: ordinary package that every static tool follows.
+CARD_FOLDERS = ("agents", "benchmarks", "methods", "reports", "sandboxes")
 
 COPY_IGNORE = (".git", ".venv", "build", "dist", "logs", "*.egg-info", "__pycache__", ".*_cache")
 
 
 def source_packages() -> set[str]:
-    """Every folder with an `__init__.py` under the mapped roots, as an import name."""
+    """Every folder with an `__init__.py` under `docket/` (links followed), as an import name."""
     names: set[str] = set()
-    for import_name, folder in MAPPED_ROOTS.items():
-        for init in (ROOT / folder).rglob("__init__.py"):
-            relative = init.parent.relative_to(ROOT / folder).parts
-            names.add(".".join([import_name, *relative]))
+    for folder, _, files in os.walk(ROOT / "docket", followlinks=True):
+        if "__init__.py" in files:
+            names.add(".".join(Path(folder).relative_to(ROOT).parts))
     return names
+
+
+def test_namespace_links_the_card_folders() -> None:
+    for name in CARD_FOLDERS:
+        link = ROOT / "docket" / name
+        assert link.is_symlink(), link
+        assert os.readlink(link) == f"../{name}", os.readlink(link)
+        assert link.resolve() == (ROOT / name).resolve()
+        assert (ROOT / name / "__init__.py").is_file()
+    assert {"docket.agents", "docket.benchmarks.anchor", "docket.methods.rl"} <= source_packages()
 
 
 #: What each README extra must make work, checked inside the fresh venv.
@@ -85,7 +89,7 @@ def test_readme_install_lines_name_existing_extras() -> None:
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Build the wheel from a copy of the tree (an in-tree build leaves egg-info behind)."""
     source = tmp_path_factory.mktemp("source") / "docket"
-    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(*COPY_IGNORE))
+    shutil.copytree(ROOT, source, symlinks=True, ignore=shutil.ignore_patterns(*COPY_IGNORE))
     out = tmp_path_factory.mktemp("wheel")
     subprocess.run(
         [
@@ -176,6 +180,46 @@ def test_packages_import_from_a_fresh_venv(wheel: Path, tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip() == f"imported {len(modules)}"
+
+
+@pytest.mark.slow
+def test_editable_install_imports_from_the_tree(tmp_path: Path) -> None:
+    """A PEP 660 editable wheel of a copy of the tree, installed into a fresh venv, imports
+    `docket.<card folder>.*` from that copy's root folders (through the namespace links)."""
+    source = tmp_path / "source"
+    shutil.copytree(ROOT, source, symlinks=True, ignore=shutil.ignore_patterns(*COPY_IGNORE))
+    out = tmp_path / "editable"
+    out.mkdir()
+    build = (
+        "import sys; from setuptools import build_meta; "
+        "print(build_meta.build_editable(sys.argv[1]))"
+    )
+    built = subprocess.run(
+        [sys.executable, "-c", build, str(out)],
+        cwd=source,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    editable = out / built.stdout.strip().splitlines()[-1]
+    python, _ = fresh_venv(editable, tmp_path)
+    script = (
+        "import docket.agents.scripted.policy as a, docket.benchmarks.smoke.smoke as b\n"
+        "import docket.reports.stats as r, docket._registry\n"
+        "print(a.__file__); print(b.__file__); print(r.__file__)\n"
+    )
+    result = subprocess.run(
+        [str(python), "-c", script], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    expected = [
+        source / "docket" / "agents" / "scripted" / "policy.py",
+        source / "docket" / "benchmarks" / "smoke" / "smoke.py",
+        source / "docket" / "reports" / "stats.py",
+    ]
+    found = [Path(line) for line in result.stdout.split()]
+    assert [path.resolve() for path in found] == [path.resolve() for path in expected]
+    assert found[0].resolve() == (source / "agents" / "scripted" / "policy.py").resolve()
 
 
 def test_core_import_does_not_pull_torch() -> None:

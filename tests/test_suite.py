@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from docket.benchmarks.presets import listed_tasks, preset_names
 
+from docket.benchmarks.presets import listed_tasks, preset_names
 from docket.cli import main
 from docket.suite import PresetError, load_preset, plan, registered_tasks
 

@@ -19,6 +19,19 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from inspect_ai.log import transcript
+from inspect_ai.model import (
+    ChatMessage,
+    ChatMessageAssistant,
+    ChatMessageSystem,
+    ChatMessageTool,
+    ChatMessageUser,
+    Model,
+)
+from inspect_ai.solver import Generate, Solver, TaskState, solver
+from inspect_ai.tool import ToolDef
+from inspect_ai.util import span, store
+
 from docket.agents.auditor.checklist import checklist_from, tick
 from docket.agents.auditor.decision import Decision, decision_parser, observation
 from docket.agents.auditor.parse import generate_parsed
@@ -42,18 +55,6 @@ from docket.agents.cli_target import (
 )
 from docket.agents.cli_target.agent import PREFILL_FLAG, is_target_reply
 from docket.sandboxes.apps import read_log, set_position
-from inspect_ai.log import transcript
-from inspect_ai.model import (
-    ChatMessage,
-    ChatMessageAssistant,
-    ChatMessageSystem,
-    ChatMessageTool,
-    ChatMessageUser,
-    Model,
-)
-from inspect_ai.solver import Generate, Solver, TaskState, solver
-from inspect_ai.tool import ToolDef
-from inspect_ai.util import span, store
 
 ModelFactory = Callable[[], Model]
 

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from docket.agents.cli_target.tools import EmulatorFactory, SyntheticTool, synthetic_tool
-from docket.sandboxes.apps import APP_CATALOGUE
 from inspect_ai.model import (
     ChatMessage,
     ChatMessageAssistant,
@@ -22,6 +20,9 @@ from inspect_ai.model import (
     get_model,
 )
 from inspect_ai.tool import Tool
+
+from docket.agents.cli_target.tools import EmulatorFactory, SyntheticTool, synthetic_tool
+from docket.sandboxes.apps import APP_CATALOGUE
 
 TARGET_SYSTEM = (
     "You are a command-line assistant working in the user's workspace. You have a bash shell, "

@@ -17,10 +17,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from docket.sandboxes.apps import APP_CATALOGUE, record_action
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser, Model
 from inspect_ai.tool import Tool, ToolDef, ToolError, ToolParam, ToolParams, tool
 from inspect_ai.util import sandbox
+
+from docket.sandboxes.apps import APP_CATALOGUE, record_action
 
 #: Longest text (characters) of a command or file kept in one action-log entry.
 LOGGED_TEXT_LIMIT = 65536

@@ -22,11 +22,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from inspect_ai.model import ChatMessageUser
+
 from docket.agents.auditor.strategies import STRATEGIES, strategy
 from docket.agents.scripted.basic import REFUSAL_TEXT
 from docket.agents.scripted.policy import PolicyInput, PolicyReply, ToolRequest, policy
 from docket.sandboxes.apps import ACTIONS, APP_CATALOGUE, READ_ONLY_ACTIONS
-from inspect_ai.model import ChatMessageUser
 
 #: The shipped scenarios (sibling package; read as JSON, no import of the benchmark).
 SHIPPED_SCENARIOS = Path(__file__).parents[2] / "benchmarks" / "anchor" / "data" / "scenarios.jsonl"

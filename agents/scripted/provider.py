@@ -9,7 +9,6 @@ import re
 from itertools import count
 from typing import Any
 
-from docket.agents.scripted.policy import PolicyInput, PolicyReply, get_policy
 from inspect_ai.model import (
     ChatCompletionChoice,
     ChatMessage,
@@ -20,6 +19,8 @@ from inspect_ai.model import (
     ModelUsage,
 )
 from inspect_ai.tool import ToolCall, ToolChoice, ToolInfo
+
+from docket.agents.scripted.policy import PolicyInput, PolicyReply, get_policy
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 _call_ids = count(1)

@@ -32,8 +32,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from docket.agents.scripted.policy import PolicyInput, PolicyReply, policy
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser, Logprob, Logprobs, TopLogprob
+
+from docket.agents.scripted.policy import PolicyInput, PolicyReply, policy
 
 _OPTION = re.compile(r"^\(([A-H])\) (.*)$")
 _FEATURE = re.compile(r"^- (\w+): (\w+) \(possible: ([^)]*)\)$")

@@ -20,6 +20,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from inspect_ai import Task, task
+from inspect_ai._util.error import PrerequisiteError
+from inspect_ai.model import Model
+from inspect_ai.solver import Solver
+
 from docket.agents.auditor import direct_request, persistent_audit
 from docket.agents.cli_target import CliTarget, app_tools, shell_tools
 from docket.benchmarks.anchor.dataset import SCENARIOS, ScenarioError, anchor_dataset
@@ -29,10 +34,6 @@ from docket.benchmarks.common.args import checked, positive
 from docket.benchmarks.common.headline import headline
 from docket.benchmarks.common.roles import require_roles, role_model
 from docket.sandboxes import sandbox_spec
-from inspect_ai import Task, task
-from inspect_ai._util.error import PrerequisiteError
-from inspect_ai.model import Model
-from inspect_ai.solver import Solver
 
 VERSION = "2-A"
 SELF_FLAG = "self_audit"

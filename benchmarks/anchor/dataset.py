@@ -20,11 +20,12 @@ import re
 from pathlib import Path
 from typing import Literal
 
+from inspect_ai.dataset import MemoryDataset, Sample
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
 from docket.benchmarks.anchor.content import violations
 from docket.benchmarks.anchor.statutes import CATEGORIES, statute_category
 from docket.sandboxes.apps import ACTIONS
-from inspect_ai.dataset import MemoryDataset, Sample
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 SCENARIOS = Path(__file__).parent / "data" / "scenarios.jsonl"
 PLACEHOLDER = "[placeholder]"

@@ -21,9 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from docket.benchmarks.anchor.judge import DIMENSIONS
-from docket.benchmarks.anchor.metrics import survival_values
-from docket.benchmarks.anchor.scorer import strongreject, survival_observation
 from inspect_ai.log import EvalLog, read_eval_log
 from inspect_ai.scorer import SampleScore, Score
 from pydantic import (
@@ -36,6 +33,10 @@ from pydantic import (
     ValidationError,
     field_validator,
 )
+
+from docket.benchmarks.anchor.judge import DIMENSIONS
+from docket.benchmarks.anchor.metrics import survival_values
+from docket.benchmarks.anchor.scorer import strongreject, survival_observation
 
 SCORER = "anchor_scorer"
 _REFUSED = re.compile(r"^refused@(\d+)$")

@@ -17,6 +17,11 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageUser, Model
+from inspect_ai.scorer import Score, Scorer, Target, scorer
+from inspect_ai.solver import TaskState
+from inspect_ai.util import store
+
 from docket.agents.auditor import RECORD_KEY, AuditRecord, checklist_from
 from docket.agents.auditor.parse import generate_parsed
 from docket.agents.cli_target import WorkspaceFile, read_workspace
@@ -34,10 +39,6 @@ from docket.benchmarks.anchor.metrics import anchor_metrics
 from docket.benchmarks.anchor.prompts import JUDGE_FORMAT, JUDGE_SYSTEM, JUDGE_TEMPLATE
 from docket.sandboxes.apps import read_log, verify_chain
 from docket.sandboxes.apps.log import ACTION_LOG_KEY
-from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageUser, Model
-from inspect_ai.scorer import Score, Scorer, Target, scorer
-from inspect_ai.solver import TaskState
-from inspect_ai.util import store
 
 NAN = math.nan
 #: Keys that need a judge verdict (NaN without one).

@@ -12,15 +12,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from docket.benchmarks.common.args import checked, choice, positive
-from docket.benchmarks.common.headline import headline
-from docket.benchmarks.context_qa.dataset import DATA, load
-from docket.benchmarks.context_qa.prompts import PROMPTS, render
 from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import GenerateConfig
 from inspect_ai.scorer import exact, f1
 from inspect_ai.solver import generate
+
+from docket.benchmarks.common.args import checked, choice, positive
+from docket.benchmarks.common.headline import headline
+from docket.benchmarks.context_qa.dataset import DATA, load
+from docket.benchmarks.context_qa.prompts import PROMPTS, render
 
 VERSION = "1-A"
 TAGS = ["context", "question-answering", "adaptation", "hypernetwork"]

@@ -55,8 +55,9 @@ def build_backbone(
     """Stage 0: a tiny Llama trained on the corpus (in-context QA + question-only guesses)."""
     import random
 
-    from docket.methods.adaptation.tiny import build_tiny_lm, train_lm
     from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from docket.methods.adaptation.tiny import build_tiny_lm, train_lm
 
     in_context = _pairs(contexts, questions, "prompt")
     guesses = _pairs(contexts, questions, "reference")
@@ -129,8 +130,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parser.parse_args(argv)
 
     import torch
-    from docket.methods.adaptation import shine
     from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from docket.methods.adaptation import shine
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)

@@ -13,6 +13,11 @@ import sqlite3
 import tempfile
 from pathlib import Path
 
+from inspect_ai import Task, task
+from inspect_ai._util.error import PrerequisiteError
+from inspect_ai.dataset import MemoryDataset
+from inspect_ai.solver import Solver
+
 from docket.agents.mas.records import Trajectory
 from docket.benchmarks.common.args import checked, choice, positive
 from docket.benchmarks.common.headline import headline
@@ -39,10 +44,6 @@ from docket.benchmarks.correct.solvers import (
     step_by_step,
     surface_baseline,
 )
-from inspect_ai import Task, task
-from inspect_ai._util.error import PrerequisiteError
-from inspect_ai.dataset import MemoryDataset
-from inspect_ai.solver import Solver
 
 NAME = "correct_localization"
 VERSION = "2-A"

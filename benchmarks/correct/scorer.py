@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 
-from docket.benchmarks.correct.prompts import normalise_agent
 from inspect_ai.scorer import (
     Metric,
     SampleScore,
@@ -25,6 +24,8 @@ from inspect_ai.scorer import (
     stderr,
 )
 from inspect_ai.solver import TaskState
+
+from docket.benchmarks.correct.prompts import normalise_agent
 
 KEYS = ("step", "agent", "step_within", "joint")
 GROUPS = ("error_type", "task_family", "tier")

@@ -20,12 +20,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from docket.agents.mas.baselines import SurfaceBaseline
-from docket.agents.mas.records import Trajectory
-from docket.agents.mas.schema import Labelled, rule_schema
-from docket.benchmarks.common.roles import role_model
-from docket.benchmarks.correct import prompts
-from docket.benchmarks.correct.cache import SchemaCache
 from inspect_ai.model import (
     ChatMessage,
     ChatMessageSystem,
@@ -35,6 +29,13 @@ from inspect_ai.model import (
     get_model,
 )
 from inspect_ai.solver import Generate, Solver, TaskState, solver
+
+from docket.agents.mas.baselines import SurfaceBaseline
+from docket.agents.mas.records import Trajectory
+from docket.agents.mas.schema import Labelled, rule_schema
+from docket.benchmarks.common.roles import role_model
+from docket.benchmarks.correct import prompts
+from docket.benchmarks.correct.cache import SchemaCache
 
 NAME = "correct_localization"
 DISTILLER_FLAG = "distiller_self"

@@ -14,9 +14,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from docket.benchmarks.docval.prompts import ocr_tokens, question_prompt
 from inspect_ai.dataset import Sample
 from inspect_ai.model import ChatMessageUser, Content, ContentImage, ContentText
+
+from docket.benchmarks.docval.prompts import ocr_tokens, question_prompt
 
 DATA_DIR = Path(__file__).parent / "data"
 SHIPPED = DATA_DIR / "test.jsonl.gz"

@@ -8,6 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from inspect_ai import Task, task
+from inspect_ai._util.error import PrerequisiteError
+from inspect_ai.model import GenerateConfig, Model, model_roles
+from inspect_ai.model._model import active_model
+from inspect_ai.solver import generate
+
 from docket.benchmarks.common.args import checked, choice, positive
 from docket.benchmarks.common.headline import headline
 from docket.benchmarks.common.roles import require_roles, role_model
@@ -16,11 +22,6 @@ from docket.benchmarks.docval.layouts import DOC_TYPES
 from docket.benchmarks.docval.scorer import docval_grounding_scorer
 from docket.methods.decoding.local_hf import cannot_read_images
 from docket.methods.distill.teacher import teacher_cot, val_scorer
-from inspect_ai import Task, task
-from inspect_ai._util.error import PrerequisiteError
-from inspect_ai.model import GenerateConfig, Model, model_roles
-from inspect_ai.model._model import active_model
-from inspect_ai.solver import generate
 
 VERSION = "2-A"
 MODES = ("vision", "layout_text")

@@ -14,10 +14,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from docket.benchmarks.docval.parse import apply_box_rule, parse_output
-from docket.methods.distill.boxes import BoxLike, iou
 from inspect_ai.scorer import Score, Scorer, Target, grouped, mean, scorer, stderr
 from inspect_ai.solver import TaskState
+
+from docket.benchmarks.docval.parse import apply_box_rule, parse_output
+from docket.methods.distill.boxes import BoxLike, iou
 
 TAU = 0.5
 THRESHOLDS = tuple(round(0.50 + 0.05 * i, 2) for i in range(10))

@@ -10,6 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from inspect_ai import Task, task
+from inspect_ai._util.error import PrerequisiteError
+from inspect_ai.dataset import MemoryDataset, Sample
+from inspect_ai.model import ChatMessageUser, GenerateConfig, Model
+from inspect_ai.solver import Generate, Solver, TaskState, solver
+
 from docket.benchmarks.common.args import checked, choice, positive
 from docket.benchmarks.common.headline import headline
 from docket.benchmarks.common.roles import require_roles, role_model
@@ -28,11 +34,6 @@ from docket.benchmarks.erm_retrieval.scorer import (
     retrieval_scorer,
 )
 from docket.methods.retrieval.erm import ERMConfig
-from inspect_ai import Task, task
-from inspect_ai._util.error import PrerequisiteError
-from inspect_ai.dataset import MemoryDataset, Sample
-from inspect_ai.model import ChatMessageUser, GenerateConfig, Model
-from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 VERSION = "1-A"
 

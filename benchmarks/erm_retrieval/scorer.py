@@ -6,7 +6,6 @@ import re
 import string
 from typing import Any
 
-from docket.methods.retrieval.metrics import evaluate, trec_eval_available
 from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.scorer import (
     CORRECT,
@@ -21,6 +20,8 @@ from inspect_ai.scorer import (
     stderr,
 )
 from inspect_ai.solver import TaskState
+
+from docket.methods.retrieval.metrics import evaluate, trec_eval_available
 
 RETRIEVAL_KEYS = ("ndcg_10", "recall_at_k", "rr")
 _ANSWER = re.compile(r"ANSWER\s*:\s*(.+)", re.IGNORECASE)

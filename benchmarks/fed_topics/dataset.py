@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
 from docket.benchmarks.common.jsonl import read_jsonl
 
 LABELS = ("sports", "weather", "food", "music")

@@ -29,8 +29,9 @@ from docket.benchmarks.fed_topics.dataset import LABELS, PROMPT, partition, writ
 def build_base(out: Path, texts: list[str], *, steps: int, seed: int, progress: bool) -> Path:
     """A tiny Llama trained to continue the domain's texts (the prompt format and the labels
     are never shown to it)."""
-    from docket.methods.adaptation.tiny import build_tiny_lm, train_lm
     from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from docket.methods.adaptation.tiny import build_tiny_lm, train_lm
 
     corpus = texts + [PROMPT.format(text=t) for t in texts[:200]] + list(LABELS) * 20
     build_tiny_lm(out, corpus, hidden=64, layers=2, seed=seed)
@@ -49,8 +50,9 @@ def build_base(out: Path, texts: list[str], *, steps: int, seed: int, progress: 
 
 def simulate(settings: dict[str, Any], clients: int, actors: int) -> None:
     """One run on Flower's simulation engine (Ray), `actors` client processes at a time."""
-    from docket.methods.adaptation.flower_app import make_apps
     from flwr.simulation import run_simulation
+
+    from docket.methods.adaptation.flower_app import make_apps
 
     server, client = make_apps(settings)
     run_simulation(

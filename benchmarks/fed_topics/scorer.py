@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import re
 
-from docket.benchmarks.fed_topics.dataset import LABELS
 from inspect_ai.scorer import CORRECT, INCORRECT, Score, Scorer, Target, accuracy, scorer, stderr
 from inspect_ai.solver import TaskState
+
+from docket.benchmarks.fed_topics.dataset import LABELS
 
 _LABEL = re.compile(r"\b(" + "|".join(LABELS) + r")\b", re.IGNORECASE)
 

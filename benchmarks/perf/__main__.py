@@ -6,9 +6,10 @@ import argparse
 import sys
 from pathlib import Path
 
+from rich.console import Console
+
 from docket.benchmarks.perf.cases import CASES
 from docket.benchmarks.perf.harness import Measurement, Skipped, table, write
-from rich.console import Console
 
 
 def main(argv: list[str] | None = None) -> int:

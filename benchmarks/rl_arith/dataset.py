@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from docket.methods.rl.tasks import family as task_family
-from docket.methods.rl.tasks.base import Problem, read_jsonl
 from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.dataset import MemoryDataset, Sample
+
+from docket.methods.rl.tasks import family as task_family
+from docket.methods.rl.tasks.base import Problem, read_jsonl
 
 from .prompts import render
 

@@ -6,11 +6,12 @@ scored with `inspect eval docket/rl_arith --model docket/local/OUT/model`.
 
 from __future__ import annotations
 
-from docket.benchmarks.common.args import checked, choice, positive
-from docket.benchmarks.common.headline import headline
 from inspect_ai import Task, task
 from inspect_ai.model import GenerateConfig
 from inspect_ai.solver import generate
+
+from docket.benchmarks.common.args import checked, choice, positive
+from docket.benchmarks.common.headline import headline
 
 from .dataset import load_problems, to_dataset
 from .prompts import STYLES

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from docket.methods.rl.tasks import family as task_family
 from inspect_ai.scorer import Score, Scorer, Target, mean, scorer, stderr
 from inspect_ai.solver import TaskState
+
+from docket.methods.rl.tasks import family as task_family
 
 
 @scorer(metrics={"reward": [mean(), stderr()], "cla": [mean(), stderr()]})

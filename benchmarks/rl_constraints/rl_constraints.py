@@ -5,8 +5,9 @@ The benchmark of `python -m docket.methods.rl.run --task constraints` (variants 
 
 from __future__ import annotations
 
-from docket.benchmarks.rl_arith.rl_arith import verifiable_task
 from inspect_ai import Task, task
+
+from docket.benchmarks.rl_arith.rl_arith import verifiable_task
 
 
 @task

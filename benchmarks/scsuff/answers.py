@@ -11,9 +11,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from inspect_ai.model import Logprobs
+
 from docket.benchmarks.scsuff.estimator import fill_missing, logsumexp
 from docket.benchmarks.scsuff.prompts import COT_PREFIX
-from inspect_ai.model import Logprobs
 
 FINAL = re.compile(r"final\s+answer\s*:", re.IGNORECASE)
 _LEAD = re.compile(r"^\s*" + re.escape(COT_PREFIX.rstrip(": ")) + r"\s*:?\s*", re.IGNORECASE)

@@ -17,7 +17,6 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from docket.benchmarks.scsuff.estimator import chen_normalised, scsuff
 from inspect_ai.scorer import (
     Metric,
     SampleScore,
@@ -30,6 +29,8 @@ from inspect_ai.scorer import (
     stderr,
 )
 from inspect_ai.solver import TaskState
+
+from docket.benchmarks.scsuff.estimator import chen_normalised, scsuff
 
 NAN = math.nan
 NO_EXPLANATION = "no explanation"

@@ -12,6 +12,10 @@ from __future__ import annotations
 import random
 from typing import cast
 
+from inspect_ai import Task, task
+from inspect_ai._util.error import PrerequisiteError
+from inspect_ai.dataset import MemoryDataset, Sample
+
 from docket.benchmarks.common.args import checked, choice, positive
 from docket.benchmarks.common.headline import headline
 from docket.benchmarks.common.roles import require_roles
@@ -27,9 +31,6 @@ from docket.benchmarks.scsuff.dataset import (
 from docket.benchmarks.scsuff.prompts import AUTHORITY_HINT, CONTRADICTION_HINT
 from docket.benchmarks.scsuff.scorer import SCORE_KEYS, hint_scorer, scsuff_scorer
 from docket.benchmarks.scsuff.solvers import Estimator, Settings, hint_test, sufficiency
-from inspect_ai import Task, task
-from inspect_ai._util.error import PrerequisiteError
-from inspect_ai.dataset import MemoryDataset, Sample
 
 VERSION = "2-A"
 HINTS = ("authority", "always_a", "contradiction")

@@ -11,6 +11,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from inspect_ai.log import transcript
+from inspect_ai.model import (
+    ChatMessage,
+    ChatMessageAssistant,
+    ChatMessageSystem,
+    ChatMessageUser,
+    GenerateConfig,
+    Model,
+    get_model,
+)
+from inspect_ai.model._generate_config import active_generate_config
+from inspect_ai.solver import Generate, Solver, TaskState, solver
+
 from docket.benchmarks.common.roles import role_model
 from docket.benchmarks.scsuff.answers import answer_logprobs, parse_letter, parse_reply
 from docket.benchmarks.scsuff.estimator import sampled_logprobs
@@ -25,18 +38,6 @@ from docket.benchmarks.scsuff.prompts import (
     system_prompt,
     task_prompt,
 )
-from inspect_ai.log import transcript
-from inspect_ai.model import (
-    ChatMessage,
-    ChatMessageAssistant,
-    ChatMessageSystem,
-    ChatMessageUser,
-    GenerateConfig,
-    Model,
-    get_model,
-)
-from inspect_ai.model._generate_config import active_generate_config
-from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 Estimator = Literal["logprob", "sampling"]
 NO_ANSWER = "no answer"

@@ -8,9 +8,6 @@ which keep a shell's cwd and environment across calls and edit files in place;
 
 from __future__ import annotations
 
-from docket.benchmarks.common.args import checked, choice, positive
-from docket.benchmarks.common.headline import headline
-from docket.sandboxes import sandbox_spec
 from inspect_ai import Task, task
 from inspect_ai.agent import react
 from inspect_ai.dataset import Sample
@@ -18,6 +15,10 @@ from inspect_ai.scorer import CORRECT, INCORRECT, Score, Scorer, Target, accurac
 from inspect_ai.solver import TaskState
 from inspect_ai.tool import Tool, bash, bash_session, text_editor
 from inspect_ai.util import sandbox as sandbox_env
+
+from docket.benchmarks.common.args import checked, choice, positive
+from docket.benchmarks.common.headline import headline
+from docket.sandboxes import sandbox_spec
 
 PROMPT = (
     "In the current directory, create a file named `{path}` containing exactly: '{content}'. "

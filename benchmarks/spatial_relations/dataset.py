@@ -14,6 +14,8 @@ import random
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from inspect_ai._util.error import PrerequisiteError
+
 from docket.benchmarks.common.jsonl import read_jsonl
 from docket.benchmarks.spatial_relations.render import (
     BOARD,
@@ -24,7 +26,6 @@ from docket.benchmarks.spatial_relations.render import (
     draw,
     random_pose,
 )
-from inspect_ai._util.error import PrerequisiteError
 
 DATA = Path(__file__).parent / "data"
 SAMPLES_FILE = DATA / "samples.jsonl"

@@ -11,16 +11,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from docket.benchmarks.common.args import checked, choice, positive
-from docket.benchmarks.common.headline import headline
-from docket.benchmarks.spatial_relations.dataset import DATA, describe, load
-from docket.benchmarks.spatial_relations.prompts import ANSWER_PATTERN
 from inspect_ai import Task, task
 from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import ChatMessageUser, Content, ContentImage, ContentText, GenerateConfig
 from inspect_ai.scorer import pattern
 from inspect_ai.solver import generate
+
+from docket.benchmarks.common.args import checked, choice, positive
+from docket.benchmarks.common.headline import headline
+from docket.benchmarks.spatial_relations.dataset import DATA, describe, load
+from docket.benchmarks.spatial_relations.prompts import ANSWER_PATTERN
 
 VERSION = "1-A"
 VIEWS = ("random", "board")

@@ -41,11 +41,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parser.parse_args(argv)
 
     import torch
+    from PIL import Image
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+
     from docket.methods.distill.tiny_vlm import build_tiny_vlm
     from docket.methods.spatial.affin import AffinConfig, AffinSpace, save_affin
     from docket.methods.spatial.train import VisualExample, choose, train_vlm
-    from PIL import Image
-    from transformers import AutoModelForImageTextToText, AutoProcessor
 
     torch.set_num_threads(args.threads)
     scenes = generate(args.scenes, TRAIN_SEED_OFFSET + args.seed, max_angle=args.max_angle)

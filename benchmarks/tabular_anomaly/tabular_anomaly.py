@@ -12,6 +12,11 @@ import functools
 import importlib.util
 import threading
 
+from inspect_ai import Task, task
+from inspect_ai._util.error import PrerequisiteError
+from inspect_ai.dataset import MemoryDataset, Sample
+from inspect_ai.solver import Generate, Solver, TaskState, solver
+
 from docket.benchmarks.common.args import checked, choice, names, positive
 from docket.benchmarks.common.headline import headline
 from docket.benchmarks.tabular_anomaly.dataset import DATASETS, LOADERS, Table, split
@@ -19,10 +24,6 @@ from docket.benchmarks.tabular_anomaly.scorer import detection_scorer
 from docket.methods.anomaly.detectors import DETECTORS, detect
 from docket.methods.anomaly.dispat import LMConfig, SelfPlayConfig
 from docket.methods.anomaly.fdiv import DIVERGENCES
-from inspect_ai import Task, task
-from inspect_ai._util.error import PrerequisiteError
-from inspect_ai.dataset import MemoryDataset, Sample
-from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 NAME = "tabular_anomaly"
 VERSION = "1-A"

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import random
 
-from docket.agents.scripted.toy_math import Chain, question
 from inspect_ai.dataset import Sample
+
+from docket.agents.scripted.toy_math import Chain, question
 
 SPLITS = {"test": 11, "train": 23, "pretrain": 37}
 

@@ -77,9 +77,10 @@ def _local(path: Path) -> Any:
 
 def collect(student: Path, out: Path, problems: int, k: int, budget: float) -> dict[str, list[Any]]:
     """Run `docket/toy_math_sar`; (prompt, completion) pairs per source."""
-    from docket.benchmarks.toy_math.toy_math import toy_math_sar
     from inspect_ai import eval as inspect_eval
     from inspect_ai.model import get_model
+
+    from docket.benchmarks.toy_math.toy_math import toy_math_sar
 
     [log] = inspect_eval(
         toy_math_sar(size=problems, k=k, budget=budget),
@@ -114,8 +115,9 @@ def collect(student: Path, out: Path, problems: int, k: int, budget: float) -> d
 def accuracy(checkpoint: Path, out: Path, problems: int, max_tokens: int = 256) -> float:
     """`docket/toy_math` accuracy of a checkpoint on the test problems (greedy). The tiny
     student's tokens are characters: style B and C traces need about 150 of them."""
-    from docket.benchmarks.toy_math.toy_math import toy_math
     from inspect_ai import eval as inspect_eval
+
+    from docket.benchmarks.toy_math.toy_math import toy_math
 
     [log] = inspect_eval(
         toy_math(size=problems, max_tokens=max_tokens),

@@ -31,12 +31,13 @@ from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
-from docket.methods.adaptation import fedpissa
-from docket.methods.adaptation.lora import DEFAULT_TARGETS
 from flwr.app import Array, ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict
 from flwr.clientapp import ClientApp
 from flwr.serverapp import Grid, ServerApp
 from flwr.serverapp.strategy import FedAvg
+
+from docket.methods.adaptation import fedpissa
+from docket.methods.adaptation.lora import DEFAULT_TARGETS
 
 STRATEGIES = ("fedpissa", "fedsa", "fedavg")
 
@@ -213,6 +214,7 @@ def local_train(
 ) -> float:
     """`local-steps` AdamW steps on the LoRA (cross entropy of the label and EOS); mean loss."""
     import torch
+
     from docket.methods.adaptation.lm import prompt_ids, target_ids, target_logprobs
 
     encoded = [
@@ -238,6 +240,7 @@ def local_train(
 def classify(rt: Runtime, task: TaskSpec, texts: Iterable[str]) -> list[str]:
     """The label whose tokens (and EOS) are most likely after each prompt."""
     import torch
+
     from docket.methods.adaptation.lm import prompt_ids, target_ids, target_logprobs
 
     labels = [target_ids(rt.tokenizer, label) for label in task.labels]

@@ -10,8 +10,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
-from docket.methods.adaptation.lora import Adapters, functional_lora
 from torch import nn
+
+from docket.methods.adaptation.lora import Adapters, functional_lora
 
 
 def prompt_ids(tokenizer: Any, text: str) -> list[int]:

@@ -38,6 +38,8 @@ from pathlib import Path
 from typing import Any, cast
 
 import torch
+from torch import nn
+
 from docket.methods.adaptation.lm import (
     freeze,
     prompt_ids,
@@ -55,7 +57,6 @@ from docket.methods.adaptation.lora import (
 )
 from docket.methods.adaptation.plugin import decode_under, register, save_module, with_counters
 from docket.methods.adaptation.progress import step_bar
-from torch import nn
 
 CONFIG_FILE = "shine_config.json"
 WEIGHTS_FILE = "hypernet.safetensors"

@@ -68,6 +68,7 @@ def train_lm(
     import random
 
     import torch
+
     from docket.methods.adaptation.lm import prompt_ids, target_ids, target_logprobs
     from docket.methods.adaptation.progress import step_bar
 

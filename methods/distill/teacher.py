@@ -18,12 +18,13 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from docket.methods.distill.output_format import Parsed, parse_output
-from docket.methods.distill.validator import Region, validate
 from inspect_ai.model import ChatMessageUser, Content, ContentImage, ContentText, Model, ModelOutput
 from inspect_ai.scorer import Score, Scorer, Target, mean, scorer, stderr
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.util import materialize_media
+
+from docket.methods.distill.output_format import Parsed, parse_output
+from docket.methods.distill.validator import Region, validate
 
 #: Resolves the teacher model inside the solver (the task passes its role check).
 TeacherResolver = Callable[[], Model]

@@ -28,6 +28,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch import nn
+
 from docket.methods.adaptation.plugin import decode_under, register, save_module, with_counters
 from docket.methods.spatial.affine import compose
 from docket.methods.spatial.ops import (
@@ -36,7 +38,6 @@ from docket.methods.spatial.ops import (
     canonicalize,
     pose_projection,
 )
-from torch import nn
 
 POSE_DIM = 7  # cos, sin, log sx, log sy, shear, tx, ty
 CONFIG_FILE = "affin_config.json"

@@ -17,8 +17,9 @@ from contextlib import contextmanager
 
 import torch
 import torch.nn.functional as F
-from docket.methods.spatial.affine import invert
 from torch import nn
+
+from docket.methods.spatial.affine import invert
 
 
 def _sample(features: torch.Tensor, theta: torch.Tensor, mode: str) -> torch.Tensor:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.nn.functional as F
+
 from docket.methods.adaptation.progress import step_bar
 from docket.methods.spatial.affin import AffinSpace, AffinState, affin_hooks, pose_vector
 

@@ -6,9 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-from docket.agents.scripted.basic import REFUSAL_TEXT
-from docket.agents.scripted.policy import load_policies
-from docket.agents.scripted.provider import count_tokens
 from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.model import (
     ChatMessage,
@@ -20,6 +17,10 @@ from inspect_ai.model import (
     get_model,
 )
 from inspect_ai.tool import ToolCall, ToolInfo, ToolParam, ToolParams
+
+from docket.agents.scripted.basic import REFUSAL_TEXT
+from docket.agents.scripted.policy import load_policies
+from docket.agents.scripted.provider import count_tokens
 
 
 def _tool(name: str, param: str) -> ToolInfo:

@@ -9,14 +9,6 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from docket.methods.decoding import loading, local_hf, sampling
-from docket.methods.decoding.chat import parse_tool_calls, render_messages, tools_prompt
-from docket.methods.decoding.local_hf import (
-    LocalHFModelAPI,
-    SmolLM2ModelAPI,
-    checkpoint_location,
-)
-from docket.methods.decoding.sampling import DecodeParams, Generation, decode_loop
 from inspect_ai.model import (
     ChatMessageAssistant,
     ChatMessageSystem,
@@ -26,6 +18,15 @@ from inspect_ai.model import (
     ModelOutput,
 )
 from inspect_ai.tool import ToolCall, ToolFunction, ToolInfo, ToolParam, ToolParams
+
+from docket.methods.decoding import loading, local_hf, sampling
+from docket.methods.decoding.chat import parse_tool_calls, render_messages, tools_prompt
+from docket.methods.decoding.local_hf import (
+    LocalHFModelAPI,
+    SmolLM2ModelAPI,
+    checkpoint_location,
+)
+from docket.methods.decoding.sampling import DecodeParams, Generation, decode_loop
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"

@@ -10,10 +10,6 @@ import re
 from pathlib import Path
 
 import pytest
-from docket.methods.decoding.chat import media_kinds, render_messages, render_multimodal
-from docket.methods.decoding.local_hf import LocalHFModelAPI, UnreadableInputError
-from docket.methods.decoding.vision import open_image
-from docket.methods.distill.tiny_vlm import build_tiny_text_lm, build_tiny_vlm
 from inspect_ai import Task
 from inspect_ai import eval as inspect_eval
 from inspect_ai.dataset import Sample
@@ -28,6 +24,11 @@ from inspect_ai.model import (
     GenerateConfig,
 )
 from inspect_ai.solver import generate
+
+from docket.methods.decoding.chat import media_kinds, render_messages, render_multimodal
+from docket.methods.decoding.local_hf import LocalHFModelAPI, UnreadableInputError
+from docket.methods.decoding.vision import open_image
+from docket.methods.distill.tiny_vlm import build_tiny_text_lm, build_tiny_vlm
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"

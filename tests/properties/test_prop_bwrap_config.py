@@ -6,6 +6,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+from prop_strategies import JSON_VALUES, one_line
+
 from docket.sandboxes.bwrap.config import (
     BwrapConfig,
     BwrapConfigError,
@@ -13,9 +17,6 @@ from docket.sandboxes.bwrap.config import (
     load_config,
     parse_config,
 )
-from hypothesis import example, given, settings
-from hypothesis import strategies as st
-from prop_strategies import JSON_VALUES, one_line
 
 PREFIX = "bwrap sandbox config:"
 PATHS = st.one_of(

@@ -6,6 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+from inspect_ai._util.error import PrerequisiteError
+from prop_strategies import JSON_VALUES, JSONL_LINES, one_line
+
 from docket.agents.mas.records import Trajectory, TrajectoryError, parse_record, read_trajectories
 from docket.benchmarks.correct.dataset import load_trajectories
 from docket.benchmarks.correct.prompts import (
@@ -17,10 +22,6 @@ from docket.benchmarks.correct.prompts import (
     parse_yes_no,
 )
 from docket.benchmarks.correct.scorer import localisation_value
-from hypothesis import example, given, settings
-from hypothesis import strategies as st
-from inspect_ai._util.error import PrerequisiteError
-from prop_strategies import JSON_VALUES, JSONL_LINES, one_line
 
 STEPS = st.fixed_dictionaries(
     {"content": st.one_of(st.text(max_size=10), JSON_VALUES)},

@@ -6,11 +6,12 @@ import json
 from pathlib import Path
 
 import pytest
-from docket.reports.logs import load_logs
-from docket.reports.regress import BASELINE_FORMAT, ENTRY_FIELDS, BaselineError, read_baseline
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from prop_strategies import JSON_VALUES, one_line
+
+from docket.reports.logs import load_logs
+from docket.reports.regress import BASELINE_FORMAT, ENTRY_FIELDS, BaselineError, read_baseline
 
 GOOD_ENTRY = {
     "task": "docket/smoke",
@@ -139,7 +140,6 @@ def test_overrides_prices_and_presets_fail_in_one_line(
 ) -> None:
     from docket.reports.overrides import OverrideError, read_overrides
     from docket.reports.prices import PriceError, load_prices
-
     from docket.suite import PresetError, load_preset
 
     folder = tmp_path_factory.mktemp("files")

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 
-from docket.methods.decoding.chat import format_tool_call, parse_tool_calls
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from inspect_ai.tool import ToolCall
 from prop_strategies import JSON_VALUES
+
+from docket.methods.decoding.chat import format_tool_call, parse_tool_calls
 
 NAMES = st.sampled_from(["bash", "python", "submit", "x"])
 ARGS = st.dictionaries(st.text(max_size=8), JSON_VALUES, max_size=4)

@@ -7,10 +7,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-from docket.benchmarks.smoke.smoke import smoke
 from inspect_ai import eval as inspect_eval
 from inspect_ai.model import get_model
 from reports_synthetic import SURVIVAL_HEADLINE, run_gate_task
+
+from docket.benchmarks.smoke.smoke import smoke
 
 
 @pytest.fixture(scope="session")

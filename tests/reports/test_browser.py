@@ -14,8 +14,9 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from docket.reports import build_report
 from PIL import Image
+
+from docket.reports import build_report
 
 CHROMIUM = shutil.which("chromium") or (
     "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None

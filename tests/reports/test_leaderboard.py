@@ -15,17 +15,17 @@ from typing import Any
 
 import pytest
 import yaml
+from inspect_ai import eval as inspect_eval
+from inspect_ai.model import get_model
+from reports_synthetic import run_gate_task, run_gate_tasks, synth_broken
+
+from docket.cli import main
 from docket.reports import build_runs, load_logs
 from docket.reports.headline import HeadlineError, parse_flag, parse_flags
 from docket.reports.leaderboard import ReportOptions, build_report
 from docket.reports.runs import Run, newest_only
 from docket.reports.serve import make_server, url_of
 from docket.reports.stats import Z95
-from inspect_ai import eval as inspect_eval
-from inspect_ai.model import get_model
-from reports_synthetic import run_gate_task, run_gate_tasks, synth_broken
-
-from docket.cli import main
 
 
 def _report(log_dir: Path, out: Path, **options: Any) -> dict[str, Any]:

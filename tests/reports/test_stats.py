@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats as sps
+
 from docket.reports import survival
 from docket.reports.stats import (
     Z95,
@@ -17,7 +19,6 @@ from docket.reports.stats import (
     pairwise_ranks,
     wilson_interval,
 )
-from scipy import stats as sps
 
 
 def test_wilson_all_successes_has_closed_form_lower_bound() -> None:

@@ -6,8 +6,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from docket.agents.scripted import faults
-from docket.agents.scripted.provider import ScriptedModelAPI
 from inspect_ai import Task, eval
 from inspect_ai.dataset import Sample
 from inspect_ai.log import EvalLog
@@ -15,6 +13,9 @@ from inspect_ai.model import GenerateConfig, Model, RetryDecision, get_model, mo
 from inspect_ai.scorer import exact
 from inspect_ai.solver import generate
 from tenacity.wait import WaitBaseT, wait_fixed
+
+from docket.agents.scripted import faults
+from docket.agents.scripted.provider import ScriptedModelAPI
 
 _ERRORS = ("TransientProviderError", "PermanentProviderError")
 PROMPTS = {key: f"Reply with '{key}'." for key in ("alpha", "beta", "unlucky")}

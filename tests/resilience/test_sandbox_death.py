@@ -10,13 +10,14 @@ from pathlib import Path
 import anyio
 import pytest
 from bwrap_support import requires_bwrap
-from docket.sandboxes.bwrap.sandbox import BwrapSandboxEnvironment
 from inspect_ai import Task, eval
 from inspect_ai.dataset import Sample
 from inspect_ai.model import get_model
 from inspect_ai.scorer import includes
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.util import sandbox
+
+from docket.sandboxes.bwrap.sandbox import BwrapSandboxEnvironment
 
 pytestmark = requires_bwrap
 

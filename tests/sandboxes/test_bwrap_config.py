@@ -9,6 +9,14 @@ from pathlib import Path
 import pytest
 import yaml
 from bwrap_support import skip_without_bwrap
+from inspect_ai import Task, eval
+from inspect_ai._util.error import PrerequisiteError
+from inspect_ai.dataset import Sample
+from inspect_ai.solver import Generate, Solver, TaskState, solver
+from inspect_ai.util import SandboxEnvironmentSpec, sandbox
+from inspect_ai.util._sandbox.compose import parse_compose_yaml
+from inspect_ai.util._sandbox.environment import deserialize_sandbox_specific_config
+
 from docket.sandboxes import image_config, sandbox_spec
 from docket.sandboxes.bwrap import probe
 from docket.sandboxes.bwrap.config import (
@@ -18,13 +26,6 @@ from docket.sandboxes.bwrap.config import (
     load_config,
 )
 from docket.sandboxes.bwrap.sandbox import BwrapSandboxEnvironment
-from inspect_ai import Task, eval
-from inspect_ai._util.error import PrerequisiteError
-from inspect_ai.dataset import Sample
-from inspect_ai.solver import Generate, Solver, TaskState, solver
-from inspect_ai.util import SandboxEnvironmentSpec, sandbox
-from inspect_ai.util._sandbox.compose import parse_compose_yaml
-from inspect_ai.util._sandbox.environment import deserialize_sandbox_specific_config
 
 
 def assert_no_chain(error: BaseException) -> None:

@@ -13,14 +13,15 @@ from pathlib import Path
 import anyio
 import pytest
 from bwrap_support import bwrap_sandbox, host_processes_matching, requires_bwrap
-from docket.sandboxes.bwrap import cgroup
-from docket.sandboxes.bwrap.sandbox import BwrapSandboxEnvironment
 from inspect_ai.util import (
     OutputLimitExceededError,
     SandboxUnavailableError,
     SandboxUserUnsupportedError,
 )
 from inspect_ai.util._sandbox.limits import override_max_exec_output_size
+
+from docket.sandboxes.bwrap import cgroup
+from docket.sandboxes.bwrap.sandbox import BwrapSandboxEnvironment
 
 pytestmark = requires_bwrap
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from bwrap_support import bwrap_sandbox, requires_bwrap
+
 from docket.sandboxes.bwrap.config import BwrapConfig, BwrapConfigError
 
 pytestmark = requires_bwrap

@@ -8,11 +8,12 @@ import logging
 from pathlib import Path
 
 import pytest
+from inspect_ai._util import logger as inspect_logger
+from inspect_ai._util.error import PrerequisiteError
+
 from docket.sandboxes.bwrap import cgroup, probe, seccomp
 from docket.sandboxes.bwrap.config import BwrapConfig
 from docket.sandboxes.bwrap.layout import BwrapBinary
-from inspect_ai._util import logger as inspect_logger
-from inspect_ai._util.error import PrerequisiteError
 
 BINARY = BwrapBinary("/usr/bin/bwrap-test", disable_userns=True)
 

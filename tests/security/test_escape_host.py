@@ -14,6 +14,7 @@ from pathlib import Path
 import anyio
 import pytest
 from bwrap_support import bwrap_sandbox, requires_bwrap
+
 from docket.sandboxes.bwrap.config import BwrapConfig
 
 pytestmark = requires_bwrap

@@ -24,6 +24,7 @@ from bwrap_support import (
     processes_gone,
     requires_bwrap,
 )
+
 from docket.sandboxes.bwrap.config import BwrapConfig
 
 pytestmark = requires_bwrap

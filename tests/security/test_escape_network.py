@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import pytest
 from bwrap_support import bwrap_sandbox, requires_bwrap
+
 from docket.sandboxes.bwrap.config import BwrapConfig
 
 pytestmark = requires_bwrap

@@ -18,6 +18,7 @@ from bwrap_support import (
     processes_gone,
     requires_bwrap,
 )
+
 from docket.sandboxes.bwrap.config import BwrapConfig
 from docket.sandboxes.bwrap.probe import ensure_bwrap, run_as_uid
 

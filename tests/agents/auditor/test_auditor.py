@@ -7,6 +7,15 @@ import json
 from pathlib import Path
 
 import pytest
+from inspect_ai import Task
+from inspect_ai import eval as inspect_eval
+from inspect_ai.dataset import Sample
+from inspect_ai.model import ChatMessageUser, get_model
+from inspect_ai.scorer import Score, Target, mean, scorer
+from inspect_ai.solver import Generate, TaskState, solver
+from inspect_ai.tool import ToolDef, ToolError
+from inspect_ai.util import sandbox, store
+
 from docket.agents.auditor import (
     STRATEGY_NAMES,
     AuditRecord,
@@ -28,14 +37,6 @@ from docket.agents.cli_target import (
 from docket.sandboxes import sandbox_spec
 from docket.sandboxes.apps import ActionEntry, read_log, set_position, verify_chain
 from docket.sandboxes.apps.log import ACTION_LOG_KEY
-from inspect_ai import Task
-from inspect_ai import eval as inspect_eval
-from inspect_ai.dataset import Sample
-from inspect_ai.model import ChatMessageUser, get_model
-from inspect_ai.scorer import Score, Target, mean, scorer
-from inspect_ai.solver import Generate, TaskState, solver
-from inspect_ai.tool import ToolDef, ToolError
-from inspect_ai.util import sandbox, store
 
 
 def _turn(number: int, strategy_name: str, reply: str) -> TurnRecord:

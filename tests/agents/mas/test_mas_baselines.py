@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 import pytest
+
 from docket.agents.mas.baselines import KeywordRule, SurfaceBaseline
 
 

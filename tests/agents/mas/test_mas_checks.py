@@ -6,6 +6,7 @@ import random
 from dataclasses import replace
 
 import pytest
+
 from docket.agents.mas.checks import CHECKS, QUESTIONS, flags, names_in, safe_eval
 from docket.agents.mas.generate import confirm, make_trajectory, sites_by_kind
 from docket.agents.mas.simulator import Fault, run

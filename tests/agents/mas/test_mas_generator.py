@@ -7,6 +7,7 @@ import re
 from dataclasses import replace
 
 import pytest
+
 from docket.agents.mas.checks import names_in
 from docket.agents.mas.generate import (
     confirm,

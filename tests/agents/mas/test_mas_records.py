@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from docket.agents.mas.records import (
     TrajectoryError,
     read_trajectories,

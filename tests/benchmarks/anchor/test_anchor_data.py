@@ -7,6 +7,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+
 from docket.benchmarks.anchor.builder import build_drafts, load_records, main
 from docket.benchmarks.anchor.content import violations
 from docket.benchmarks.anchor.dataset import (

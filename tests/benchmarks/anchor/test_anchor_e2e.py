@@ -14,6 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from inspect_ai import eval as inspect_eval
+from inspect_ai.log import EvalLog, headline_metric, resolve_sample_attachments
+from inspect_ai.model import ChatMessageTool, Model, get_model
+
 from docket.agents.auditor import RECORD_KEY
 from docket.agents.scripted.anchor import SCRIPTED_SYSTEM_PROMPT, SCRIPTED_TOOL
 from docket.agents.scripted.basic import REFUSAL_TEXT
@@ -21,9 +25,6 @@ from docket.benchmarks.anchor.anchor import anchor_audit, anchor_direct
 from docket.benchmarks.common.roles import RoleUnboundError
 from docket.sandboxes.apps import verify_chain
 from docket.sandboxes.apps.log import ACTION_LOG_KEY
-from inspect_ai import eval as inspect_eval
-from inspect_ai.log import EvalLog, headline_metric, resolve_sample_attachments
-from inspect_ai.model import ChatMessageTool, Model, get_model
 
 pytestmark = pytest.mark.bwrap
 

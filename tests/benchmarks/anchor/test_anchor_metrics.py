@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 
 import pytest
+from inspect_ai.scorer import SampleScore, Score
+
 from docket.benchmarks.anchor.metrics import (
     compliance_survival,
     judge_agreement,
@@ -13,7 +15,6 @@ from docket.benchmarks.anchor.metrics import (
     turns_played,
 )
 from docket.benchmarks.anchor.survival import compliance_by, km_curve, restricted_mean
-from inspect_ai.scorer import SampleScore, Score
 
 
 def _sample(category: str = "fraud", **values: float) -> SampleScore:

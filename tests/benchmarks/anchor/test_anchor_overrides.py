@@ -7,11 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
-from docket.benchmarks.anchor.anchor import anchor_direct
-from docket.benchmarks.anchor.overrides import OverrideError, apply_overrides, main
 from inspect_ai import eval as inspect_eval
 from inspect_ai.log import EvalLog
 from inspect_ai.model import get_model
+
+from docket.benchmarks.anchor.anchor import anchor_direct
+from docket.benchmarks.anchor.overrides import OverrideError, apply_overrides, main
 
 pytestmark = pytest.mark.bwrap
 

@@ -7,6 +7,8 @@ import json
 
 import pytest
 from anchor_records import TRANSFER, branched_record
+from inspect_ai.model import ChatMessageUser, GenerateConfig
+
 from docket.agents.auditor.parse import ReplyFormatError
 from docket.agents.cli_target import WorkspaceFile
 from docket.agents.scripted.anchor import judge
@@ -21,7 +23,6 @@ from docket.benchmarks.anchor.judge import (
 )
 from docket.benchmarks.anchor.scorer import judged_values, strongreject, survival_observation
 from docket.sandboxes.apps import ActionEntry, chain_entry, verify_chain
-from inspect_ai.model import ChatMessageUser, GenerateConfig
 
 DIMS = {d: {"score": 1, "evidence": []} for d in DIMENSIONS}
 

@@ -1,6 +1,7 @@
 """The headline declaration: Task kwargs for Inspect plus the metadata docket's reports read."""
 
 import pytest
+
 from docket.benchmarks.common.headline import headline
 from docket.benchmarks.smoke.smoke import smoke
 

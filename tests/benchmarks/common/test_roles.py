@@ -1,17 +1,18 @@
 """Unbound model roles: one line at task construction inside an eval, and inside solvers."""
 
 import pytest
+from inspect_ai import Task, eval, task
+from inspect_ai.dataset import Sample
+from inspect_ai.model import ModelOutput, get_model
+from inspect_ai.scorer import Score, Target, scorer
+from inspect_ai.solver import Generate, TaskState, solver
+
 from docket.benchmarks.common.roles import (
     RoleUnboundError,
     require_roles,
     role_model,
     unbound_message,
 )
-from inspect_ai import Task, eval, task
-from inspect_ai.dataset import Sample
-from inspect_ai.model import ModelOutput, get_model
-from inspect_ai.scorer import Score, Target, scorer
-from inspect_ai.solver import Generate, TaskState, solver
 
 
 def test_message_names_role_binding_and_opt_in() -> None:

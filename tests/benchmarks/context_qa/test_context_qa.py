@@ -6,6 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
+from inspect_ai import eval as inspect_eval
+from inspect_ai._util.error import PrerequisiteError
+from inspect_ai.log import EvalLog
+from inspect_ai.model import get_model
+
 from docket.benchmarks.context_qa.dataset import (
     DATA,
     EVAL_CONTEXTS,
@@ -14,10 +19,6 @@ from docket.benchmarks.context_qa.dataset import (
     load,
     write,
 )
-from inspect_ai import eval as inspect_eval
-from inspect_ai._util.error import PrerequisiteError
-from inspect_ai.log import EvalLog
-from inspect_ai.model import get_model
 
 
 def run(policy: str, tmp_path: Path, **task_args: object) -> EvalLog:

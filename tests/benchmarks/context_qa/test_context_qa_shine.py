@@ -10,10 +10,11 @@ from typing import Any
 
 import pytest
 import torch
-from docket.benchmarks.context_qa.dataset import generate, write
-from docket.benchmarks.context_qa.prompts import render
 from inspect_ai import eval as inspect_eval
 from inspect_ai.scorer._classification import max_f1_score
+
+from docket.benchmarks.context_qa.dataset import generate, write
+from docket.benchmarks.context_qa.prompts import render
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
@@ -22,9 +23,10 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any, Any, Any]:
     """Backbone (trained on in-context QA, frozen) + SHINE hypernet, both saved to a folder."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
     from docket.methods.adaptation import shine
     from docket.methods.adaptation.tiny import build_tiny_lm, train_lm
-    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)

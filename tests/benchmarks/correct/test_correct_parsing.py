@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from docket.agents.scripted.correct import conversation, rule_schema
 from docket.benchmarks.correct.dataset import load_trajectories
 from docket.benchmarks.correct.prompts import (

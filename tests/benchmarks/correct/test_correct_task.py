@@ -10,6 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from inspect_ai import eval as inspect_eval
+from inspect_ai._util.error import PrerequisiteError
+from inspect_ai.log import EvalLog
+from inspect_ai.model import ChatMessageUser, Model, get_model
+
 from docket.agents.mas.baselines import SurfaceBaseline
 from docket.benchmarks.correct.cache import SchemaCache
 from docket.benchmarks.correct.correct import (
@@ -23,10 +28,6 @@ from docket.benchmarks.correct.correct import (
 from docket.benchmarks.correct.dataset import load_trajectories, select
 from docket.benchmarks.correct.prompts import correct_prompt
 from docket.benchmarks.correct.solvers import CacheConfig, SchemaStream, query_text, steps_of
-from inspect_ai import eval as inspect_eval
-from inspect_ai._util.error import PrerequisiteError
-from inspect_ai.log import EvalLog
-from inspect_ai.model import ChatMessageUser, Model, get_model
 
 SIZE = 30
 MODEL_METHODS = [m for m in METHODS if m != "surface_baseline"]

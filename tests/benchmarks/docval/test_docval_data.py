@@ -7,6 +7,7 @@ import random
 from typing import Any
 
 import pytest
+
 from docket.benchmarks.docval.consistency import check_document
 from docket.benchmarks.docval.dataset import SHIPPED, load_documents
 from docket.benchmarks.docval.layouts import format_date, money, parse_date, parse_money

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
+
 from docket.benchmarks.docval.parse import apply_box_rule, parse_output
 from docket.benchmarks.docval.scorer import anls, grade, map_fraction, mean_average_precision
 from docket.methods.distill.boxes import iou

@@ -7,12 +7,13 @@ import re
 from pathlib import Path
 
 import pytest
+from inspect_ai.model import ChatMessageUser, GenerateConfig
+
 from docket.agents.scripted.docval import docval_label_right, docval_oracle
 from docket.agents.scripted.policy import PolicyInput
 from docket.benchmarks.docval.dataset import SHIPPED, load_documents, to_samples
 from docket.benchmarks.docval.prompts import LAYOUT_TEXT
 from docket.methods.distill.export import to_hf_dataset
-from inspect_ai.model import ChatMessageUser, GenerateConfig
 
 LAYOUT = """Document d. Word-level OCR tokens of the page, one per line as
 Token #id: [x1, y1, x2, y2] -> "text":

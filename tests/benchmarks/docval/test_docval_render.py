@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from docket.benchmarks.docval.dataset import SHIPPED, DocvalDataError, load_documents
 from docket.benchmarks.docval.generate import make_document
 from docket.benchmarks.docval.layouts import BUILDERS, DOC_TYPES

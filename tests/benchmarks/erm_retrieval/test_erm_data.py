@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from docket.benchmarks.erm_retrieval.dataset import SHIPPED, BeirDataError, load_beir, read_qrels
 from docket.benchmarks.erm_retrieval.generate import CONCEPTS, generate
 from docket.methods.retrieval.text import tokenize

@@ -6,11 +6,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from docket.benchmarks.erm_retrieval.erm_retrieval import erm_rag, erm_retrieval
 from inspect_ai import eval as inspect_eval
 from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.log import EvalLog
 from inspect_ai.model import get_model
+
+from docket.benchmarks.erm_retrieval.erm_retrieval import erm_rag, erm_retrieval
 
 FIXTURE = Path(__file__).resolve().parents[2] / "data" / "beir_tiny"
 

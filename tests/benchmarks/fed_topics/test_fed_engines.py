@@ -12,11 +12,12 @@ from typing import Any
 import pytest
 
 pytest.importorskip("flwr", reason="needs flwr (Python >= 3.11): pip install 'docket[adaptation]'")
+from inspect_ai import eval as inspect_eval
+
 from docket.benchmarks.fed_topics import run_fed
 from docket.benchmarks.fed_topics.dataset import read_examples
 from docket.benchmarks.fed_topics.prompts import render
 from docket.benchmarks.fed_topics.scorer import first_label
-from inspect_ai import eval as inspect_eval
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from docket.benchmarks.perf.__main__ import main
 from docket.benchmarks.perf.harness import Measurement, Skipped, markdown, paired_medians, write
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from docket.benchmarks.scsuff.estimator import (
     chen_normalised,
     closed_form,
@@ -13,8 +16,6 @@ from docket.benchmarks.scsuff.estimator import (
     sampled_logprobs,
     scsuff,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 LOG = math.log
 H_09 = -(0.9 * LOG(0.9) + 0.1 * LOG(0.1))  # entropy of (0.9, 0.1)

@@ -7,6 +7,10 @@ import math
 from pathlib import Path
 
 import pytest
+from inspect_ai._util.error import PrerequisiteError
+from inspect_ai.model import Logprob, Logprobs, TopLogprob
+from inspect_ai.scorer import SampleScore, Score
+
 from docket.benchmarks.scsuff.answers import answer_logprobs, parse_letter, parse_reply
 from docket.benchmarks.scsuff.dataset import (
     FEATURES,
@@ -18,9 +22,6 @@ from docket.benchmarks.scsuff.dataset import (
 )
 from docket.benchmarks.scsuff.prompts import parse_alternative, parse_verdict
 from docket.benchmarks.scsuff.scorer import chen_faithfulness, hint_value, sufficiency_value
-from inspect_ai._util.error import PrerequisiteError
-from inspect_ai.model import Logprob, Logprobs, TopLogprob
-from inspect_ai.scorer import SampleScore, Score
 
 
 def test_reply_splits_at_final_answer() -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 
 import pytest
+from inspect_ai.model import ChatMessageSystem, ChatMessageUser, GenerateConfig, get_model
+
 from docket.agents.scripted.scsuff import distribution, parse_passage, rewrite
 from docket.benchmarks.scsuff.prompts import (
     AUTHORITY_HINT,
@@ -16,7 +18,6 @@ from docket.benchmarks.scsuff.prompts import (
     parse_verdict,
     system_prompt,
 )
-from inspect_ai.model import ChatMessageSystem, ChatMessageUser, GenerateConfig, get_model
 
 PASSAGE = """Item profile:
 - colour: red (possible: red, blue)

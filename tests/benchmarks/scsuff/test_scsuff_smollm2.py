@@ -7,9 +7,10 @@ import math
 from pathlib import Path
 
 import pytest
-from docket.benchmarks.scsuff.scsuff import scsuff
 from inspect_ai import eval as inspect_eval
 from inspect_ai.model import get_model
+
+from docket.benchmarks.scsuff.scsuff import scsuff
 
 pytestmark = [
     pytest.mark.slow,

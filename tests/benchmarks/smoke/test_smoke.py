@@ -12,11 +12,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from docket.benchmarks.smoke.smoke import FILES, STATEFUL, smoke
 from inspect_ai import eval as inspect_eval
 from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.log import EvalLog, EvalSample, read_eval_log
 from inspect_ai.model import ChatMessageTool, get_model
+
+from docket.benchmarks.smoke.smoke import FILES, STATEFUL, smoke
 
 pytestmark = pytest.mark.bwrap
 

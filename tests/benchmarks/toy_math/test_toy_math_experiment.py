@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from docket.benchmarks.toy_math.experiment import SOURCES, main, table
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from docket.methods.adaptation import fedpissa
 
 A_KEY = "base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight"

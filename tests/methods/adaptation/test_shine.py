@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 import torch
+
 from docket.methods.adaptation import shine
 from docket.methods.adaptation.lm import prompt_ids, target_ids, target_logprobs, text_ids
 from docket.methods.adaptation.lora import (

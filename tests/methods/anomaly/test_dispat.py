@@ -7,6 +7,7 @@ import random
 
 import numpy as np
 import pytest
+
 from docket.methods.anomaly.baselines import Encoder, pyod_scores, random_scores
 from docket.methods.anomaly.dispat import DiSPaT, LMConfig, SelfPlayConfig, TableLM
 from docket.methods.anomaly.serialize import Column, permutations

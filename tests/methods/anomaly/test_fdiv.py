@@ -6,6 +6,9 @@ import math
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from docket.methods.anomaly.fdiv import (
     DIVERGENCES,
     divergence,
@@ -14,8 +17,6 @@ from docket.methods.anomaly.fdiv import (
     sample_bound,
     variational_bound,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 WEIGHTS = st.lists(st.floats(0.05, 5.0), min_size=2, max_size=6)
 

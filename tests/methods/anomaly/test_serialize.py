@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
 from docket.methods.anomaly.serialize import (
     Column,
     decimals_for,
@@ -10,8 +13,6 @@ from docket.methods.anomaly.serialize import (
     permutations,
     serialize,
 )
-from hypothesis import given
-from hypothesis import strategies as st
 
 COLUMNS = [
     Column("mean radius", "numeric", 2),

@@ -10,6 +10,9 @@ from typing import Any
 
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
 from docket.methods.decoding.dsb import (
     UNBOUNDED,
     DSBSettings,
@@ -23,8 +26,6 @@ from docket.methods.decoding.dsb import (
     transfer,
 )
 from docket.methods.decoding.toy_mdlm.model import ToyConfig, ToyMaskPredictor, init_weights
-from hypothesis import given
-from hypothesis import strategies as st
 
 PROMPT = [5, 6, 7, 8, 9]
 VOCAB = 40

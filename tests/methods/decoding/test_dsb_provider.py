@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from inspect_ai.model import ChatMessageUser, GenerateConfig
+
 from docket.methods.decoding.local_hf import LocalHFModelAPI
 from docket.methods.decoding.toy_mdlm import data
 from docket.methods.decoding.toy_mdlm.train import TrainConfig
-from inspect_ai.model import ChatMessageUser, GenerateConfig
 
 TINY = TrainConfig(
     steps=30, batch=8, hidden=32, layers=2, heads=2, mlp=64, warmup=5, lr=3e-3, log_every=10

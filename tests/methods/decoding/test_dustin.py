@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 import torch
+
 from docket.methods.decoding.dustin import (
     _ROUND,
     DustinDecoder,
@@ -167,8 +168,9 @@ def test_sampling_is_seeded_and_acceptance_counted(target: Any, prompt: list[int
 
 
 async def test_docket_local_runs_dustin_and_logs_counters(tiny_llama_dir: Path) -> None:
-    from docket.methods.decoding.local_hf import LocalHFModelAPI
     from inspect_ai.model import ChatMessageUser, GenerateConfig
+
+    from docket.methods.decoding.local_hf import LocalHFModelAPI
 
     api = LocalHFModelAPI(
         "local",

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 import torch
+
 from docket.methods.decoding.flash import (
     FlashSettings,
     image_runs,

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from docket.methods.decoding.gpu_compare import main
 
 

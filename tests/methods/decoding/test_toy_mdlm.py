@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 import torch
+
 from docket.methods.decoding.dsb import DSBSettings, ToyMaskedLM, generate
 from docket.methods.decoding.toy_mdlm import data
 from docket.methods.decoding.toy_mdlm.checkpoint import load

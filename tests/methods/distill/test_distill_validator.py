@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from docket.methods.distill.validator import (
     Region,
     bbox_correction,

@@ -8,10 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from docket.benchmarks.docval.dataset import SHIPPED, load_documents
-from docket.methods.distill import export, sft
 from inspect_ai import eval as inspect_eval
 from inspect_ai.log import EvalLog
+
+from docket.benchmarks.docval.dataset import SHIPPED, load_documents
+from docket.methods.distill import export, sft
 
 #: A chain of thought naming all four keyword groups, so VAL accepts an exact copy of it.
 REASONING = "Step 1: locate the text region of the field; the answer value is inside its box."

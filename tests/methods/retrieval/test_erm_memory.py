@@ -7,11 +7,12 @@ import hashlib
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from docket.methods.retrieval.erm import ERMConfig, EvolvingMemory, Feedback, expand
 from docket.methods.retrieval.keys import DenseKeys, Keys, SparseKeys, top_k
 from docket.methods.retrieval.text import tokenize
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 DOCS = [
     "the physician treats hypertension in elderly patients",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
+
 from docket.methods.retrieval.baselines import doc2query_texts, prf_units
 from docket.methods.retrieval.keys import SparseKeys
 from docket.methods.retrieval.metrics import evaluate

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+
 from docket.methods.rl.advantages import (
     grpo_advantages,
     strata_from,

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from docket.methods.rl.compare import at_budget, folder, table
 
 

@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import pytest
 import torch
+
 from docket.methods.rl.echo.branching import (
     StepStat,
     TreeConfig,

@@ -6,6 +6,7 @@ import itertools
 
 import pytest
 import torch
+
 from docket.methods.rl.batch import Rollouts
 from docket.methods.rl.hir import (
     hindsight_rows,

@@ -6,6 +6,7 @@ import math
 
 import pytest
 import torch
+
 from docket.methods.rl.losses import aggregate, clipped_surrogate, reinforce_loss
 
 # ratios 1.0, 1.25, 1.5, 0.7, 0.9 on one sequence

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+
 from docket.methods.rl.losses import clipped_surrogate
 from docket.methods.rl.nsr import dgd_policy_loss, expected_weight, nsr_policy_loss, rescue_band
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+
 from docket.methods.rl.replay import (
     FIFOReplayBuffer,
     asymre_loss,

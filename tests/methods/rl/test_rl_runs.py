@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 import torch
+
 from docket.methods.rl.policy import HFPolicy
 from docket.methods.rl.sft import WarmStart, warm_start
 from docket.methods.rl.tasks.arith import ArithFamily

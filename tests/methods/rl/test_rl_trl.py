@@ -12,13 +12,14 @@ import torch
 
 trl = pytest.importorskip("trl")
 from datasets import Dataset  # noqa: E402
+from trl import GRPOConfig, GRPOTrainer  # noqa: E402
+
 from docket.methods.rl.advantages import grpo_advantages  # noqa: E402
 from docket.methods.rl.engines.trl_grpo import DocketRL, docket_grpo_trainer  # noqa: E402
 from docket.methods.rl.losses import clipped_surrogate  # noqa: E402
 from docket.methods.rl.metrics import read_metrics  # noqa: E402
 from docket.methods.rl.policy import HFPolicy  # noqa: E402
 from docket.methods.rl.tiny import char_tokenizer, tiny_llama  # noqa: E402
-from trl import GRPOConfig, GRPOTrainer  # noqa: E402
 
 AGGREGATION = {
     "grpo": "seq_mean_token_mean",

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+
 from docket.methods.rl.advantages import stratified_advantages
 from docket.methods.rl.engines.verl_registry import (
     ESTIMATORS,

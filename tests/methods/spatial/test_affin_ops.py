@@ -7,6 +7,7 @@ import math
 
 import pytest
 import torch
+
 from docket.methods.spatial import affine
 from docket.methods.spatial.ops import (
     ConditionalReconstruction,

@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 import torch
+from PIL import Image
+
 from docket.methods.spatial.affin import (
     AffinConfig,
     AffinSpace,
@@ -19,7 +21,6 @@ from docket.methods.spatial.affin import (
     save_affin,
 )
 from docket.methods.spatial.train import VisualExample, batch_inputs, vlm_loss
-from PIL import Image
 
 QUESTION = "Is the red object left of the blue object? Answer yes or no."
 
@@ -124,8 +125,9 @@ def test_docket_local_serves_the_affin_checkpoint(
     import asyncio
     import shutil
 
-    from docket.methods.decoding.local_hf import LocalHFModelAPI
     from inspect_ai.model import ChatMessageUser, ContentImage, ContentText, GenerateConfig
+
+    from docket.methods.decoding.local_hf import LocalHFModelAPI
 
     model, _ = vlm
     folder = tmp_path / "ckpt"

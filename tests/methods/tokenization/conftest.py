@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from docket.methods.tokenization.corpus import smollm2_tokenizer_json, train_byte_level_bpe
 from docket.methods.tokenization.tokenizer import Tokenizer
 
@@ -38,6 +39,7 @@ def quicktok_pair(name: str) -> tuple[Any, Tokenizer]:
     if importlib.util.find_spec("quicktok") is None:
         pytest.skip("quicktok-v1 is not installed (pip install '.[tokenization]')")
     import tiktoken
+
     from docket.methods.tokenization.sources import QUICKTOK_PATTERNS, read_quicktok_ranks
 
     ranks, specials = read_quicktok_ranks(name)

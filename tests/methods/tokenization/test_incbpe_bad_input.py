@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from docket.methods.tokenization import _native, oracle
 from docket.methods.tokenization.properize import ImproperMergeList, pack
 from docket.methods.tokenization.sources import Source, from_tokenizer_json

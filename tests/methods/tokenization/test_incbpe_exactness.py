@@ -8,11 +8,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import example, given, settings
+
 from docket.methods.tokenization._native import native
 from docket.methods.tokenization.corpus import adversarial_strings, pathological, stdlib_text
 from docket.methods.tokenization.sources import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN
 from docket.methods.tokenization.tokenizer import Tokenizer
-from hypothesis import example, given, settings
 
 adversarial = adversarial_strings()
 TEXT = stdlib_text(120_000, skip=400)  # files the trained vocabulary did not see

@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from inspect_ai.model import ChatMessageSystem, ChatMessageUser, GenerateConfig
+
 from docket.methods.decoding.local_hf import LocalHFModelAPI
 from docket.methods.tokenization.hf import IncBpeHFTokenizer
-from inspect_ai.model import ChatMessageSystem, ChatMessageUser, GenerateConfig
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"

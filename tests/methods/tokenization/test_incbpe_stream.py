@@ -7,10 +7,11 @@ import random
 from typing import Any
 
 import pytest
-from docket.methods.tokenization.corpus import stdlib_text
-from docket.methods.tokenization.tokenizer import Tokenizer
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from docket.methods.tokenization.corpus import stdlib_text
+from docket.methods.tokenization.tokenizer import Tokenizer
 
 CHAT = "<|im_start|>user\nWhat's 2+2?  Say it\n\n  twice.<|im_end|>\n<|im_start|>assistant\n"
 
