@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser, Logprob, Logprobs, TopLogprob
@@ -359,8 +358,3 @@ def scsuff_constant(state: PolicyInput) -> PolicyReply:
     text = f"Let's think step by step: {CONSTANT_EXPLANATION}\n{_FINAL} A"
     logprobs = reply_logprobs(text, p, text.find(_FINAL) + len(_FINAL)) if emit else None
     return PolicyReply(text=text, logprobs=logprobs)
-
-
-def options_of(passage: str) -> Sequence[str]:
-    """Option letters of a passage (for tests)."""
-    return [letter for letter, _ in parse_passage(passage).options]

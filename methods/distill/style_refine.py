@@ -11,18 +11,19 @@ adapt to. SAR keeps the student's trajectory and asks the teacher only for the l
    of the original, in characters or in words) is within the budget;
 4. the student is fine-tuned (TRL `SFTTrainer`) on RS ∪ accepted repairs.
 
-Adaptation cost, the paper's explanation [RECON: its exact proxy was not available], is the
-mean token NLL of a data source's completions under the *initial* student
-(`adaptation_cost`). The budget and K are knobs (`SARConfig`); the paper's values were not
-available. Verification is an injected callable; the teacher is whatever answers the prompt
-(in docket, the `teacher` model role of `docket/toy_math_sar`).
+Adaptation cost, the paper's explanation, is measured here as the mean token NLL of a data
+source's completions under the *initial* student (`adaptation_cost`): our reconstruction, as
+the paper's exact proxy was not available. The edit budget and K are knobs (`-T budget` and
+`-T k` of `docket/toy_math_sar`); the paper's values were not available. Verification is an
+injected callable; the teacher is whatever answers the prompt (in docket, the `teacher` model
+role of `docket/toy_math_sar`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,19 +40,6 @@ Verifier = Callable[[str], bool]
 
 
 @dataclass(frozen=True)
-class SARConfig:
-    """SAR's knobs ([RECON] defaults)."""
-
-    #: Traces sampled from the student per problem.
-    k: int = 4
-    #: Largest accepted edit ratio of a repair (edits / length of the original).
-    budget: float = 0.3
-    #: "char" (character edits) or "word" (whitespace-token edits).
-    unit: str = "char"
-    temperature: float = 1.0
-
-
-@dataclass(frozen=True)
 class RepairVerdict:
     """Whether a teacher's repair is kept, and why."""
 
@@ -59,16 +47,6 @@ class RepairVerdict:
     verified: bool
     edit_ratio: float
     reason: str
-
-
-@dataclass
-class Pool:
-    """The traces of one problem, sorted into SAR's data sources."""
-
-    correct: list[str] = field(default_factory=list)
-    failed: list[str] = field(default_factory=list)
-    repaired: list[str] = field(default_factory=list)
-    verdicts: list[RepairVerdict] = field(default_factory=list)
 
 
 def edit_ratio(original: str, revised: str, unit: str = "char") -> float:

@@ -2,9 +2,8 @@
 
 `bpe` is the textbook algorithm HF tokenizers runs on each word: repeatedly merge the adjacent
 pair whose rule comes first in the merge list (leftmost among equals) until no rule applies.
-`rank_bpe` is tiktoken's variant over mergeable ranks: merge the adjacent pair whose
-concatenation has the lowest rank. Both work on bytes; a byte with no single-byte token is a
-hard boundary and comes out as -1, as in the native core.
+It works on bytes; a byte with no single-byte token is a hard boundary and comes out as -1,
+as in the native core.
 """
 
 from __future__ import annotations
@@ -78,21 +77,3 @@ def bpe(data: bytes, tokens: Sequence[bytes], rules: Sequence[tuple[int, int, in
         out.append(UNKNOWN)
         run = []
     return out + _merge_word(run, table)
-
-
-def rank_bpe(data: bytes, ranks: Mapping[bytes, int]) -> list[int]:
-    """tiktoken's BPE of one piece: merge the adjacent pair with the lowest-ranked
-    concatenation, leftmost first (O(n^2); for tests only)."""
-    if data in ranks:
-        return [ranks[data]]
-    parts = [data[i : i + 1] for i in range(len(data))]
-    while len(parts) > 1:
-        best, at = None, -1
-        for i in range(len(parts) - 1):
-            rank = ranks.get(parts[i] + parts[i + 1])
-            if rank is not None and (best is None or rank < best):
-                best, at = rank, i
-        if best is None:
-            break
-        parts[at : at + 2] = [parts[at] + parts[at + 1]]
-    return [ranks.get(part, UNKNOWN) for part in parts]

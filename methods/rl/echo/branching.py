@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import torch
 from torch import Tensor
 
 from .signals import rollout_confidence, rollout_entropy, top_renormalised
@@ -207,9 +206,3 @@ def stats_from_logits(logits: Tensor, cfg: TreeConfig) -> list[StepStat]:
     for row in logits:
         tracker.push(row)
     return tracker.stats
-
-
-def stats_tensor(stats: list[StepStat]) -> dict[str, Tensor]:
-    """The signals of a trace as 1-D tensors (for inspection and tests)."""
-    names = ("entropy", "confidence", "group_conf", "tail_conf", "delta_entropy")
-    return {n: torch.tensor([getattr(s, n) for s in stats], dtype=torch.float64) for n in names}

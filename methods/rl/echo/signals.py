@@ -17,8 +17,6 @@ confidence C^tail over W_T, entropy slope ΔH_t = H_t - mean(H over the W_H toke
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import Tensor
 
@@ -94,8 +92,3 @@ def tail_mean(values: Tensor, mask: Tensor, window: int) -> Tensor:
     tail = m * (position_from_end <= window).to(torch.float64)
     total = (values.to(torch.float64) * tail).sum(-1)
     return (total / tail.sum(-1).clamp(min=1.0)).to(values.dtype)
-
-
-def min_rollout_confidence(confidence_top_k: int) -> float:
-    """The smallest value `rollout_confidence` can take: ln(confidence_top_k)."""
-    return math.log(confidence_top_k)
