@@ -1,12 +1,12 @@
 """FedPissa: personalised federated fine-tuning with a single PiSSA-initialised LoRA.
 
-Only the abstract is available (digest (i)); what it states is implemented, the rest is our
-reconstruction [RECON], each piece a switch:
+Only the abstract is available (ICML 2026 poster 63191); what it states is implemented, the
+rest is our reconstruction, each piece a switch:
 
 - PiSSA initialisation through PEFT (`LoraConfig(init_lora_weights="pissa")`): for a frozen
   `W = U S Vᵀ`, `A = S_r^½ V_rᵀ`, `B = U_r S_r^½`, and the base becomes `W − B A`
   (`pissa_factors` is the reference the tests hold PEFT to).
-- Selective aggregation of LoRA components by their aggregation dynamics [RECON]: a component is
+- Selective aggregation of LoRA components by their aggregation dynamics (ours): a component is
   one LoRA matrix of one module (a PEFT state-dict key). Every round each client also sends a
   small random sketch of its update of *every* component (a Johnson-Lindenstrauss projection
   seeded by the component's name, so all clients share it and cosines are preserved); the
@@ -14,7 +14,7 @@ reconstruction [RECON], each piece a switch:
   exponential moving average per component, and shares next round exactly the components
   whose average is at least `tau`. The prior is FedSA-LoRA's finding (A general, B
   client-specific): the averages start at 1 for A matrices and 0 for B matrices.
-- Decorrelated subspace projection of personal updates [RECON]: a private component's update
+- Decorrelated subspace projection of personal updates (ours): a private component's update
   is projected off the subspace of its latest global version known to the client (the PiSSA
   principal subspace until it was ever shared): `ΔB ← (I − QQᵀ) ΔB` with `Q = qr(B_ref)`, and
   `ΔA ← ΔA (I − QQᵀ)` with `Q = qr(A_refᵀ)`, so personal changes do not fight the shared
@@ -104,7 +104,7 @@ def agreement(vectors: Sequence[np.ndarray]) -> float:
 @dataclass
 class AgreementTracker:
     """Exponential moving average of cross-client agreement per component, and the rule
-    `shared = {c : ema(c) >= tau}` [RECON]."""
+    `shared = {c : ema(c) >= tau}` (our reconstruction)."""
 
     ema: dict[str, float]
     beta: float = 0.5  # weight of the previous average

@@ -56,9 +56,9 @@ class FedSettings:
     local_steps: int = 10
     batch_size: int = 16
     lr: float = 5e-3
-    tau: float = 0.3  # FedPissa: share a component while its agreement average >= tau [RECON]
-    beta: float = 0.5  # FedPissa: weight of the previous agreement average [RECON]
-    sketch_dim: int = 32  # FedPissa: values per component sketch [RECON]
+    tau: float = 0.3  # FedPissa: share a component while its agreement average >= tau (ours)
+    beta: float = 0.5  # FedPissa: weight of the previous agreement average (ours)
+    sketch_dim: int = 32  # FedPissa: values per component sketch (ours)
     select: bool = True  # FedPissa: selective aggregation (off: share A only, like FedSA)
     project: bool = True  # FedPissa: decorrelated projection of private updates
     seed: int = 0
@@ -500,8 +500,8 @@ class FedSALoRA(LoraStrategy):
 
 
 class FedPissaStrategy(LoraStrategy):
-    """FedPissa [RECON]: share the components whose cross-client agreement (EMA of the mean
-    pairwise cosine of the update sketches) is at least `tau`; FedSA-LoRA's split is the prior.
+    """FedPissa (our reconstruction): share the components whose cross-client agreement (EMA of the
+    mean pairwise cosine of the update sketches) is at least `tau`; FedSA-LoRA's split is the prior.
     `select=False` keeps the prior (A shared) every round."""
 
     name = "fedpissa"

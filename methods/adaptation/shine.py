@@ -1,6 +1,7 @@
 """SHINE: a hypernetwork that turns a context into a LoRA adapter in one forward pass.
 
-Pipeline (digest (h); [CODE] = as in the SHINE release, [RECON] = our reconstruction):
+Pipeline ([CODE] = as in the authors' released code, MuLabPKU/SHINE; [RECON] = our
+reconstruction):
 
 1. Memory extraction [CODE]: `M` learned memory embeddings are appended after the context
    tokens and the *frozen* LLM reads them with a trainable low-rank meta-LoRA active; forward

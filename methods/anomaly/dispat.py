@@ -4,12 +4,11 @@
 orders (`serialize.py`), a causal LM is fine-tuned on normal rows, and a row's anomaly score is
 the negative log-likelihood of its value tokens averaged over several column permutations.
 
-**DiSPaT** (Vuong et al., ICML 2026; only the abstract was available, so the rest is the
-digest's reconstruction [RECON], `shared/papers/training-methods.md` (g)): start from the
-AnoLLM model and run self-play. At iteration t the current policy π_t samples rows, which serve
-as pseudo-anomalies for a critic that separates them from the real normal rows, and the policy
-is updated to shrink the f-divergence D_f(P_normal ‖ π_θ) that the critic bounds from below
-(`fdiv.py`). Two variants, `SelfPlayConfig.variant`:
+**DiSPaT** (Vuong et al., ICML 2026; only the abstract was available, so everything past it is our
+reconstruction): start from the AnoLLM model and run self-play. At iteration t the current policy
+π_t samples rows, which serve as pseudo-anomalies for a critic that separates them from the real
+normal rows, and the policy is updated to shrink the f-divergence D_f(P_normal ‖ π_θ) that the
+critic bounds from below (`fdiv.py`). Two variants, `SelfPlayConfig.variant`:
 
 - `implicit` (SPIN-style): the critic is the policy itself, T_θ(x) = λ·(log π_θ(x) − log π_t(x)),
   and θ maximises the variational bound E_real[a(T_θ)] − E_{π_t}[f*(a(T_θ))] (a: the f's
@@ -20,7 +19,7 @@ is updated to shrink the f-divergence D_f(P_normal ‖ π_θ) that the critic bo
   E_{π_θ}[f*(a(T(x)))] (its samples made to look real to the critic), with a mean baseline.
 
 In both, `anchor` weights the ordinary likelihood of real rows during self-play so the policy
-stays a model of normal rows [RECON]. The anomaly score is the tuned model's NLL as in AnoLLM,
+stays a model of normal rows (our choice). The anomaly score is the tuned model's NLL as in AnoLLM,
 plus `critic_weight`·(−critic) for the variational variant.
 """
 
@@ -69,7 +68,7 @@ class LMConfig:
 
 @dataclass(frozen=True)
 class SelfPlayConfig:
-    """DiSPaT's self-play ([RECON] defaults: the paper's were not available)."""
+    """DiSPaT's self-play (docket's defaults: the paper's were not available)."""
 
     variant: str = "implicit"  # "implicit" (SPIN-style) or "variational" (f-GAN)
     f: str = "js"

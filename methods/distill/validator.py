@@ -1,4 +1,4 @@
-"""The DocVAL rule-based validator (VAL), as the official code defines it (digest §3.2).
+"""The DocVAL rule-based validator (VAL), as the official code defines it.
 
 Q = 0.4 * Q_ans + 0.4 * Q_bbox + 0.2 * Q_reason, with
   Q_ans    = 0.7 * NLS(pred, gt) + 0.3 * [pred is a substring of some region's OCR text]

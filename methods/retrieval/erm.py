@@ -3,8 +3,8 @@ Query-Infused Key Memory", arXiv 2602.05152): query-time expansions that led to 
 are written into the keys of the documents they helped, so that plain retrieval later finds them
 with no expansion and no extra model call.
 
-The paper's method section was not available; this is the digest's reconstruction
-([inferred], `shared/papers/inference-methods.md` (e)), with every knob in `ERMConfig`:
+The paper's method section was not available; this is our reconstruction from its abstract,
+with every knob in `ERMConfig`:
 
 1. Expand the query q into atomic units u_1..u_m (an expander model or a rule-based expander)
    and retrieve with q ⊕ U on the *original* keys k⁰ (the transient adaptation).
@@ -37,7 +37,7 @@ from .keys import Keys
 
 @dataclass(frozen=True)
 class ERMConfig:
-    """ERM's knobs ([inferred] defaults; the paper's values were not available)."""
+    """ERM's knobs (docket's defaults; the paper's values were not available)."""
 
     #: η in (0, 1]: the share of the residual a key absorbs per feedback.
     eta: float = 1.0

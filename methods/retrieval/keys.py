@@ -146,7 +146,7 @@ class SparseKeys(Keys):
 
     def idf(self, term_id: int) -> float:
         """Lucene IDF: over the corpus for its terms; over the feedback queries observed so far
-        for terms no document contains [RECON], so query words every query uses ("when",
+        for terms no document contains (our choice), so query words every query uses ("when",
         "year") weigh little and rare ones ("eye") much."""
         if term_id < self._base_columns:
             return float(self._idf_base[term_id])
@@ -345,7 +345,7 @@ class DenseKeys(Keys):
 
     def infusion(self, query: Query) -> np.ndarray:
         """What is specific to the query: ψ ∝ q − mean feedback query, scaled so ⟨q, ψ⟩ = 1
-        [RECON]. Queries that share a template embed close together; infusing q itself would
+        (our choice). Queries that share a template embed close together; infusing q itself would
         raise the key for all of them. Before two queries are seen (or when q is the mean),
         ψ = q / ⟨q, q⟩."""
         vector = np.asarray(query, dtype=np.float64)

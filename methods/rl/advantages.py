@@ -1,7 +1,7 @@
 """Outcome advantages: GRPO group normalisation and Stratified Advantage Normalization (SAN).
 
-Notation (digest "common GRPO notation" and (d)): a batch holds several prompts' groups; item i
-has reward `R_i`, group id `g_i` (same prompt) and, for SAN, a stratum id `s_i` (a structural
+Notation (Stratified GRPO's, Zhu et al., arXiv 2510.06214): a batch holds several prompts' groups;
+item i has reward `R_i`, group id `g_i` (same prompt) and, for SAN, a stratum id `s_i` (a structural
 property of the trajectory: number of tool calls, response length, ...).
 
 - GRPO: `A_i = (R_i - mean_g R) / (std_g R + eps)`.
@@ -95,7 +95,7 @@ def stratified_advantages(
 ) -> Tensor:
     """Stratified GRPO's blended advantage `alpha * A_SAN + (1 - alpha) * A_GN` (B,).
 
-    alpha is the digest's [RECON] knob (the paper's value was not retrieved; 1.0 = pure SAN, as
+    alpha is docket's knob (the paper's value was not retrieved; 1.0 = pure SAN, as
     third-party ports use). alpha = 0 returns exactly `grpo_advantages`.
     """
     if not 0.0 <= alpha <= 1.0:

@@ -1,5 +1,6 @@
-"""HiR — Hindsight instruction Replay (digest (e)): select failed responses that satisfied some
-constraints, rewrite their instruction to exactly those constraints, replay them as successes.
+"""HiR — Hindsight instruction Replay (Zhang et al., arXiv 2512.23457): select failed responses
+that satisfied some constraints, rewrite their instruction to exactly those constraints, replay
+them as successes.
 
 An instruction is a task plus constraints; verifiers judge each constraint. The binary reward is
 "all satisfied" (ILA); CLA is the satisfied fraction.
@@ -11,7 +12,7 @@ An instruction is a task plus constraints; verifiers judge each constraint. The 
    response satisfies everything, so its reward is 1.
 3. replay: the rewritten rows keep the *original* instruction's old log-probabilities, so the
    ratio is π_θ(y|q') / π_old(y|q) — the paper's instruction-level preference. Where they join
-   the batch was not retrieved [RECON]: `placement="group"` appends them to the original
+   the batch was not retrieved (our choice): `placement="group"` appends them to the original
    prompt's group (contrasted against its failures, the default); `"own"` gives each its own
    group id.
 """

@@ -1,9 +1,9 @@
 """NSR — Near-boundary Stochastic Rescue — and its deterministic partner DGD.
 
-[RECON] The official code (github.com/qwenpilot/NSR) could not be obtained; this follows the
-digest's reading of the paper: hard clipping makes a keep/drop decision per clip-active token;
-NSR perturbs such a token's ratio once with uniform noise `u ~ U(u_min, 1)` toward 1 and keeps
-the token's gradient when the perturbed ratio falls back inside the trust region:
+Our reconstruction: the official code (github.com/qwenpilot/NSR) could not be obtained; this follows
+the paper's abstract and a third-party summary of it: hard clipping makes a keep/drop decision per
+clip-active token; NSR perturbs such a token's ratio once with uniform noise `u ~ U(u_min, 1)`
+toward 1 and keeps the token's gradient when the perturbed ratio falls back inside the trust region:
 
     upper side (A > 0, r > c_hi = 1+ε_hi):  r̃ = u·r,  rescued iff r̃ ≤ c_hi
     lower side (A < 0, r < c_lo = 1-ε_lo):  r̃ = r/u,  rescued iff r̃ ≥ c_lo

@@ -1,4 +1,5 @@
-"""Experience replay for LLM RL post-training (digest (a)): a FIFO buffer sampled without removal,
+"""Experience replay for LLM RL post-training (Arnal et al., arXiv 2604.08706): a FIFO buffer
+sampled without removal,
 staleness tracking, optional positive up-weighting, and the AsymRE loss.
 
 Each update pushes R fresh rollouts and trains on B items drawn uniformly from the last N
@@ -151,7 +152,7 @@ def staleness_horizon(capacity: int, fresh_per_update: int) -> float:
 
 def cost_per_update(mu: float, workers: int | None = None, trainers: int | None = None) -> float:
     """Compute per update in units of one training pass C: `1 + mu` on-policy (each rollout
-    generated for one use), `1 + W/T` with the buffer (digest (a), [PAPER*])."""
+    generated for one use), `1 + W/T` with the buffer (as the paper reports)."""
     if workers is None or trainers is None:
         return 1.0 + mu
     return 1.0 + workers / trainers

@@ -51,7 +51,7 @@ VARIANTS: tuple[str, ...] = ("grpo", "replay", "nsr", "stratified", "echo", "hir
 
 
 def toy_tree() -> TreeConfig:
-    """ECHO tree thresholds for the toy tasks' short answers and small vocabulary [RECON]:
+    """ECHO tree thresholds for the toy tasks' short answers and small vocabulary (ours):
     full-vocabulary entropy, branching from the first token, thresholds in the range the
     warm-started tiny model's signals take (the released values cannot fire here)."""
     return TreeConfig(
@@ -96,20 +96,20 @@ class RLConfig:
     eval_every: int = 25
     eval_size: int = 200
     eval_samples: int = 4
-    # replay (digest (a)): R = replay_fresh_prompts × group_size fresh rollouts per update
+    # replay (`replay.py`): R = replay_fresh_prompts × group_size fresh rollouts per update
     replay_fresh_prompts: int = 4
     replay_capacity: int = 64
     replay_positive_weight: float = 2.0
     replay_loss: str = "clip"
     asymre_offset: float = 0.1
-    # NSR (digest (c))
+    # NSR (`nsr.py`)
     nsr_variant_high: str = "scaled"
     nsr_variant_low: str = "plain"
     nsr_u_min_high: float = 0.0
     nsr_u_min_low: float = 0.0
-    # Stratified GRPO (digest (d))
+    # Stratified GRPO (`advantages.py`)
     san_alpha: float = 1.0
-    # ECHO (digest (b))
+    # ECHO (`echo/`)
     echo_tree: bool = True
     echo_pseudo_labels: bool = True
     echo_mult: float = 0.1
@@ -122,7 +122,7 @@ class RLConfig:
     echo_conf_norm: str = "mass_topk"
     echo_tail_window: int = 16
     tree: TreeConfig = field(default_factory=toy_tree)
-    # HiR (digest (e))
+    # HiR (`hir.py`)
     hir_k: int = 8
     hir_lam0: float = 2.0
     hir_growth: float = 1.05

@@ -1,4 +1,4 @@
-"""AffIn-Space on a LLaVA-style vision-language model (digest (f) [inferred]).
+"""AffIn-Space on a LLaVA-style vision-language model (our reconstruction: code unreleased).
 
 `AffinSpace` attaches to a LLaVA checkpoint without changing it, through hooks:
 
@@ -58,7 +58,7 @@ def pose_params(vector: torch.Tensor) -> torch.Tensor:
 
 @dataclass(frozen=True)
 class AffinConfig:
-    """AffIn-Space knobs [inferred]: pose-subspace rank, layers projected, loss weights."""
+    """AffIn-Space knobs (docket's choices): pose-subspace rank, layers projected, loss weights."""
 
     pose_rank: int = 4
     layers: tuple[int, ...] = ()  # decoder layers whose outputs are projected; () = all

@@ -1,4 +1,4 @@
-"""Affine decomposition of view poses (AffIn-Space, digest (f) [inferred]).
+"""Affine decomposition of view poses (AffIn-Space; our reconstruction, its code is unreleased).
 
 A view pose is a 2-D affine map `y = M x + t` in normalised image coordinates ([-1, 1], the
 convention of `torch.nn.functional.affine_grid` with `align_corners=False`): a point `x` of

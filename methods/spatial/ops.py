@@ -1,4 +1,4 @@
-"""AffIn-Space operators (digest (f), all [inferred]: the paper's code is unreleased).
+"""AffIn-Space operators (all our reconstruction: the paper's code is unreleased).
 
 - Explicit geometric resampling: `canonicalize(view, pose)` warps a view's feature map back to
   the canonical frame with `affine_grid` + `grid_sample` (`warp` is its inverse).

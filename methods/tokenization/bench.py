@@ -2,11 +2,12 @@
 inputs and the same vocabulary for the incremental core, HF tokenizers and tiktoken, in one
 process, with identical ids checked before anything is timed.
 
-The vocabulary is a 50,000-token byte-level BPE trained here with HF's BpeTrainer on 24 MB of
-the installed packages' Python sources plus runs of repeated characters (the setup of the
-paper digest's measurements); it is cached under `build/bench/incbpe-vocab`. The text timed is
-the standard library's sources, which training did not see. tiktoken gets the
-same vocabulary as mergeable ranks (HF id = rank) and the GPT-2 split pattern.
+The vocabulary is a 50,000-token byte-level BPE trained here with HF's BpeTrainer on 24 MB of the
+installed packages' Python sources plus runs of repeated characters (the setup of an earlier
+measurement of HF tokenizers, tiktoken and mtc-inc-bpe); it is cached under
+`build/bench/incbpe-vocab`. The text timed is the standard library's sources, which training did not
+see. tiktoken gets the same vocabulary as mergeable ranks (HF id = rank) and the GPT-2 split
+pattern.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-#: Pathological inputs of the paper and the digest: runs of one character, of spaces, 'abab'
+#: Pathological inputs for BPE: runs of one character, of spaces, 'abab'
 #: and random letters (one huge piece for a regex pre-tokenizer).
 PATHOLOGICAL = ("a", "space", "ab", "letters")
 

@@ -6,12 +6,12 @@ algorithm needs these rules in a *proper* order: every token's rule after the ru
 its parts. BPE trainers produce proper lists; a list that builds a token before one of its
 parts is improper.
 
-`properize` [RECON: the paper's repository ships a `properize.py` whose method could not be
-read] moves each such rule to just after the later of its parts (keys compare the rank at
-which a rule becomes possible, then its own rank). This is exact except when another instance
-of that part's own rule is still pending when the part forms: the original list fires the
-moved rule first, a reordered list cannot. `Tokenizer` therefore checks the reordered list
-against the original one on probe strings and refuses it with one line when they differ.
+`properize` (our reconstruction: the paper's repository ships a `properize.py` whose method could
+not be read) moves each such rule to just after the later of its parts (keys compare the rank at
+which a rule becomes possible, then its own rank). This is exact except when another instance of
+that part's own rule is still pending when the part forms: the original list fires the moved rule
+first, a reordered list cannot. `Tokenizer` therefore checks the reordered list against the original
+one on probe strings and refuses it with one line when they differ.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""ECHO's branching and pruning rules (digest (b), released `deepconf` controller).
+"""ECHO's branching and pruning rules (the released `deepconf` controller of user683/ECHO).
 
 Per response token t the tracker keeps entropy H_t, confidence C_t (rollout unit, see
 `signals`), grouped confidence C^G_t (trailing W_G), tail confidence C^tail_t (trailing W_T) and
@@ -13,7 +13,7 @@ the entropy slope ΔH_t (window W_H).
   3. `entropy_spike`: ΔH > 0 for `delta_rise_steps` consecutive tokens and ΔH > `delta_upper`.
   When several fire on the same token the first in this order is reported.
 
-Defaults are the released yaml's. Caveats (digest): with a renormalised top-10 distribution
+Defaults are the released yaml's. Caveats: with a renormalised top-10 distribution
 H ≤ ln 10 < H_high = 3.5, and C ≥ ln(confidence_top_k) > τ_b, so the released tree never
 branches; `logprob_top_k=None` uses full-vocabulary entropy and every threshold is a knob.
 """
@@ -32,7 +32,7 @@ PRUNE_REASONS: tuple[str, ...] = ("low_confidence", "tail_decline", "entropy_spi
 @dataclass(frozen=True)
 class TreeConfig:
     """Branching, pruning and budget knobs (released defaults; `n_base`, `keep_pruned` and
-    `max_children` are docket's [RECON] budget choices)."""
+    `max_children` are docket's own budget choices)."""
 
     min_depth: int = 4
     entropy_high: float = 3.5

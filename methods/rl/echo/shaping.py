@@ -1,5 +1,5 @@
 """ECHO's entropy–confidence hybrid advantage and confidence-adaptive clipping (released
-`hybrid_adv` path, digest (b)).
+`hybrid_adv` path of user683/ECHO).
 
 - hybrid score `S_t = clamp(α_s·z(H_t) + β_s·z(1 - C_t), -s_max, s_max)`, `z` = whitening over
   every response token of the batch (population std);

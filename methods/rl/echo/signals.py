@@ -1,6 +1,6 @@
 """ECHO's token signals: entropy, the two confidences of the released code, and their windows.
 
-Two confidence definitions exist in the released ECHO code (digest (b)):
+Two confidence definitions exist in the released ECHO code (user683/ECHO):
 
 - actor path (advantage shaping, adaptive clipping): `C_t = mean of the top-k probabilities`
   (k = 5; the paper's definition). `normalization="mass_topk"` uses their sum (k·mean) instead:

@@ -1,7 +1,7 @@
 """The real formats, offline: Who&When folders and CORRECT-Error rows (JSONL and parquet).
 
 The fixtures are small hand-written files in the published record formats (fields as in the
-digest): Who&When `Hand-Crafted/` (Magentic-One roles in `role`, string `mistake_step`,
+released datasets): Who&When `Hand-Crafted/` (Magentic-One roles in `role`, string `mistake_step`,
 `question_ID`, `level` null) and `Algorithm-Generated/` (agents in `name`, `system_prompt`,
 `is_correct`); CORRECT-Error rows (`trajectory_id`, `dataset`, `generator_model`,
 `question_id`, empty `groundtruth`, int `mistake_step`, `is_corrected`, `gaia_level`, `level`).
