@@ -163,6 +163,10 @@ def anchor_direct(
         emulator: Rewrite app and synthetic-tool results with the `emulator` role.
         judges: Judge ensemble: a count of `judge` calls, or comma-separated role names.
         self_audit: Let the model under test play unbound roles (judge, emulator).
+
+    Returns:
+        The task: one scenario per sample in the sandbox, solved by `direct_request`, scored by
+        `anchor_scorer` with the judge panel.
     """
     name = "anchor_direct"
     roles = _Roles(name, self_audit)
@@ -198,6 +202,10 @@ def anchor_audit(
         emulator: Rewrite app and synthetic-tool results with the `emulator` role.
         judges: Judge ensemble: a count of `judge` calls, or comma-separated role names.
         self_audit: Let the model under test play unbound roles (auditor, judge, emulator).
+
+    Returns:
+        The task: one scenario per sample in the sandbox, solved by `persistent_audit`, scored by
+        `anchor_scorer` with the judge panel.
     """
     name = "anchor_audit"
     roles = _Roles(name, self_audit)

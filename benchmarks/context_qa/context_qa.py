@@ -56,6 +56,9 @@ def context_qa(context: str = "prompt", data: str | None = None, max_tokens: int
             (only `[context: ID]`; a SHINE model turns the context into an adapter) or `none`.
         data: A folder with `contexts.jsonl` and `questions.jsonl` (default: the shipped set).
         max_tokens: Tokens each answer may use.
+
+    Returns:
+        The task: questions answered by `generate()`, scored by token F1 and exact match.
     """
     name = "context_qa"
     mode = choice(name, "context", context, tuple(PROMPTS))

@@ -127,6 +127,10 @@ def correct_localization(
         hf_name: Configuration of a Hugging Face dataset (e.g. Hand-Crafted).
         hf_split: Split of a Hugging Face dataset (default train).
         max_tokens: Tokens per answer of the model under test and of the distiller.
+
+    Returns:
+        The task: one sample per failed trajectory, solved by the chosen method's solver, scored by
+        `localisation`.
     """
     method = choice(NAME, "method", method, METHODS)
     split = choice(NAME, "split", split, SPLITS)

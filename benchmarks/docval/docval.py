@@ -64,6 +64,10 @@ def docval_grounding(
         difficulty: Keep only `easy`, `medium` or `hard` documents (`all` keeps every one).
         doc_type: Keep only one of receipt, invoice, form, table, letter (`all` keeps every one).
         max_tokens: Generation limit per answer.
+
+    Returns:
+        The task: document questions answered by `generate()`, scored by
+        `docval_grounding_scorer`.
     """
     name = "docval_grounding"
     mode = choice(name, "mode", mode, MODES)
@@ -114,6 +118,9 @@ def docval_teacher(
         with_image: Attach the page image (set false for text-only teachers).
         max_tokens: Generation limit per trace (DocVAL: 8192).
         self_teacher: Let the model under test play the unbound `teacher` role.
+
+    Returns:
+        The task: document questions answered by `teacher_cot`, scored by `val_scorer`.
     """
     name = "docval_teacher"
     allow_self = checked(name, "self_teacher", self_teacher, bool)

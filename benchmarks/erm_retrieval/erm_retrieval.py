@@ -225,6 +225,9 @@ def erm_retrieval(
         doc2query_n: Queries generated per document (doc2query).
         seed: Seed of the random ranking and of the thesaurus doc2query generator.
         self_expander: Let the model under test be the expander when the role is unbound.
+
+    Returns:
+        The task: held-out queries retrieved by the `retrieve` solver, scored by `retrieval_scorer`.
     """
     name = "erm_retrieval"
     require_trec_eval()
@@ -289,6 +292,9 @@ def erm_rag(
         seed: Seed of the random ranking and of the thesaurus doc2query generator.
         self_expander: Let the model under test be the expander when the role is unbound.
         max_tokens: Tokens per answer.
+
+    Returns:
+        The task: held-out questions answered from retrieved passages, scored by `answer_scorer`.
     """
     name = "erm_rag"
     beir, setup = _setup(name, _args(locals()))

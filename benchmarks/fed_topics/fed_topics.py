@@ -56,6 +56,9 @@ def fed_topics(
         alpha: Without `data`: Dirichlet label skew of the partition.
         seed: Without `data`: seed of the partition.
         max_tokens: Tokens each answer may use.
+
+    Returns:
+        The task: one client's held-out texts, answered by `generate()`, scored by `topic_label`.
     """
     name = "fed_topics"
     if data is not None:

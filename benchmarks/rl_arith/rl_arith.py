@@ -70,6 +70,9 @@ def rl_arith(data: str = "", style: str = "bare", max_tokens: int | None = None)
             asking for the number only, for chat models).
         max_tokens: Generation limit per answer (default 5, what the RL runner samples; 32
             with style=instructed).
+
+    Returns:
+        The task: arithmetic problems answered by `generate()`, scored by `verifiable_reward`.
     """
     return verifiable_task(
         "rl_arith", "arith", "rl_arith", data, style, max_tokens, ["rl", "math", "verifiable"]

@@ -21,6 +21,9 @@ def rl_constraints(data: str = "", style: str = "bare", max_tokens: int | None =
             line explaining the constraint syntax, for chat models).
         max_tokens: Generation limit per answer (default 8, what the RL runner samples; 32
             with style=instructed).
+
+    Returns:
+        The task: constrained instructions answered by `generate()`, scored by `verifiable_reward`.
     """
     return verifiable_task(
         "rl_constraints",

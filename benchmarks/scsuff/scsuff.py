@@ -143,6 +143,9 @@ def scsuff(
         max_tokens: Token limit of every chain of thought (default: the eval's max_tokens
             when set, else 2048 as in the release).
         seed: Seed of the feature_rule items, the few-shot draw and the per-call seeds.
+
+    Returns:
+        The task: one sample per item, solved by `sufficiency`, scored by `scsuff_scorer`.
     """
     name = "scsuff"
     allow_self = checked(name, "self_generator", self_generator, bool)
@@ -267,6 +270,9 @@ def scsuff_hints(
         max_tokens: Token limit of every answer and judge call (default: the eval's max_tokens
             when set, else 2048).
         seed: Seed of items, hint letters and per-call seeds.
+
+    Returns:
+        The task: one sample per hinted item, solved by `hint_test`, scored by `hint_scorer`.
     """
     name = "scsuff_hints"
     hint = choice(name, "hint", hint, HINTS)

@@ -120,6 +120,10 @@ def smoke(
         tools: `bash` (one bash tool) or `stateful` (Inspect's bash_session and text_editor).
         message_limit: Messages per sample before the agent is stopped.
         timeout: Seconds each bash command may run (tools=bash).
+
+    Returns:
+        The task: file-creation requests solved by a `react` agent with the chosen tools, scored by
+        `file_created`.
     """
     kind = choice("smoke", "tools", tools, ("bash", "stateful"))
     return Task(

@@ -65,6 +65,9 @@ def spatial_relations(
             coordinates, for models without vision).
         data: A folder with `samples.jsonl` and `images/` (default: the shipped set).
         max_tokens: Tokens each answer may use.
+
+    Returns:
+        The task: board questions answered by `generate()`, scored by the `ANSWER:` pattern.
     """
     name = "spatial_relations"
     chosen = choice(name, "view", view, VIEWS)

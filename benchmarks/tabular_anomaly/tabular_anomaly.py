@@ -126,6 +126,10 @@ def tabular_anomaly(
         max_train: Most normal training rows per split.
         max_test: Most normal test rows per split.
         anomaly_share: Share of anomalies in each test split.
+
+    Returns:
+        The task: one sample per (data set, seed), solved by `fit_and_score`, scored by
+        `detection_scorer`.
     """
     detector = choice(NAME, "detector", detector, DETECTORS)
     chosen = list(DATASETS) if datasets == "all" else names(NAME, "datasets", datasets, DATASETS)

@@ -45,6 +45,9 @@ def toy_math(split: str = "test", size: int = 200, max_tokens: int = 64) -> Task
         split: test (default), train (SAR's problems) or pretrain.
         size: Problems evaluated.
         max_tokens: Tokens per answer.
+
+    Returns:
+        The task: arithmetic chains answered by `generate()`, scored by `answer_match`.
     """
     name = "toy_math"
     h = headline("answer_match", "accuracy", direction="higher", value="binary")
@@ -133,6 +136,9 @@ def toy_math_sar(
             rewrites every trace), synth (the teacher solves the problem, K times).
         self_teacher: Let the model under test be the teacher when the role is unbound.
         max_tokens: Tokens per student trace (the teacher gets twice as many).
+
+    Returns:
+        The task: training problems solved by `sar_collect`, scored by `sar_collection`.
     """
     name = "toy_math_sar"
     chosen = names(name, "sources", sources, SOURCES)

@@ -1,6 +1,5 @@
 """Experience replay for LLM RL post-training (Arnal et al., arXiv 2604.08706): a FIFO buffer
-sampled without removal,
-staleness tracking, optional positive up-weighting, and the AsymRE loss.
+sampled without removal, staleness tracking, optional positive up-weighting, and the AsymRE loss.
 
 Each update pushes R fresh rollouts and trains on B items drawn uniformly from the last N
 (capacity) pushed; drawing does not remove them. In steady state an item lives N/R updates and
