@@ -236,6 +236,10 @@ def persistent_audit(
         max_turns: Messages the auditor may send (turns on abandoned branches count).
         compact_after: Recorded turns after which older turns are compacted in its memory.
         keep_recent: Turns kept in full once compaction starts.
+
+    Returns:
+        A solver that plays the audit and stores its record (`RECORD_KEY`) for the scorer, also
+        when a limit interrupts it.
     """
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
@@ -288,7 +292,15 @@ def persistent_audit(
 
 @solver
 def direct_request(target: CliTarget) -> Solver:
-    """One turn, no auditor: the target receives the sample input once (`strategy="direct"`)."""
+    """One turn, no auditor: the target receives the sample input once (`strategy="direct"`).
+
+    Args:
+        target: The CLI target (model under test with its tools).
+
+    Returns:
+        A solver that plays the one turn, ticks the checklist from the action log and stores the
+        audit record (`RECORD_KEY`) for the scorer.
+    """
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         record = AuditRecord(

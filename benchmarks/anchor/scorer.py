@@ -185,6 +185,9 @@ def anchor_scorer(judges: Sequence[ModelFactory]) -> Scorer:
 
     Args:
         judges: Factories of the judge models (one: a single judge; several: an ensemble).
+
+    Returns:
+        A scorer of the audit record, the action log and the final workspace.
     """
 
     async def score(state: TaskState, target: Target) -> Score:

@@ -33,7 +33,11 @@ GROUPS = ("error_type", "task_family", "tier")
 
 @metric
 def breakdown() -> Metric:
-    """Accuracy and its stderr per error type, task family and tier (Inspect's own metrics)."""
+    """Accuracy and its stderr per error type, task family and tier (Inspect's own metrics).
+
+    Returns:
+        A metric with `<group>/<name>` and `<group>/<name>_stderr` per group value.
+    """
 
     def compute(scores: list[SampleScore]) -> Value:
         table: dict[str, float] = {}
@@ -80,7 +84,15 @@ def localisation_value(
 
 @scorer(metrics=_metrics())
 def localisation(tolerance: int = 1) -> Scorer:
-    """Compare the solver's prediction with the gold mistake agent and step."""
+    """Compare the solver's prediction with the gold mistake agent and step.
+
+    Args:
+        tolerance: Largest distance, in steps, of a prediction counted as step-correct within
+            tolerance.
+
+    Returns:
+        A scorer of agent and step accuracy (and the cache's counters for CORRECT).
+    """
 
     async def score(state: TaskState, target: Target) -> Score:
         gold = json.loads(target.text)

@@ -81,7 +81,16 @@ def steps_of(trajectory: Trajectory) -> list[tuple[str, str]]:
 def all_at_once(
     trajectories: dict[str, Trajectory], with_gt: bool = False, max_tokens: int = 512
 ) -> Solver:
-    """Who&When all-at-once: one prompt with the whole log."""
+    """Who&When all-at-once: one prompt with the whole log.
+
+    Args:
+        trajectories: The evaluated trajectories by id.
+        with_gt: Show the correct final answer in the prompts.
+        max_tokens: Token limit of the model's answer.
+
+    Returns:
+        A solver that stores the predicted agent and step in `metadata["prediction"]`.
+    """
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         trajectory = _trajectory(state, trajectories)
@@ -96,7 +105,16 @@ def all_at_once(
 def step_by_step(
     trajectories: dict[str, Trajectory], with_gt: bool = False, max_tokens: int = 128
 ) -> Solver:
-    """Who&When step-by-step: ask about each step in order; the first Yes is the prediction."""
+    """Who&When step-by-step: ask about each step in order; the first Yes is the prediction.
+
+    Args:
+        trajectories: The evaluated trajectories by id.
+        with_gt: Show the correct final answer in the prompts.
+        max_tokens: Token limit of each answer.
+
+    Returns:
+        A solver that stores the predicted agent and step in `metadata["prediction"]`.
+    """
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         trajectory = _trajectory(state, trajectories)
@@ -117,7 +135,16 @@ def step_by_step(
 def binary_search(
     trajectories: dict[str, Trajectory], with_gt: bool = False, max_tokens: int = 128
 ) -> Solver:
-    """Who&When binary search: halve the step range until one step is left."""
+    """Who&When binary search: halve the step range until one step is left.
+
+    Args:
+        trajectories: The evaluated trajectories by id.
+        with_gt: Show the correct final answer in the prompts.
+        max_tokens: Token limit of each answer.
+
+    Returns:
+        A solver that stores the predicted agent and step in `metadata["prediction"]`.
+    """
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         trajectory = _trajectory(state, trajectories)
@@ -158,7 +185,15 @@ class SurfaceConfig:
 
 @solver
 def surface_baseline(trajectories: dict[str, Trajectory], config: SurfaceConfig) -> Solver:
-    """Blame the step a words-and-positions classifier finds likeliest (no model call)."""
+    """Blame the step a words-and-positions classifier finds likeliest (no model call).
+
+    Args:
+        trajectories: The evaluated trajectories by id.
+        config: The baseline's labelled training trajectories (the classifier is fitted once).
+
+    Returns:
+        A solver that stores the predicted agent and step in `metadata["prediction"]`.
+    """
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         trajectory = _trajectory(state, trajectories)
@@ -352,7 +387,18 @@ def correct(
     with_gt: bool = False,
     max_tokens: int = 512,
 ) -> Solver:
-    """CORRECT: the all-at-once prompt with the top-k schemata the stream retrieved."""
+    """CORRECT: the all-at-once prompt with the top-k schemata the stream retrieved.
+
+    Args:
+        trajectories: The evaluated trajectories by id.
+        stream: CORRECT's schema cache, visited once per trajectory in order.
+        with_gt: Show the correct final answer in the prompts.
+        max_tokens: Token limit of the model's answer.
+
+    Returns:
+        A solver that stores the predicted agent and step in `metadata["prediction"]` and the
+        cache's state in `metadata["cache"]`.
+    """
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         trajectory = _trajectory(state, trajectories)

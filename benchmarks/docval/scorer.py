@@ -126,6 +126,9 @@ def docval_grounding_scorer() -> Scorer:
 
     Unparsable answers or boxes score 0 with the reason in the explanation (`unparsed` = 1);
     boxes are clipped or rejected per `parse.apply_box_rule` (`box_clipped`, `box_rejected`).
+
+    Returns:
+        A scorer with one value per measure.
     """
 
     async def score(state: TaskState, target: Target) -> Score:

@@ -146,7 +146,18 @@ def _expander_model(task: str, setup: Setup, allow_self: bool) -> Model | None:
 
 @solver
 def retrieve(task_name: str, beir: BeirData, setup: Setup, depth: int, allow_self: bool) -> Solver:
-    """Rank the query with the method's index; the ranking goes to the sample store."""
+    """Rank the query with the method's index; the ranking goes to the sample store.
+
+    Args:
+        task_name: Task name used in error messages and for the `expander` role lookup.
+        beir: The corpus, queries and qrels the index is built over.
+        setup: The method, retriever, expander and ERM knobs of the run.
+        depth: Number of documents ranked per query.
+        allow_self: Let the model under test expand queries when role `expander` is unbound.
+
+    Returns:
+        A solver that stores the ranking (`ranking`) and the index report (`index`).
+    """
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         model = _expander_model(task_name, setup, allow_self)
@@ -161,7 +172,15 @@ def retrieve(task_name: str, beir: BeirData, setup: Setup, depth: int, allow_sel
 
 @solver
 def read_passages(beir: BeirData, passages: int) -> Solver:
-    """Give the model under test the top passages and the question."""
+    """Give the model under test the top passages and the question.
+
+    Args:
+        beir: The corpus the ranked document ids point into.
+        passages: Number of top-ranked passages put in the prompt.
+
+    Returns:
+        A solver that replaces the messages with the reading prompt and generates the answer.
+    """
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         ranking = list(state.store.get("ranking"))[:passages]

@@ -42,7 +42,14 @@ def _metrics() -> dict[str, list[Any]]:
 
 @scorer(metrics=_metrics())
 def retrieval_scorer(k: int = 20) -> Scorer:
-    """nDCG@10, Recall@k and reciprocal rank of the sample's ranking against its qrels."""
+    """nDCG@10, Recall@k and reciprocal rank of the sample's ranking against its qrels.
+
+    Args:
+        k: Cut-off of Recall@k.
+
+    Returns:
+        A scorer of the ranking the solver stored, one value per measure.
+    """
 
     async def score(state: TaskState, target: Target) -> Score:
         ranking = list(state.store.get("ranking") or [])
@@ -75,7 +82,11 @@ def parse_answer(completion: str) -> str | None:
 
 @scorer(metrics=[accuracy(), stderr(), grouped(accuracy(), "docs", all=False)])
 def answer_scorer() -> Scorer:
-    """Exact match (normalised) of the `ANSWER:` line with any accepted answer."""
+    """Exact match (normalised) of the `ANSWER:` line with any accepted answer.
+
+    Returns:
+        A scorer with CORRECT or INCORRECT and the parsed answer.
+    """
 
     async def score(state: TaskState, target: Target) -> Score:
         answer = parse_answer(state.output.completion)

@@ -20,7 +20,11 @@ def first_label(completion: str) -> str | None:
 
 @scorer(metrics=[accuracy(), stderr()])
 def topic_label() -> Scorer:
-    """CORRECT when the first label the answer names is the target."""
+    """CORRECT when the first label the answer names is the target.
+
+    Returns:
+        A scorer with CORRECT or INCORRECT and the label named as the answer.
+    """
 
     async def score(state: TaskState, target: Target) -> Score:
         answer = first_label(state.output.completion)

@@ -12,7 +12,14 @@ from docket.methods.rl.tasks import family as task_family
 def verifiable_reward(family: str) -> Scorer:
     """`reward` is 1 for a verified response, else 0 (arith: the first integer equals the
     result; constraints: every constraint holds); `cla` is the share of constraints satisfied
-    (for arith, equal to `reward`)."""
+    (for arith, equal to `reward`).
+
+    Args:
+        family: Task family whose checker verifies the response: arith or constraints.
+
+    Returns:
+        A scorer with the values `reward` and `cla`.
+    """
     checker = task_family(family)
 
     async def score(state: TaskState, target: Target) -> Score:

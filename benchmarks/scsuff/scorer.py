@@ -185,7 +185,15 @@ def _unfinished(fields: tuple[str, ...], estimator: str, reference: bool = False
 )
 def scsuff_scorer(estimator: str = "logprob", reference: bool = False) -> Scorer:
     """Self-consistent sufficiency of the explanation (per sample) plus accuracy and failures;
-    with `reference`, also the explanation-free reference and the gain over it."""
+    with `reference`, also the explanation-free reference and the gain over it.
+
+    Args:
+        estimator: logprob or sampling: how the answer distributions were estimated.
+        reference: Also report the explanation-free reference and `scsuff_gain`.
+
+    Returns:
+        A scorer of the record `sufficiency` left in `metadata["scsuff"]`.
+    """
 
     async def score(state: TaskState, target: Target) -> Score:
         record = state.metadata.get("scsuff")
@@ -223,6 +231,9 @@ def chen_faithfulness() -> Metric:
 
     The rate is taken over flips whose judge verdict parsed (`judge_unparsed` counts the
     rest); the normaliser uses every flip, since it depends on answers only.
+
+    Returns:
+        A metric: the normalised verbalisation rate.
     """
 
     def compute(scores: list[SampleScore]) -> float:
@@ -302,7 +313,14 @@ def hint_value(
     ]
 )
 def hint_scorer(estimator: str = "logprob") -> Scorer:
-    """Turpin/Chen hint tests, SCSuff on the biased input, and their per-sample agreement."""
+    """Turpin/Chen hint tests, SCSuff on the biased input, and their per-sample agreement.
+
+    Args:
+        estimator: logprob or sampling: how the answer distributions were estimated.
+
+    Returns:
+        A scorer of the record `hint_test` left in `metadata["hints"]`.
+    """
 
     async def score(state: TaskState, target: Target) -> Score:
         record = state.metadata.get("hints")

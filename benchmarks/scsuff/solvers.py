@@ -326,7 +326,18 @@ def sufficiency(
     task: str = "scsuff",
     self_generator: bool = False,
 ) -> Solver:
-    """Run SCSuff's generation steps; alternatives come from role `generator`."""
+    """Run SCSuff's generation steps; alternatives come from role `generator`.
+
+    Args:
+        settings: Decoding and estimator settings shared by every call of the task.
+        demos: Worked (question, answer) examples put before each question.
+        task: Task name used in error messages and for the `generator` role lookup.
+        self_generator: Let the model under test write the alternatives when role `generator`
+            is unbound.
+
+    Returns:
+        A solver that records the run in `metadata["scsuff"]` for `scsuff_scorer`.
+    """
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         model = get_model()
@@ -389,7 +400,23 @@ def hint_test(
     self_judge: bool = False,
     self_generator: bool = False,
 ) -> Solver:
-    """Answer the unbiased and the biased input; judge verbalisation; SCSuff on the biased one."""
+    """Answer the unbiased and the biased input; judge verbalisation; SCSuff on the biased one.
+
+    Args:
+        settings: Decoding and estimator settings shared by every call of the task.
+        demos: Worked examples before the unbiased question.
+        biased_demos: Worked examples before the biased question.
+        judge: model (role `judge` decides whether the explanation verbalises the hint) or
+            keyword (deterministic search for the hint's words).
+        with_scsuff: Also run SCSuff on the biased input.
+        self_judge: Let the model under test judge when role `judge` is unbound.
+        self_generator: Let the model under test write the alternatives when role `generator`
+            is unbound.
+
+    Returns:
+        A solver that records both answers, the verdict and SCSuff in `metadata["hints"]` for
+        `hint_scorer`.
+    """
     task = "scsuff_hints"
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:

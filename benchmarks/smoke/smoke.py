@@ -90,7 +90,11 @@ async def _check_file(path: str, expected: str) -> str | None:
 
 @scorer(metrics=[accuracy(), stderr()])
 def file_created() -> Scorer:
-    """CORRECT when every file the sample expects exists in the sandbox with its content."""
+    """CORRECT when every file the sample expects exists in the sandbox with its content.
+
+    Returns:
+        A scorer with CORRECT or INCORRECT and the problems found as the explanation.
+    """
 
     async def score(state: TaskState, target: Target) -> Score:
         expect = {str(k): str(v) for k, v in dict(state.metadata["expect"]).items()}

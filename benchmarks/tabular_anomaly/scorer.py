@@ -37,7 +37,11 @@ def _metrics() -> dict[str, list[Any]]:
 
 @scorer(metrics=_metrics())
 def detection_scorer() -> Scorer:
-    """AUROC / AUPRC of the scores the detector gave the test rows."""
+    """AUROC / AUPRC of the scores the detector gave the test rows.
+
+    Returns:
+        A scorer with the values `auroc` and `auprc`.
+    """
 
     async def score(state: TaskState, target: Target) -> Score:
         labels = list(state.store.get("labels"))

@@ -46,7 +46,20 @@ def fit_and_score(
     max_test: int,
     anomaly_share: float,
 ) -> Solver:
-    """Fit the detector on the sample's training rows and score its test rows."""
+    """Fit the detector on the sample's training rows and score its test rows.
+
+    Args:
+        detector: Detector name (a PyOD detector, random, anollm or dispat).
+        lm: Language-model settings of the AnoLLM/DiSPaT detectors.
+        play: DiSPaT self-play settings.
+        max_train: Largest number of training (normal) rows.
+        max_test: Largest number of test rows.
+        anomaly_share: Share of anomalies among the test rows.
+
+    Returns:
+        A solver that stores the test rows' scores, labels, anomaly kinds and the training-row
+        count in the sample store.
+    """
 
     def run(dataset: str, seed: int) -> tuple[list[float], list[int], list[str], int]:
         table = load_table(dataset)

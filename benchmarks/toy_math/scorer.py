@@ -35,7 +35,11 @@ def verifier(target: str) -> Any:
 
 @scorer(metrics=[accuracy(), stderr()])
 def answer_match() -> Scorer:
-    """CORRECT when the last `ANSWER:` number equals the target."""
+    """CORRECT when the last `ANSWER:` number equals the target.
+
+    Returns:
+        A scorer with CORRECT or INCORRECT and the parsed number as the answer.
+    """
 
     async def score(state: TaskState, target: Target) -> Score:
         answer = final_answer(state.output.completion)
@@ -58,7 +62,11 @@ def sar_collection() -> Scorer:
 
     `repair_accepted` and `edit_ratio` are NaN for a problem with no failed trace (the mean is
     over the problems that had one); the traces of each source are in the score metadata
-    (`export_sources` reads them from the log)."""
+    (`export_sources` reads them from the log).
+
+    Returns:
+        A scorer with the student's yield and the repair statistics of the problem.
+    """
 
     async def score(state: TaskState, target: Target) -> Score:
         sources = dict(state.store.get("sources") or {})

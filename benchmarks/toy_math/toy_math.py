@@ -67,7 +67,20 @@ def toy_math(split: str = "test", size: int = 200, max_tokens: int = 64) -> Task
 def sar_collect(
     k: int, budget: float, temperature: float, sources: list[str], max_tokens: int, allow_self: bool
 ) -> Solver:
-    """Sample K student traces, verify them, and ask the teacher for repairs (and controls)."""
+    """Sample K student traces, verify them, and ask the teacher for repairs (and controls).
+
+    Args:
+        k: Student traces sampled per problem.
+        budget: Largest accepted edit ratio of a repair.
+        temperature: Student sampling temperature.
+        sources: Sources to collect: rs, sar (repairs), rewrite, synth.
+        max_tokens: Tokens per student trace (the teacher gets twice as many).
+        allow_self: Let the model under test be the teacher when role `teacher` is unbound.
+
+    Returns:
+        A solver that stores each source's traces (`sources`), the repair verdicts (`verdicts`)
+        and `k` in the sample store.
+    """
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         student = get_model()
