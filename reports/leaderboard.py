@@ -587,8 +587,23 @@ def build_report(
 ) -> ReportFiles:
     """Read every log under `log_dir`; write index.html, leaderboard.md, leaderboard.json.
 
-    Raises `EmptyLogDir` when `log_dir` holds no Inspect log, `FileNotFoundError` when it does
-    not exist, and the one-line errors of the overrides, prices and baseline readers.
+    Args:
+        log_dir: Folder searched recursively for Inspect logs.
+        out_dir: Folder the report files are written to (created when missing).
+        bundle: Also copy the logs next to the report, linked from the HTML (used when
+            `options` is None).
+        options: Headline flags, overrides, prices, history and baseline to apply; None: the
+            defaults with `bundle`.
+
+    Returns:
+        The paths written, the logs that could not be read and, with a baseline, the exit code
+        of the comparison.
+
+    Raises:
+        EmptyLogDir: `log_dir` holds no Inspect log.
+        FileNotFoundError: `log_dir` does not exist.
+        OverrideError, PriceError, BaselineError: the one-line errors of the overrides, prices
+            and baseline readers.
     """
     opts = options or ReportOptions(bundle=bundle)
     log_root = Path(log_dir).resolve()

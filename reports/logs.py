@@ -122,7 +122,15 @@ def _short_error(ex: Exception) -> str:
 
 
 def load_logs(log_dir: str | Path) -> LoadedLogs:
-    """Read every log under `log_dir`; unreadable files are reported, not raised."""
+    """Read every log under `log_dir`; unreadable files are reported, not raised.
+
+    Args:
+        log_dir: Folder searched recursively for Inspect logs.
+
+    Returns:
+        The eval and sample rows of the readable logs, the errors of the others, the number of
+        log files found and the decoding-method counters per eval id.
+    """
     eval_frames: list[pd.DataFrame] = []
     sample_frames: list[pd.DataFrame] = []
     counters: dict[str, dict[str, Any]] = {}

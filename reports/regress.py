@@ -127,7 +127,15 @@ def baseline_data(runs: list[Run]) -> dict[str, Any]:
 
 
 def write_baseline(runs: list[Run], path: str | Path) -> int:
-    """Write the baseline JSON; return how many entries it holds."""
+    """Write the baseline JSON; return how many entries it holds.
+
+    Args:
+        runs: The runs whose headlines become the baseline's entries.
+        path: File written (its folder is created when missing).
+
+    Returns:
+        The number of entries written.
+    """
     data = baseline_data(runs)
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
@@ -172,7 +180,17 @@ def _check_entry(source: Path, index: int, entry: object) -> None:
 
 
 def read_baseline(path: str | Path) -> list[dict[str, Any]]:
-    """Entries of a baseline file, validated; `BaselineError` names the file and the field."""
+    """Entries of a baseline file, validated; `BaselineError` names the file and the field.
+
+    Args:
+        path: The baseline JSON written by `write_baseline`.
+
+    Returns:
+        The validated entries, one per (task, model).
+
+    Raises:
+        BaselineError: The file is missing, not JSON, of another format, or has a bad field.
+    """
     source = Path(path)
     try:
         data = json.loads(source.read_text())
@@ -388,7 +406,19 @@ def compare(
     min_coverage: float = 0.95,
     headline_flags: dict[str, HeadlineSpec] | None = None,
 ) -> list[Comparison]:
-    """Compare every baseline entry with the current run of the same task and model."""
+    """Compare every baseline entry with the current run of the same task and model.
+
+    Args:
+        entries: Baseline entries from `read_baseline`.
+        runs: The current runs.
+        tolerance: Largest drop of the headline, in its own units, that is not a regression.
+        alpha: Significance level a drop beyond `tolerance` must reach to be a regression.
+        min_coverage: Smallest share of the baseline's samples the current run must have.
+        headline_flags: Headline metrics chosen on the command line, by task.
+
+    Returns:
+        One comparison (with its verdict) per baseline entry, in the entries' order.
+    """
     return [
         _compare_one(
             entry,
@@ -403,7 +433,15 @@ def compare(
 
 
 def exit_code(comparisons: list[Comparison], errors: list[LogError]) -> int:
-    """2 when anything is not comparable, untestable or unreadable, else 1 on a regression."""
+    """2 when anything is not comparable, untestable or unreadable, else 1 on a regression.
+
+    Args:
+        comparisons: The comparisons from `compare`.
+        errors: Logs that could not be read.
+
+    Returns:
+        The process exit code: 0 (no regression), 1 (regression) or 2 (not comparable).
+    """
     if errors or any(c.blocking for c in comparisons):
         return EXIT_NOT_COMPARABLE
     if any(c.verdict == "regression" for c in comparisons):
@@ -428,7 +466,13 @@ def flip_lines(c: Comparison, limit: int = FLIPS_SHOWN) -> list[str]:
 def print_comparisons(
     console: Console, comparisons: list[Comparison], errors: list[LogError]
 ) -> None:
-    """The rich table of verdicts, the flipped samples, then any unreadable logs."""
+    """The rich table of verdicts, the flipped samples, then any unreadable logs.
+
+    Args:
+        console: Console printed to.
+        comparisons: The comparisons from `compare`.
+        errors: Logs that could not be read.
+    """
     table = Table(title="docket regress")
     for column in ("task", "model", "headline", "baseline", "current", "drop", "p", "verdict"):
         table.add_column(column)

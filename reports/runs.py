@@ -505,7 +505,16 @@ def _unscored_reason(run: Run) -> str | None:
 def build_runs(
     loaded: LoadedLogs, headline_flags: dict[str, HeadlineSpec] | None = None
 ) -> list[Run]:
-    """One `Run` per row identity (the newest successful log), older ones in `superseded`."""
+    """One `Run` per row identity (the newest successful log), older ones in `superseded`.
+
+    Args:
+        loaded: The logs read by `load_logs`.
+        headline_flags: Headline metrics chosen on the command line, by task; they override
+            the headline a task declares.
+
+    Returns:
+        The runs, with their headline values resolved.
+    """
     if loaded.evals.empty:
         return []
     flags = headline_flags or {}

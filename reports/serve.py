@@ -23,12 +23,28 @@ class QuietHandler(SimpleHTTPRequestHandler):
 def make_server(
     directory: str | Path, port: int = 0, host: str = "127.0.0.1"
 ) -> ThreadingHTTPServer:
-    """An HTTP server for `directory` (port 0: any free port; see `server.server_address`)."""
+    """An HTTP server for `directory` (port 0: any free port; see `server.server_address`).
+
+    Args:
+        directory: Folder served.
+        port: Port to listen on; 0 picks a free one.
+        host: Address to bind.
+
+    Returns:
+        The server, bound but not yet serving.
+    """
     handler = partial(QuietHandler, directory=str(directory))
     return ThreadingHTTPServer((host, port), handler)
 
 
 def url_of(server: ThreadingHTTPServer) -> str:
-    """The server's base URL."""
+    """The server's base URL.
+
+    Args:
+        server: A server from `make_server`.
+
+    Returns:
+        `http://<host>:<port>/`.
+    """
     host, port = server.server_address[:2]
     return f"http://{host!s}:{port}/"

@@ -27,7 +27,14 @@ _call_ids = count(1)
 
 
 def count_tokens(text: str) -> int:
-    """Deterministic token count: words and punctuation marks."""
+    """Deterministic token count: words and punctuation marks.
+
+    Args:
+        text: The text counted.
+
+    Returns:
+        The number of words and punctuation marks in `text`.
+    """
     return len(_TOKEN.findall(text))
 
 
@@ -39,7 +46,16 @@ def _message_text(message: ChatMessage) -> str:
 
 
 class ScriptedModelAPI(ModelAPI):
-    """A model whose every reply is computed by a registered scripted policy."""
+    """A model whose every reply is computed by a registered scripted policy.
+
+    Args:
+        model_name: The model's name.
+        base_url: Passed on to Inspect's `ModelAPI`; the scripted model calls no server.
+        api_key: Passed on to Inspect's `ModelAPI`; no key is needed.
+        config: Generation config of the eval.
+        **model_args: The `-M` options: `policy` (required) names the policy, the others are
+            that policy's declared arguments, each converted to its declared type.
+    """
 
     def __init__(
         self,
@@ -79,7 +95,18 @@ class ScriptedModelAPI(ModelAPI):
         tool_choice: ToolChoice,
         config: GenerateConfig,
     ) -> ModelOutput:
-        """Run the policy on the conversation and wrap its reply as a `ModelOutput`."""
+        """Run the policy on the conversation and wrap its reply as a `ModelOutput`.
+
+        Args:
+            input: The conversation so far.
+            tools: Tools offered to the model (none are shown to the policy when `tool_choice` is
+                "none").
+            tool_choice: Inspect's tool choice for this call.
+            config: Generation config of the call (the policy reads e.g. `logprobs`).
+
+        Returns:
+            The policy's reply as one choice, with its tool calls, logprobs and token usage.
+        """
         offered = [] if tool_choice == "none" else tools
         state = PolicyInput(messages=input, tools=offered, config=config, args=self.policy_args)
         reply = self.policy.fn(state)
