@@ -263,11 +263,6 @@ def _as_slice(positions: torch.Tensor) -> torch.Tensor | slice:
     return slice(first, last + 1) if last - first + 1 == count else positions
 
 
-def parameter_count(model: nn.Module) -> int:
-    """Number of trainable parameters."""
-    return sum(p.numel() for p in model.parameters() if p.requires_grad)
-
-
 def masked_diffusion_loss(
     model: ToyMaskPredictor,
     ids: torch.Tensor,
