@@ -1,6 +1,6 @@
 """DSB: Dynamic Sliding Block decoding and DSB Cache for masked-diffusion LMs (`-M method=dsb`).
 
-Digest (b) (lizhuo-luo/DSB, arXiv 2602.05992). A masked-diffusion LM starts from an answer of
+The paper: lizhuo-luo/DSB, arXiv 2602.05992. A masked-diffusion LM starts from an answer of
 `gen_length` mask tokens after the prompt; every step runs the bidirectional mask predictor and
 *transfers* (unmasks) some masked positions of the active window [s, e).
 
@@ -11,7 +11,7 @@ Digest (b) (lizhuo-luo/DSB, arXiv 2602.05992). A masked-diffusion LM starts from
   `quota` most confident eligible positions (`quota_plan`, LLaDA's `get_num_transfer_tokens`:
   a naive block's tokens spread over its share of `steps`, DSB's whole answer over `steps`).
   Naive blocks with that quota and `steps = gen_length` (one token per step) are the paper's
-  "vanilla" row (digest b.5).
+  "vanilla" row.
 - Naive blocks (`naive_window`): fixed blocks of `block_length`; the next block opens only
   when the current one is fully unmasked.
 - DSB (`dsb_window`): s = first still-masked position before the previous e; e = min(P + S_init

@@ -1,11 +1,11 @@
 """FLASH: frequency-localized attention shaping of visual heads during decoding (`-M method=flash`).
 
-Digest (c): only the abstract is known (ICML 2026; no paper text, code or summary found).
-Confirmed: training-free, contrastive-decoding-free; a *Spectral Vortex Score* (SVS) finds
+The paper (ICML 2026) is known by its abstract only (no paper text, code or summary found).
+Stated there: training-free, contrastive-decoding-free; a *Spectral Vortex Score* (SVS) finds
 "visual heads"; *adaptive spectral modulation* of those heads rectifies the visual information
 flow during decoding, against *Localized Fixation* (attention collapsed onto a few patches)
 and *Perceptual-Semantic Dissociation* (the right region, too little mass). Everything below
-is a reconstruction **[inferred]** (digest c.1), each choice a knob:
+is a reconstruction **[inferred]**, each choice a knob:
 
 - visual map: at a decoding step, a head's post-softmax attention of the current query over
   one image's tokens, reshaped to its patch grid (a square run of image tokens; otherwise 1×n);
