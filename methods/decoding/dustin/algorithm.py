@@ -1,7 +1,7 @@
 """Dustin: speculative decoding with sparse verification for long contexts (`-M method=dustin`).
 
-The paper: arXiv 2606.24957 (only its abstract and summaries were read; no code). Stated there: verification
-is the bottleneck of long-context speculative decoding because the target reads its whole KV
+The paper: arXiv 2606.24957 (only its abstract and summaries were read; no code). Stated
+there: verification is the bottleneck of long-context speculative decoding because the target reads its whole KV
 cache; Dustin scores context tokens by combining the draft's *lookahead* attention with the
 target's *historical* attention, estimated on a minimal subset of heads, and verifies against
 the selected entries only. The rest is a reconstruction **[inferred]**, with
