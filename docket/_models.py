@@ -17,8 +17,8 @@ from inspect_ai.tool import ToolChoice, ToolInfo
 #: docket model kind -> "module:class" of its backend `ModelAPI`.
 BACKENDS: dict[str, str] = {
     "scripted": "docket.agents.scripted.provider:ScriptedModelAPI",
-    "smollm2": "docket.methods.decoding.local_hf:SmolLM2ModelAPI",
-    "local": "docket.methods.decoding.local_hf:LocalHFModelAPI",
+    "smollm2": "docket.methods.local.provider:SmolLM2ModelAPI",
+    "local": "docket.methods.local.provider:LocalHFModelAPI",
 }
 
 

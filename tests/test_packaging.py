@@ -45,7 +45,7 @@ EXTRA_CHECKS = {
     "": "import docket._registry",
     "api": "import openai, anthropic",
     "smollm2": (
-        "from docket.methods.decoding.local_hf import smollm2_gguf; assert smollm2_gguf().is_file()"
+        "from docket.methods.local.provider import smollm2_gguf; assert smollm2_gguf().is_file()"
     ),
     "methods": "import torch, transformers",
     "embeddings": "import sentence_transformers",

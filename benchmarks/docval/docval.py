@@ -20,8 +20,8 @@ from docket.benchmarks.common.roles import require_roles, role_model
 from docket.benchmarks.docval.dataset import load_source, to_samples
 from docket.benchmarks.docval.layouts import DOC_TYPES
 from docket.benchmarks.docval.scorer import docval_grounding_scorer
-from docket.methods.decoding.local_hf import cannot_read_images
 from docket.methods.distill.teacher import teacher_cot, val_scorer
+from docket.methods.local.provider import cannot_read_images
 
 VERSION = "2-A"
 MODES = ("vision", "layout_text")

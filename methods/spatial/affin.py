@@ -30,7 +30,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from docket.methods.adaptation.plugin import decode_under, register, save_module, with_counters
+from docket.methods.adaptation.plugin import decode_under, save_module, with_counters
+from docket.methods.local.registry import method_plugin
+from docket.methods.local.settings import knob
 from docket.methods.spatial.affine import compose
 from docket.methods.spatial.ops import (
     ConditionalReconstruction,
@@ -193,11 +195,21 @@ def load_affin(folder: Path, model: Any) -> AffinSpace:
 # --- docket/local plugin ------------------------------------------------------------------
 
 
-def _build(loaded: Any, knobs: Mapping[str, Any]) -> Any:
+@dataclass(frozen=True)
+class AffinKnobs:
+    """The knobs of `-M method=affin`."""
+
+    affin: str | None = knob(None, "the trained AffIn-Space folder (default: <model>/affin)")
+
+
+@method_plugin(
+    "affin", AffinKnobs, "AffIn-Space: canonicalised image features and pose-projected states"
+)
+def _build(loaded: Any, knobs: AffinKnobs) -> Any:
     if not loaded.reads_images:
         raise ValueError("docket/local -M method=affin needs a vision-language checkpoint")
     model = loaded.model
-    folder = Path(str(knobs.get("affin") or Path(str(model.name_or_path)) / "affin"))
+    folder = Path(str(knobs.affin or Path(str(model.name_or_path)) / "affin"))
     affin = load_affin(folder, model)
 
     def decode(model: Any, tokenizer: Any, prompt: list[int], params: Any, n: int) -> list[Any]:
@@ -214,11 +226,3 @@ def _build(loaded: Any, knobs: Mapping[str, Any]) -> Any:
         return with_counters(generations, counters)
 
     return decode
-
-
-register(
-    "affin",
-    _build,
-    ("affin",),
-    "AffIn-Space: canonicalised image features and pose-projected states",
-)

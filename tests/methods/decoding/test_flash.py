@@ -10,15 +10,15 @@ from typing import Any
 import pytest
 import torch
 
-from docket.methods.decoding.flash import (
+from docket.methods.decoding.flash.algorithm import (
     FlashSettings,
     image_runs,
-    settings_from_knobs,
     shape_map,
     shape_rows,
     spectral_score,
 )
-from docket.methods.decoding.sampling import DecodeParams, greedy
+from docket.methods.local.sampling import DecodeParams, greedy
+from docket.methods.local.settings import parse_settings
 
 
 def blob(side: int = 8) -> torch.Tensor:
@@ -74,19 +74,22 @@ def test_image_runs_find_grids() -> None:
 
 
 def test_knobs_parse_counts_pairs_and_layers() -> None:
-    assert settings_from_knobs({"heads": "1:0,0:3"}).head_list == ((1, 0), (0, 3))
-    assert settings_from_knobs({"heads": 3, "layers": "0:2"}).layers == (0, 2)
+    assert parse_settings("flash", FlashSettings, {"heads": "1:0,0:3"}).head_list == (
+        (1, 0),
+        (0, 3),
+    )
+    assert parse_settings("flash", FlashSettings, {"heads": 3, "layers": "0:2"}).layers == (0, 2)
     with pytest.raises(ValueError, match="-M heads='1:x' is not valid"):
-        settings_from_knobs({"heads": "1:x"})
+        parse_settings("flash", FlashSettings, {"heads": "1:x"})
     with pytest.raises(ValueError, match=r"-M strength=2 is not valid \(a number in \[0, 1\]\)"):
-        settings_from_knobs({"strength": 2})
+        parse_settings("flash", FlashSettings, {"strength": 2})
 
 
 # --- on a tiny random LLaVA -----------------------------------------------------------------
 
 
 def image_prompt(vlm: Any) -> tuple[list[int], DecodeParams]:
-    from docket.methods.decoding.flash import image_token_id
+    from docket.methods.decoding.flash.algorithm import image_token_id
 
     token = image_token_id(vlm.model)
     ids = [5, 6, *[token] * 16, 7, 8, 9]
@@ -107,11 +110,11 @@ def heads_output(vlm: Any, run: Any) -> list[torch.Tensor]:
 
 
 def test_strength_zero_is_the_unmodified_model(vlm: Any) -> None:
-    from docket.methods.decoding.flash import build
+    from docket.methods.decoding.flash.plugin import build
 
     ids, params = image_prompt(vlm)
     plain = greedy(vlm.model, vlm.tokenizer, ids, params)[0]
-    decode = build(vlm, {"strength": 0})
+    decode = build(vlm, parse_settings("flash", FlashSettings, {"strength": 0}))
     shaped = decode(vlm.model, vlm.tokenizer, ids, params, 1)[0]
     assert shaped.token_ids == plain.token_ids
     logprobs = DecodeParams(**{**params.__dict__, "logprobs": True})
@@ -122,7 +125,7 @@ def test_strength_zero_is_the_unmodified_model(vlm: Any) -> None:
 
 
 def test_only_selected_heads_change_and_one_forward_per_token(vlm: Any) -> None:
-    from docket.methods.decoding.flash import build
+    from docket.methods.decoding.flash.plugin import build
 
     ids, params = image_prompt(vlm)
     head_dim = vlm.model.config.text_config.hidden_size // 4
@@ -132,7 +135,10 @@ def test_only_selected_heads_change_and_one_forward_per_token(vlm: Any) -> None:
     try:
         plain = heads_output(vlm, lambda: greedy(vlm.model, vlm.tokenizer, ids, params))
         plain_forwards = len(forwards)
-        decode = build(vlm, {"heads": "1:2", "strength": 1, "amplify": 2.0})
+        decode = build(
+            vlm,
+            parse_settings("flash", FlashSettings, {"heads": "1:2", "strength": 1, "amplify": 2.0}),
+        )
         results: list[Any] = []
         shaped = heads_output(
             vlm, lambda: results.append(decode(vlm.model, vlm.tokenizer, ids, params, 1)[0])
@@ -153,11 +159,13 @@ def test_only_selected_heads_change_and_one_forward_per_token(vlm: Any) -> None:
 
 
 async def test_docket_local_flash_and_text_model_refusal(vlm: Any, tmp_path: Path) -> None:
-    from docket.methods.decoding import flash
-    from docket.methods.decoding.loading import LoadedModel
+    from docket.methods.decoding.flash import algorithm, plugin
+    from docket.methods.local.loading import LoadedModel
 
-    assert flash.image_token_id(vlm.model) is not None
+    assert algorithm.image_token_id(vlm.model) is not None
     with pytest.raises(ValueError, match="needs an image-text-to-text checkpoint"):
-        flash.build(LoadedModel(model=vlm.model.model.language_model, tokenizer=None), {})
+        plugin.build(
+            LoadedModel(model=vlm.model.model.language_model, tokenizer=None), FlashSettings()
+        )
     with pytest.raises(ValueError, match="head 7:0 does not exist"):
-        flash.build(vlm, {"heads": "7:0"})
+        plugin.build(vlm, parse_settings("flash", FlashSettings, {"heads": "7:0"}))

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import runpy
 from pathlib import Path
 
 import pytest
 
-from docket.methods.decoding.gpu_compare import main
+SCRIPT = Path(__file__).parents[3] / "methods" / "decoding" / "scripts" / "gpu_compare.py"
+main = runpy.run_path(str(SCRIPT))["main"]
 
 
 def rows(capsys: pytest.CaptureFixture[str]) -> list[dict[str, object]]:

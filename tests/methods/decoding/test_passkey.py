@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from docket.methods.decoding.dustin import DustinSettings, make_self_draft
-from docket.methods.decoding.passkey import (
+from docket.methods.decoding.dustin.algorithm import DustinSettings, make_self_draft
+from docket.methods.decoding.dustin.passkey import (
     FILLER,
     QUESTION,
     PassKeyCase,

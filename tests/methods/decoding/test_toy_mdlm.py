@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 import torch
 
-from docket.methods.decoding.dsb import DSBSettings, ToyMaskedLM, generate
-from docket.methods.decoding.toy_mdlm import data
-from docket.methods.decoding.toy_mdlm.checkpoint import load
-from docket.methods.decoding.toy_mdlm.model import ToyConfig, ToyMaskPredictor
-from docket.methods.decoding.toy_mdlm.train import (
+from docket.methods.decoding.dsb.algorithm import DSBSettings, ToyMaskedLM, generate
+from docket.methods.decoding.dsb.toy_mdlm import data
+from docket.methods.decoding.dsb.toy_mdlm.checkpoint import load
+from docket.methods.decoding.dsb.toy_mdlm.model import ToyConfig, ToyMaskPredictor
+from docket.methods.decoding.dsb.toy_mdlm.train import (
     TrainConfig,
     checkpoint_key,
     make_batch,

@@ -127,7 +127,7 @@ def test_docket_local_serves_the_affin_checkpoint(
 
     from inspect_ai.model import ChatMessageUser, ContentImage, ContentText, GenerateConfig
 
-    from docket.methods.decoding.local_hf import LocalHFModelAPI
+    from docket.methods.local.provider import LocalHFModelAPI
 
     model, _ = vlm
     folder = tmp_path / "ckpt"

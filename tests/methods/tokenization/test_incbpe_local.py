@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser, GenerateConfig
 
-from docket.methods.decoding.local_hf import LocalHFModelAPI
+from docket.methods.local.provider import LocalHFModelAPI
 from docket.methods.tokenization.hf import IncBpeHFTokenizer
 
 os.environ["HF_HUB_OFFLINE"] = "1"
@@ -112,7 +112,7 @@ def test_stream_ids_yields_tokens_before_the_text_ends(tiny_llama: Path) -> None
 
 @pytest.mark.slow
 def test_smollm2_end_to_end_matches_the_hf_tokenizer() -> None:
-    from docket.methods.decoding.local_hf import smollm2_gguf
+    from docket.methods.local.provider import smollm2_gguf
 
     gguf = smollm2_gguf()
     hf = api(path=str(gguf.parent), gguf_file=gguf.name)

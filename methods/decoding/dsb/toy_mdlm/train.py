@@ -1,23 +1,21 @@
 """Train the toy masked-diffusion LM on the copy / reverse / sort corpus (CPU, minutes).
 
-    python -m docket.methods.decoding.toy_mdlm.train --out runs/toy-mdlm [--steps 3000]
+    python methods/decoding/scripts/train_toy_mdlm.py --out runs/toy-mdlm [--steps 3000]
 
-Writes a checkpoint directory that `docket/local/DIR -M method=dsb` loads, plus
+`train` writes a checkpoint directory that `docket/local/DIR -M method=dsb` loads, plus
 `train_log.json` (config, parameter count, training seconds, loss curve); held-out exact match
-under each schedule comes from `python -m docket.methods.decoding.toy_mdlm.evaluate DIR`.
+under each schedule comes from `methods/decoding/scripts/evaluate_toy_mdlm.py DIR`.
 `trained_checkpoint()` trains once into docket's cache (`~/.cache/docket/toy_mdlm`, moved with
 `DOCKET_CACHE`) and reuses it, for benchmarks and README numbers.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
 import random
 import shutil
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -216,20 +214,3 @@ def trained_checkpoint(
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return target
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m docket.methods.decoding.toy_mdlm.train")
-    parser.add_argument("--out", type=Path, required=True, help="checkpoint directory to write")
-    defaults = TrainConfig()
-    for name, value in asdict(defaults).items():
-        parser.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value)
-    args = parser.parse_args(argv)
-    values = {k: getattr(args, k) for k in asdict(defaults)}
-    folder = train(args.out, TrainConfig(**values))
-    print(f"saved {folder}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,11 +1,11 @@
 """Dustin: speculative decoding with sparse verification for long contexts (`-M method=dustin`).
 
-Digest (d) (arXiv 2606.24957; abstract and summaries only, no code). Confirmed: verification
-is the bottleneck of long-context speculative decoding because the target reads its whole KV
-cache; Dustin scores context tokens by combining the draft's *lookahead* attention with the
-target's *historical* attention, estimated on a minimal subset of heads, and verifies against
-the selected entries only. The rest is a reconstruction **[inferred]** (digest d.1), with
-every choice exposed as a knob:
+The paper: arXiv 2606.24957 (only its abstract and summaries were read; no code). Stated
+there: verification is the bottleneck of long-context speculative decoding because the target
+reads its whole KV cache; Dustin scores context tokens by combining the draft's *lookahead*
+attention with the target's *historical* attention, estimated on a minimal subset of heads,
+and verifies against the selected entries only. The rest is a reconstruction **[inferred]**,
+with every choice exposed as a knob:
 
 - draft: the target's first `draft_layers` layers with its final norm and LM head
   (self-speculative, same tokenizer; `make_self_draft`), or `-M draft=DIR` (a small model with
@@ -33,30 +33,29 @@ round it is plain `sdpa`, so the shared (cached) model object behaves as before.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import copy
 import functools
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import torch
 
-from . import knobs
-from .attention import head_weights, register, sdpa
-from .loading import CheckpointSpec, LoadedModel, load
-from .plugins import MethodPlugin, register_method
-from .sampling import (
+from docket.methods.local.sampling import (
     DecodeParams,
     Generation,
     GenerationInterrupted,
     TokenStep,
     _forward_style,
     _step,
-    eos_token_ids,
     filter_logits,
 )
+from docket.methods.local.settings import knob
+
+from ..attention import head_weights, register, sdpa
 
 ATTENTION = "docket_dustin"
 VERIFY_MODES = ("sparse", "dense")
@@ -64,18 +63,24 @@ VERIFY_MODES = ("sparse", "dense")
 
 @dataclass(frozen=True)
 class DustinSettings:
-    """The knobs of `-M method=dustin` ([inferred] defaults, digest d.1)."""
+    """The knobs of `-M method=dustin` ([inferred] defaults: the reconstruction above)."""
 
-    draft_tokens: int = 4
-    draft_layers: int = 8
-    verify: str = "sparse"
-    budget: int = 1024
-    sinks: int = 4
-    recent: int = 64
-    refresh: int = 4
-    est_heads: int = 8
-    mix: float = 0.5
-    decay: float = 0.8
+    draft_tokens: int = knob(4, "γ: tokens the draft proposes per round", minimum=1, maximum=64)
+    draft_layers: int = knob(8, "the self-draft: the target's first N layers", minimum=1)
+    #: A separate draft checkpoint directory (same vocabulary) instead of the self-draft.
+    draft: str | None = knob(None, "a draft checkpoint directory (same vocabulary as the target)")
+    verify: str = knob(
+        "sparse", "sparse: Dustin's verifier; dense: reads everything", choices=VERIFY_MODES
+    )
+    budget: int = knob(1024, "top-scored cache entries the sparse verifier reads", minimum=0)
+    sinks: int = knob(4, "first positions always read", minimum=0)
+    recent: int = knob(64, "last positions always read", minimum=0)
+    refresh: int = knob(4, "rounds between historical-attention estimates", minimum=1)
+    est_heads: int = knob(8, "(layer, head) pairs that estimate historical attention", minimum=0)
+    mix: float = knob(
+        0.5, "weight of the draft's lookahead score against history", minimum=0.0, maximum=1.0
+    )
+    decay: float = knob(0.8, "EMA decay of the historical attention", minimum=0.0, maximum=1.0)
 
 
 # --- the per-round state the attention function reads ------------------------------------------
@@ -103,6 +108,23 @@ class Round:
 
 
 _ROUND: contextvars.ContextVar[Round | None] = contextvars.ContextVar("dustin_round", default=None)
+
+
+@contextlib.contextmanager
+def in_round(state: Round | None) -> Iterator[None]:
+    """Run the model's forwards inside `with` as round `state` of the attention function.
+
+    Args:
+        state: The round (None: plain sdpa attention, the dense verifier).
+
+    Yields:
+        Nothing; the previous round is restored on exit.
+    """
+    token = _ROUND.set(state)
+    try:
+        yield
+    finally:
+        _ROUND.reset(token)
 
 
 def dustin_attention(
@@ -290,7 +312,7 @@ def estimation_heads(layers: int, heads: int, count: int) -> dict[int, list[int]
     return chosen
 
 
-def _normalised(values: torch.Tensor) -> torch.Tensor:
+def normalised(values: torch.Tensor) -> torch.Tensor:
     total = float(values.sum())
     return values / total if total > 0 else values
 
@@ -341,7 +363,9 @@ class DustinTrace:
 
 
 @dataclass
-class _Geometry:
+class Geometry:
+    """The attention shape of a model's text decoder (what the cost counters need)."""
+
     layers: int
     heads: int
     kv_heads: int
@@ -349,13 +373,21 @@ class _Geometry:
     bytes_per: int
 
 
-def _geometry(model: Any) -> _Geometry:
+def geometry_of(model: Any) -> Geometry:
+    """The attention shape of `model`'s text decoder.
+
+    Args:
+        model: A transformers causal LM (or a VLM, whose text decoder is read).
+
+    Returns:
+        Its layers, query and key-value heads, head size and bytes per element.
+    """
     config = model.config.get_text_config(decoder=True)
     heads = int(config.num_attention_heads)
     head_dim = int(getattr(config, "head_dim", None) or config.hidden_size // heads)
     kv_heads = int(getattr(config, "num_key_value_heads", None) or heads)
     dtype = getattr(model, "dtype", torch.float32)
-    return _Geometry(
+    return Geometry(
         int(config.num_hidden_layers), heads, kv_heads, head_dim, torch.finfo(dtype).bits // 8
     )
 
@@ -371,7 +403,7 @@ class DustinDecoder:
         for model in {id(target): target, id(draft): draft}.values():
             if model.config._attn_implementation != ATTENTION:
                 model.set_attn_implementation(ATTENTION)
-        self.geometry = _geometry(target)
+        self.geometry = geometry_of(target)
         self.cache_name, _ = _forward_style(target)
         self.draft_cache_name, _ = _forward_style(draft)
         self.est_heads = estimation_heads(
@@ -383,12 +415,9 @@ class DustinDecoder:
     def _forward(
         self, model: Any, ids: list[int], cache: Any, name: str, state: Round | None
     ) -> Any:
-        token = _ROUND.set(state)
-        try:
+        with in_round(state):
             tensor = torch.tensor([ids], device=model.device)
             return model(input_ids=tensor, use_cache=True, **{name: cache})
-        finally:
-            _ROUND.reset(token)
 
     def _count(self, trace: DustinTrace, context: int, reads: int, q: int, refresh: bool) -> None:
         g = self.geometry
@@ -491,7 +520,7 @@ class DustinDecoder:
         trace.drafted += len(drafts)
         self._count(trace, context, reads, len(pending) + len(drafts), refresh)
         if now is not None and refresh:
-            recent = _normalised(now)
+            recent = normalised(now)
             self.history = s.decay * self.history[:context] + (1 - s.decay) * recent
         logits = result.logits[0, len(pending) - 1 :].float()
         accepted, bonus = self._verify(drafts, draft_probs, logits, temperature, params, rng)
@@ -513,7 +542,7 @@ class DustinDecoder:
             missing = torch.zeros(context - self.history.shape[0], device=self.history.device)
             self.history = torch.cat([self.history, missing])
         history = self.history[:context]
-        score = s.mix * _normalised(lookahead) + (1 - s.mix) * _normalised(history)
+        score = s.mix * normalised(lookahead) + (1 - s.mix) * normalised(history)
         selected = select_positions(score, context, s.budget, s.sinks, s.recent)
         now = torch.zeros(context, device=self.target.device)
         state = Round(
@@ -616,184 +645,3 @@ def crop_to(cache: Any, length: int) -> None:
 def _first_stop(text: str, stop_seqs: tuple[str, ...]) -> int | None:
     found = [i for i in (text.find(s) for s in stop_seqs if s) if i >= 0]
     return min(found) if found else None
-
-
-# --- verification cost at a given context (benchmarks, GPU script) -------------------------------
-
-
-@dataclass(frozen=True)
-class VerifyTiming:
-    """Seconds per verification step, dense and sparse, at one context length."""
-
-    context: int
-    dense_s: float
-    sparse_s: float
-    reads: int
-
-    @property
-    def ratio(self) -> float:
-        return self.sparse_s / self.dense_s
-
-
-def verification_step_pair(
-    target: Any, context: int, settings: DustinSettings, seed: int = 0
-) -> tuple[Callable[[], object], Callable[[], object], int]:
-    """(sparse, dense) callables that each run `settings.refresh` verification steps of γ + 1
-    tokens over a `context`-token cache (random keys and values: the cost does not depend on
-    them), the sparse one including selection and its refresh-round estimation; and the number
-    of cached entries the sparse step reads."""
-    register_attention()
-    if target.config._attn_implementation != ATTENTION:
-        target.set_attn_implementation(ATTENTION)
-    g = _geometry(target)
-    generator = torch.Generator().manual_seed(seed)
-    dtype = getattr(target, "dtype", torch.float32)
-    cache = growing_cache()
-    with torch.inference_mode():
-        for layer in range(g.layers):
-            shape = (1, g.kv_heads, context, g.head_dim)
-            keys = torch.randn(shape, generator=generator).to(dtype=dtype, device=target.device)
-            values = torch.randn(shape, generator=generator).to(dtype=dtype, device=target.device)
-            cache.update(keys, values, layer)
-    vocab = int(target.config.get_text_config(decoder=True).vocab_size)
-    tokens = torch.randint(0, vocab, (settings.draft_tokens + 1,), generator=generator).tolist()
-    lookahead = torch.rand(context, generator=generator).to(target.device)
-    history = torch.rand(context, generator=generator).to(target.device)
-    heads = estimation_heads(g.layers, g.heads, settings.est_heads)
-    name, _ = _forward_style(target)
-    tensor = torch.tensor([tokens], device=target.device)
-
-    def step(state: Round | None) -> None:
-        token = _ROUND.set(state)
-        try:
-            target(input_ids=tensor, use_cache=True, **{name: cache})
-        finally:
-            _ROUND.reset(token)
-        crop_to(cache, context)
-
-    def dense() -> object:
-        with torch.inference_mode():
-            for _ in range(settings.refresh):
-                step(None)
-        return None
-
-    def sparse() -> object:
-        with torch.inference_mode():
-            for index in range(settings.refresh):
-                score = settings.mix * _normalised(lookahead) + (1 - settings.mix) * _normalised(
-                    history
-                )
-                selected = select_positions(
-                    score, context, settings.budget, settings.sinks, settings.recent
-                )
-                now = torch.zeros(context, device=target.device)
-                step(
-                    Round(
-                        "sparse",
-                        context,
-                        selected,
-                        est_heads=heads,
-                        history_now=now,
-                        refresh=index == 0,
-                    )
-                )
-        return None
-
-    reads = min(context, settings.sinks + settings.recent + settings.budget)
-    return sparse, dense, reads
-
-
-# --- docket/local plugin ------------------------------------------------------------------------
-
-KNOBS = (
-    "draft_layers",
-    "draft",
-    "draft_tokens",
-    "verify",
-    "budget",
-    "sinks",
-    "recent",
-    "refresh",
-    "est_heads",
-    "mix",
-    "decay",
-)
-
-
-def settings_from_knobs(values: Mapping[str, Any]) -> DustinSettings:
-    """`DustinSettings` from `-M` knobs; one-line errors."""
-    name = "dustin"
-    return DustinSettings(
-        draft_tokens=knobs.integer(name, values, "draft_tokens", 4, minimum=1, maximum=64),
-        draft_layers=knobs.integer(name, values, "draft_layers", 8, minimum=1),
-        verify=knobs.choice(name, values, "verify", "sparse", VERIFY_MODES),
-        budget=knobs.integer(name, values, "budget", 1024, minimum=0),
-        sinks=knobs.integer(name, values, "sinks", 4, minimum=0),
-        recent=knobs.integer(name, values, "recent", 64, minimum=0),
-        refresh=knobs.integer(name, values, "refresh", 4, minimum=1),
-        est_heads=knobs.integer(name, values, "est_heads", 8, minimum=0),
-        mix=knobs.real(name, values, "mix", 0.5, minimum=0.0, maximum=1.0),
-        decay=knobs.real(name, values, "decay", 0.8, minimum=0.0, maximum=1.0),
-    )
-
-
-def _load_draft(loaded: LoadedModel, path: str) -> Any:
-    """A separate draft checkpoint on the target's device and dtype, same vocabulary."""
-    target = loaded.model
-    dtype = str(getattr(target, "dtype", torch.float32)).replace("torch.", "")
-    draft = load(CheckpointSpec(path=path, device=str(target.device), dtype=dtype)).model
-    if draft.config.vocab_size != target.config.vocab_size:
-        raise ValueError(
-            f"-M method=dustin: the draft's vocabulary ({draft.config.vocab_size}) differs "
-            f"from the target's ({target.config.vocab_size})"
-        )
-    return draft
-
-
-def build(loaded: LoadedModel, values: Mapping[str, Any]) -> Any:
-    """Dustin's `DecodeFn` for a loaded causal LM target and its knobs."""
-    settings = settings_from_knobs(values)
-    if loaded.reads_images:
-        raise ValueError("-M method=dustin decodes text-only causal LMs")
-    target = loaded.model
-    if "draft" in values:
-        draft = _load_draft(loaded, str(values["draft"]))
-    else:
-        draft = make_self_draft(target, settings.draft_layers)
-    decoder = DustinDecoder(target, draft, settings)
-
-    def decode(
-        _model: Any, tokenizer: Any, prompt_ids: list[int], params: DecodeParams, n: int
-    ) -> list[Generation]:
-        eos = eos_token_ids(target, tokenizer)
-
-        def text_of(ids: list[int]) -> str:
-            return str(tokenizer.decode(ids, skip_special_tokens=True))
-
-        generations = []
-        for choice in range(n):
-            rng = None
-            if params.temperature:
-                rng = torch.Generator()
-                if params.seed is None:
-                    rng.seed()
-                else:
-                    rng.manual_seed(params.seed + choice)
-            generation, _ = decoder.generate(prompt_ids, params, eos, text_of, rng)
-            generations.append(generation)
-            if not params.temperature:
-                generations.extend([generation] * (n - 1))
-                break
-        return generations
-
-    return decode
-
-
-PLUGIN = register_method(
-    MethodPlugin(
-        name="dustin",
-        build=build,
-        args=KNOBS,
-        description="speculative decoding with sparse (Dustin) or dense verification",
-    )
-)

@@ -1,11 +1,11 @@
 """FLASH: frequency-localized attention shaping of visual heads during decoding (`-M method=flash`).
 
-Digest (c): only the abstract is known (ICML 2026; no paper text, code or summary found).
-Confirmed: training-free, contrastive-decoding-free; a *Spectral Vortex Score* (SVS) finds
+The paper (ICML 2026) is known by its abstract only (no paper text, code or summary found).
+Stated there: training-free, contrastive-decoding-free; a *Spectral Vortex Score* (SVS) finds
 "visual heads"; *adaptive spectral modulation* of those heads rectifies the visual information
 flow during decoding, against *Localized Fixation* (attention collapsed onto a few patches)
 and *Perceptual-Semantic Dissociation* (the right region, too little mass). Everything below
-is a reconstruction **[inferred]** (digest c.1), each choice a knob:
+is a reconstruction **[inferred]**, each choice a knob:
 
 - visual map: at a decoding step, a head's post-softmax attention of the current query over
   one image's tokens, reshaped to its patch grid (a square run of image tokens; otherwise 1×n);
@@ -33,33 +33,94 @@ from __future__ import annotations
 import contextvars
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
-from . import knobs
-from .attention import head_weights, register
-from .loading import LoadedModel
-from .plugins import MethodPlugin, register_method
-from .sampling import DecodeParams, Generation, greedy, sample
+from docket.methods.local.sampling import DecodeParams, Generation, greedy, sample
+from docket.methods.local.settings import knob
+
+from ..attention import head_weights, register
 
 ATTENTION = "docket_flash"
 
 
+def _pairs(value: str) -> tuple[tuple[int, int], ...]:
+    pairs = []
+    for item in value.split(","):
+        layer, head = item.split(":")
+        pairs.append((int(layer), int(head)))
+    return tuple(pairs)
+
+
+def heads_knob(value: Any) -> dict[str, Any] | None:
+    """`-M heads=layer:head,...`: those heads (and no count); a count is parsed as an integer.
+
+    Args:
+        value: The `-M heads` value.
+
+    Returns:
+        The `heads` and `head_list` fields for a list of pairs; None for a count.
+    """
+    if not (isinstance(value, str) and ":" in value):
+        return None
+    try:
+        return {"heads": 0, "head_list": _pairs(value)}
+    except ValueError:
+        raise ValueError(
+            f"-M method=flash: -M heads={value!r} is not valid "
+            "(a count, or layer:head pairs such as 2:1,3:0)"
+        ) from None
+
+
+def layers_knob(value: Any) -> dict[str, Any]:
+    """`-M layers=first:last`.
+
+    Args:
+        value: The `-M layers` value.
+
+    Returns:
+        The `layers` field.
+    """
+    try:
+        first, last = (int(x) for x in str(value).split(":"))
+    except ValueError:
+        raise ValueError(
+            f"-M method=flash: -M layers={value!r} is not valid (first:last)"
+        ) from None
+    return {"layers": (first, last)}
+
+
 @dataclass(frozen=True)
 class FlashSettings:
-    """The knobs of `-M method=flash` ([inferred] defaults, digest c.2)."""
+    """The knobs of `-M method=flash` ([inferred] defaults: the reconstruction above)."""
 
-    heads: int = 8
+    heads: int = knob(
+        8,
+        "visual heads chosen by SVS (a count), or layer:head,... pairs",
+        minimum=0,
+        convert=heads_knob,
+    )
+    #: The heads `-M heads=layer:head,...` names (then no SVS selection).
     head_list: tuple[tuple[int, int], ...] = ()
     #: Candidate layers [first, last) for SVS selection; None: the middle half.
-    layers: tuple[int, int] | None = None
-    strength: float = 1.0
-    amplify: float = 0.5
-    quantile: float = 0.5
-    low_radius: float = 0.25
+    layers: tuple[int, int] | None = knob(
+        None, "candidate layers first:last for SVS (default: the middle half)", convert=layers_knob
+    )
+    strength: float = knob(
+        1.0, "blend of the shaped map (0: the unmodified model)", minimum=0.0, maximum=1.0
+    )
+    amplify: float = knob(
+        0.5, "visual mass amplification where little reaches the image", minimum=0.0
+    )
+    quantile: float = knob(
+        0.5, "spectral energy quantile of the low-pass cut-off", minimum=0.0, maximum=1.0
+    )
+    low_radius: float = knob(
+        0.25, "radial frequency counted as low by SVS", minimum=0.0, maximum=1.0
+    )
 
 
 # --- spectra: pure functions on maps ----------------------------------------------------------
@@ -334,91 +395,3 @@ def generate(
     for generation in generations:
         generation.metadata = dict(metadata)
     return generations, run
-
-
-# --- docket/local plugin ------------------------------------------------------------------------
-
-KNOBS = ("heads", "layers", "strength", "amplify", "quantile", "low_radius")
-
-
-def _pairs(value: str) -> tuple[tuple[int, int], ...]:
-    pairs = []
-    for item in value.split(","):
-        layer, head = item.split(":")
-        pairs.append((int(layer), int(head)))
-    return tuple(pairs)
-
-
-def settings_from_knobs(values: Mapping[str, Any]) -> FlashSettings:
-    """`FlashSettings` from `-M` knobs: `heads` is a count or `layer:head,...`; `layers` is
-    `first:last`; one-line errors."""
-    name = "flash"
-    heads_value = values.get("heads", 8)
-    head_list: tuple[tuple[int, int], ...] = ()
-    count = 0
-    if isinstance(heads_value, str) and ":" in heads_value:
-        try:
-            head_list = _pairs(heads_value)
-        except ValueError:
-            raise ValueError(
-                f"-M method=flash: -M heads={heads_value!r} is not valid "
-                "(a count, or layer:head pairs such as 2:1,3:0)"
-            ) from None
-    else:
-        count = knobs.integer(name, values, "heads", 8, minimum=0)
-    layers = None
-    if "layers" in values:
-        try:
-            first, last = (int(x) for x in str(values["layers"]).split(":"))
-        except ValueError:
-            raise ValueError(
-                f"-M method=flash: -M layers={values['layers']!r} is not valid (first:last)"
-            ) from None
-        layers = (first, last)
-    return FlashSettings(
-        heads=count,
-        head_list=head_list,
-        layers=layers,
-        strength=knobs.real(name, values, "strength", 1.0, minimum=0.0, maximum=1.0),
-        amplify=knobs.real(name, values, "amplify", 0.5, minimum=0.0),
-        quantile=knobs.real(name, values, "quantile", 0.5, minimum=0.0, maximum=1.0),
-        low_radius=knobs.real(name, values, "low_radius", 0.25, minimum=0.0, maximum=1.0),
-    )
-
-
-def build(loaded: LoadedModel, values: Mapping[str, Any]) -> Any:
-    """FLASH's `DecodeFn` for a loaded image-text-to-text checkpoint."""
-    settings = settings_from_knobs(values)
-    model = loaded.model
-    if not loaded.reads_images or image_token_id(model) is None:
-        raise ValueError(
-            "-M method=flash shapes visual attention: it needs an image-text-to-text "
-            "checkpoint (LLaVA-style, with an image token)"
-        )
-    layers = int(text_config(model).num_hidden_layers)
-    heads = int(text_config(model).num_attention_heads)
-    for layer, head in settings.head_list:
-        if not (0 <= layer < layers and 0 <= head < heads):
-            raise ValueError(
-                f"-M method=flash: head {layer}:{head} does not exist "
-                f"({layers} layers x {heads} heads)"
-            )
-    original = install(model)
-
-    def decode(
-        _model: Any, tokenizer: Any, prompt_ids: list[int], params: DecodeParams, n: int
-    ) -> list[Generation]:
-        generations, _ = generate(model, tokenizer, prompt_ids, params, settings, original, n)
-        return generations
-
-    return decode
-
-
-PLUGIN = register_method(
-    MethodPlugin(
-        name="flash",
-        build=build,
-        args=KNOBS,
-        description="FLASH spectral shaping of visual heads' attention during decoding",
-    )
-)

@@ -24,8 +24,9 @@ from inspect_ai.tool import ToolChoice, ToolInfo
 from .chat import media_kinds, render_messages, render_multimodal
 from .loading import CheckpointSpec, LoadedModel, load, resolve_device, resolve_dtype
 from .output import TokenText, to_choice
-from .plugins import MethodPlugin, find_plugin, plugin_names
+from .registry import MethodPlugin, find_plugin, plugin_names
 from .sampling import DECODING_METHODS, DecodeParams, pick_method
+from .settings import parse_settings
 from .vision import open_image
 
 DEFAULT_MAX_TOKENS = 256
@@ -105,7 +106,7 @@ class LocalHFModelAPI(ModelAPI):
 
     `-M` args: path, gguf_file, tokenizer, device (cpu|cuda[:N]|mps|auto),
     dtype (auto|float32|float16|bfloat16), method (a `DECODING_METHODS` name or a method
-    plugin, `plugins.py`, whose own knobs are then accepted too).
+    plugin, `registry.py`, whose own knobs are then accepted too).
     """
 
     provider = "local"
@@ -145,7 +146,14 @@ class LocalHFModelAPI(ModelAPI):
         loader = plugin.load if plugin and plugin.load else load
         self.loaded: LoadedModel = loader(self.spec)
         self.plugin_decode = (
-            plugin.build(self.loaded, {k: v for k, v in model_args.items() if k in knobs})
+            plugin.build(
+                self.loaded,
+                parse_settings(
+                    plugin.name,
+                    plugin.settings,
+                    {k: v for k, v in model_args.items() if k in knobs},
+                ),
+            )
             if plugin
             else None
         )

