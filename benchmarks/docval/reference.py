@@ -15,12 +15,9 @@ import gzip
 import json
 import re
 from functools import lru_cache
-from pathlib import Path
 
 from docket.agents.scripted.policy import PolicyInput, PolicyReply, policy
-
-#: The shipped split, located beside this package in the installed `docket` tree.
-SHIPPED = Path(__file__).resolve().parents[2] / "benchmarks" / "docval" / "data" / "test.jsonl.gz"
+from docket.benchmarks.docval.dataset import SHIPPED
 
 _DOC = re.compile(r"^Document (\S+)\.", re.MULTILINE)
 _QUESTION = re.compile(r"^Question: (.*)$", re.MULTILINE)

@@ -17,10 +17,9 @@ from functools import lru_cache
 from pathlib import Path
 
 from docket.agents.scripted.policy import PolicyInput, PolicyReply, policy
+from docket.benchmarks.erm_retrieval.dataset import SHIPPED as DATA
 
-SHIPPED = (
-    Path(__file__).resolve().parents[2] / "benchmarks" / "erm_retrieval" / "data" / "thesaurus.json"
-)
+SHIPPED = DATA / "thesaurus.json"
 _WORD = re.compile(r"[a-z0-9]+")
 _QUERY = re.compile(r"^Query:\s*(.*)$", re.MULTILINE)
 _PASSAGE = re.compile(r"^Passage:\s*(.*)", re.MULTILINE | re.DOTALL)

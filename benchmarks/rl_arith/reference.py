@@ -1,16 +1,13 @@
-"""Reference policies of the verifiable-reward benchmarks (`docket/rl_arith`,
-`docket/rl_constraints`): an oracle that computes the verified answer from the prompt (the
-ceiling) and a no-reasoning baseline for each (near chance; exact scores in the READMEs)."""
+"""Reference policies of `docket/rl_arith`: an oracle that computes the verified answer from the
+prompt (the ceiling) and a no-reasoning baseline (near chance; exact scores in the README)."""
 
 from __future__ import annotations
 
 import re
 
 from docket.agents.scripted.policy import PolicyInput, PolicyReply, policy
-from docket.methods.rl.tasks.constraints import ConstraintsFamily
 
 _EXPRESSION = re.compile(r"(\d+)\s*([+-])\s*(\d+)\s*=")
-_CONSTRAINT = re.compile(r"\b(len|start|end|has|no)=(\w+)")
 
 
 @policy("rl_arith_oracle")
@@ -28,16 +25,3 @@ def rl_arith_first_operand(state: PolicyInput) -> PolicyReply:
     """No reasoning: repeats the expression's first number (right only when the other is 0)."""
     found = _EXPRESSION.findall(state.last_user_text)
     return PolicyReply(text=found[-1][0] if found else "0")
-
-
-@policy("rl_constraints_oracle")
-def rl_constraints_oracle(state: PolicyInput) -> PolicyReply:
-    """Writes the canonical word satisfying the prompt's constraints."""
-    constraints = [{"kind": k, "arg": a} for k, a in _CONSTRAINT.findall(state.last_user_text)]
-    return PolicyReply(text=ConstraintsFamily().canonical(constraints))
-
-
-@policy("rl_constraints_constant")
-def rl_constraints_constant(state: PolicyInput) -> PolicyReply:
-    """No reasoning: the same word, `aaaa`, whatever the constraints."""
-    return PolicyReply(text="aaaa")

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser, Logprob, Logprobs, TopLogprob
 
 from docket.agents.scripted.policy import PolicyInput, PolicyReply, policy
+from docket.benchmarks.scsuff.prompts import GENERATOR_MARKER, JUDGE_MARKER, PROBE_MARKER
 
 _OPTION = re.compile(r"^\(([A-H])\) (.*)$")
 _FEATURE = re.compile(r"^- (\w+): (\w+) \(possible: ([^)]*)\)$")
@@ -53,13 +54,9 @@ _STRUCTURE = (
     "Review:",
     "Context:",
 )
-PROBE_MARKER = "which option is your final answer?"
 CONSTANT_EXPLANATION = "I considered the item as a whole."
 _TOKEN = re.compile(r"\s*\S+|\s+$")
 _FINAL = "Final Answer:"
-#: Markers of the generator's and the judge's prompts (benchmarks/scsuff/prompts.py).
-_GENERATOR_MARKER = "Start Of Explanation:"
-_JUDGE_MARKER = "You are an expert-level evaluator."
 
 
 @dataclass(frozen=True)
@@ -270,9 +267,9 @@ def _item_text(state: PolicyInput) -> str:
 def scsuff_rule(state: PolicyInput) -> PolicyReply:
     """Answers feature-rule items by a known rule with logprobs (see module docstring)."""
     prompt = state.last_user_text
-    if _GENERATOR_MARKER in prompt:
+    if GENERATOR_MARKER in prompt:
         return generator_reply(state, str(state.args.get("generator_mode", "prior")))
-    if any(isinstance(m, ChatMessageSystem) and _JUDGE_MARKER in m.text for m in state.messages):
+    if any(isinstance(m, ChatMessageSystem) and JUDGE_MARKER in m.text for m in state.messages):
         return judge_reply(state, str(state.args.get("judge_mode", "verdict")))
     confidence = float(state.args.get("confidence", 0.9))
     if not 0.0 < confidence <= 1.0:

@@ -27,8 +27,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from docket.agents.scripted.toy_math import style_a
 from docket.benchmarks.toy_math.dataset import split_chains
+from docket.benchmarks.toy_math.reference import style_a
 from docket.methods.distill.style_refine import SFTSettings, adaptation_cost, sft
 
 SOURCES = ("rs", "sar", "rewrite", "synth")
@@ -46,7 +46,7 @@ def initial_student(
 ) -> Path:
     """Train the initial student on noisy style-A solutions (cosine schedule, 5% warm-up);
     returns its checkpoint folder."""
-    from docket.agents.scripted.toy_math import question
+    from docket.benchmarks.toy_math.reference import question
     from docket.methods.anomaly.tiny_lm import char_tokenizer, tiny_causal_lm
 
     tokenizer = char_tokenizer(model_max_length=256)

@@ -1,4 +1,5 @@
-"""Oracle-free checks of a rendered `docket.agents.mas` conversation, step by step.
+"""Oracle-free checks of a rendered `docket.benchmarks.correct.simulator` conversation, step by
+step.
 
 Each check reads only the problem and the conversation (what a detector model sees) and flags
 the steps it finds wrong. They are the reasoning a careful reader would do, written as rules:
@@ -31,7 +32,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from docket.agents.mas.world import ATTRIBUTE_NAMES, ATTRIBUTES, REGIONS, build_world
+from docket.benchmarks.correct.simulator.world import (
+    ATTRIBUTE_NAMES,
+    ATTRIBUTES,
+    REGIONS,
+    build_world,
+)
 
 CHECKS = (
     "tool_value",

@@ -11,7 +11,7 @@ wrap-up land on the one wrap-up turn, ignored feedback at the end on the one fin
 (`UNIQUE_TURN_WEIGHT` in total each), and a role violation turns a dispatch into a ledger
 (weight: the number of ledger turns of the clean run, so a ledger is no likelier a mistake than
 any other turn). No step weighs more than 1 in total. Rebuild the shipped split with
-`python -m docket.agents.mas.generate OUT.jsonl.gz -n 2400`.
+`python -m docket.benchmarks.correct.simulator.generate OUT.jsonl.gz -n 2400`.
 """
 
 from __future__ import annotations
@@ -21,9 +21,15 @@ import hashlib
 import random
 from dataclasses import dataclass
 
-from docket.agents.mas.records import Step, Trajectory, write_trajectories
-from docket.agents.mas.simulator import Fault, Run, TaskSpec, expected_answer, run
-from docket.agents.mas.tasks import FAMILIES, MIN_STEPS, TIERS, length_tier, make_task
+from docket.benchmarks.correct.simulator.records import Step, Trajectory, write_trajectories
+from docket.benchmarks.correct.simulator.simulator import Fault, Run, TaskSpec, expected_answer, run
+from docket.benchmarks.correct.simulator.tasks import (
+    FAMILIES,
+    MIN_STEPS,
+    TIERS,
+    length_tier,
+    make_task,
+)
 
 DATASET = "docket-mas"
 GENERATOR = "docket-mas-sim/2"

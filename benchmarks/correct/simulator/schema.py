@@ -9,11 +9,11 @@ A schema has CORRECT's three sections plus the label of the failure it came from
     Label: Agent Name: ...; Step Number: ...; Reason: ...
 
 `rule_schema` distils one from a labelled failure: the checks are those of
-`docket.agents.mas.checks` that flag the labelled step. `merge_schemata` folds a new failure's
-schema into a kept one (union of checks with their counts, both signatures and labels), and
-`replay_schema` refines a hot schema by replaying each of its checks on the failures it was
-built from: the Checks line then lists how often each check alone finds the labelled step, and
-drops the checks that flag an earlier, innocent step more often than they find the label.
+`docket.benchmarks.correct.simulator.checks` that flag the labelled step. `merge_schemata` folds
+a new failure's schema into a kept one (union of checks with their counts, both signatures and
+labels), and `replay_schema` refines a hot schema by replaying each of its checks on the failures
+it was built from: the Checks line then lists how often each check alone finds the labelled step,
+and drops the checks that flag an earlier, innocent step more often than they find the label.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from docket.agents.mas.checks import CHECKS, QUESTIONS, flags
+from docket.benchmarks.correct.simulator.checks import CHECKS, QUESTIONS, flags
 
 Steps = Sequence[tuple[str, str]]
 _CHECKS_LINE = re.compile(r"Checks: ([^\n]*?)\.?(?:\n|$)")

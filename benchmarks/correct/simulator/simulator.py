@@ -23,8 +23,8 @@ import random
 import re
 from dataclasses import dataclass, field, replace
 
-from docket.agents.mas.style import TOOL_ERRORS, Voice
-from docket.agents.mas.world import (
+from docket.benchmarks.correct.simulator.style import TOOL_ERRORS, Voice
+from docket.benchmarks.correct.simulator.world import (
     ATTRIBUTE_NAMES,
     ATTRIBUTES,
     CURRENT_YEAR,

@@ -14,7 +14,7 @@ import string
 from collections.abc import Callable
 from dataclasses import replace
 
-from docket.agents.mas.simulator import (
+from docket.benchmarks.correct.simulator.simulator import (
     Calc,
     Code,
     Lookup,
@@ -25,7 +25,7 @@ from docket.agents.mas.simulator import (
     expected_answer,
     run,
 )
-from docket.agents.mas.world import (
+from docket.benchmarks.correct.simulator.world import (
     ATTRIBUTES,
     CURRENT_YEAR,
     PREVIOUS_YEAR,

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from docket.agents.mas.baselines import KeywordRule, SurfaceBaseline
+from docket.benchmarks.correct.simulator.baselines import KeywordRule, SurfaceBaseline
 
 
 def _toy(rng: random.Random, giveaway: bool) -> tuple[list[tuple[str, str]], int]:

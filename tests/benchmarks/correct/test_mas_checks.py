@@ -7,11 +7,11 @@ from dataclasses import replace
 
 import pytest
 
-from docket.agents.mas.checks import CHECKS, QUESTIONS, flags, names_in, safe_eval
-from docket.agents.mas.generate import confirm, make_trajectory, sites_by_kind
-from docket.agents.mas.simulator import Fault, run
-from docket.agents.mas.tasks import make_task
-from docket.agents.mas.taxonomy import ERROR_TYPES
+from docket.benchmarks.correct.simulator.checks import CHECKS, QUESTIONS, flags, names_in, safe_eval
+from docket.benchmarks.correct.simulator.generate import confirm, make_trajectory, sites_by_kind
+from docket.benchmarks.correct.simulator.simulator import Fault, run
+from docket.benchmarks.correct.simulator.tasks import make_task
+from docket.benchmarks.correct.simulator.taxonomy import ERROR_TYPES
 
 #: The checks that expose each error type at its own step.
 EXPOSED_BY = {

@@ -8,19 +8,19 @@ from dataclasses import replace
 
 import pytest
 
-from docket.agents.mas.checks import names_in
-from docket.agents.mas.generate import (
+from docket.benchmarks.correct.simulator.checks import names_in
+from docket.benchmarks.correct.simulator.generate import (
     confirm,
     generate_split,
     make_trajectory,
     site_weights,
     sites_by_kind,
 )
-from docket.agents.mas.records import parse_record, to_json
-from docket.agents.mas.simulator import Calc, Fault, TaskSpec, run
-from docket.agents.mas.tasks import FAMILIES, make_task
-from docket.agents.mas.taxonomy import ERROR_TYPES, TAXONOMY
-from docket.agents.mas.world import REGIONS
+from docket.benchmarks.correct.simulator.records import parse_record, to_json
+from docket.benchmarks.correct.simulator.simulator import Calc, Fault, TaskSpec, run
+from docket.benchmarks.correct.simulator.tasks import FAMILIES, make_task
+from docket.benchmarks.correct.simulator.taxonomy import ERROR_TYPES, TAXONOMY
+from docket.benchmarks.correct.simulator.world import REGIONS
 
 
 def _task_hosting(kind: str) -> tuple[TaskSpec, list[int]]:

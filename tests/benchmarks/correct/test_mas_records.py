@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from docket.agents.mas.records import (
+from docket.benchmarks.correct.simulator.records import (
     TrajectoryError,
     read_trajectories,
     to_json,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from docket.agents.mas.schema import (
+from docket.benchmarks.correct.simulator.schema import (
     Labelled,
     earliest,
     merge_schemata,
