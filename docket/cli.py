@@ -31,8 +31,8 @@ def _first_doc_line(obj: object) -> str:
 
 
 def _list(console: Console) -> int:
-    registry = importlib.import_module("docket._registry")
-    models = importlib.import_module("docket._models")
+    from docket import _models as models
+    from docket import _registry as registry
     from docket.agents.scripted.policy import load_policies
     from docket.benchmarks.presets import listed_tasks, preset_names
 
