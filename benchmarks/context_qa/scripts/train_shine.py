@@ -1,6 +1,6 @@
 """Train a SHINE hypernet for `docket/context_qa` and save a checkpoint `docket/local` scores.
 
-    python -m docket.benchmarks.context_qa.train_shine --out runs/shine --seed 0
+    python benchmarks/context_qa/scripts/train_shine.py --out runs/shine --seed 0
     inspect eval docket/context_qa -T context=reference --model docket/local/runs/shine \\
         -M method=shine -M context=benchmarks/context_qa/data/contexts.jsonl
 

@@ -11,22 +11,20 @@ wrap-up land on the one wrap-up turn, ignored feedback at the end on the one fin
 (`UNIQUE_TURN_WEIGHT` in total each), and a role violation turns a dispatch into a ledger
 (weight: the number of ledger turns of the clean run, so a ledger is no likelier a mistake than
 any other turn). No step weighs more than 1 in total. Rebuild the shipped split with
-`python -m docket.benchmarks.correct.simulator.generate OUT.jsonl.gz -n 2400`.
+`python benchmarks/correct/scripts/generate.py OUT.jsonl.gz -n 2400`.
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import random
 from dataclasses import dataclass
 
-from docket.benchmarks.correct.simulator.records import Step, Trajectory, write_trajectories
+from docket.benchmarks.correct.simulator.records import Step, Trajectory
 from docket.benchmarks.correct.simulator.simulator import Fault, Run, TaskSpec, expected_answer, run
 from docket.benchmarks.correct.simulator.tasks import (
     FAMILIES,
     MIN_STEPS,
-    TIERS,
     length_tier,
     make_task,
 )
@@ -175,20 +173,3 @@ def generate_split(count: int, seed: int = SPLIT_SEED, length: str = "") -> list
     """`count` trajectories, each in the split `split_for` gives its id (`length`: one tier)."""
     ids = [f"mas-{seed}-{i:05d}" for i in range(count)]
     return [make_trajectory(seed, i, split_for(ids[i]), length) for i in range(count)]
-
-
-def main(argv: list[str] | None = None) -> None:
-    """CLI: write a generated split to a JSONL(.gz) file."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("out")
-    parser.add_argument("-n", "--count", type=int, default=2400)
-    parser.add_argument("--seed", type=int, default=SPLIT_SEED)
-    parser.add_argument(
-        "--length", choices=sorted(TIERS), default="", help="one length tier only (default: all)"
-    )
-    args = parser.parse_args(argv)
-    write_trajectories(generate_split(args.count, args.seed, args.length), args.out)
-
-
-if __name__ == "__main__":
-    main()

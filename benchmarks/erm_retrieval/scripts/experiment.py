@@ -4,8 +4,8 @@ Each corpus comes from `generate` with its own seed (2026 is the shipped one); e
 built by `engine.build_engine`, what the task's solver runs, and scored on the held-out queries
 with trec_eval. Metrics: nDCG@10, Recall@20, and nDCG@10 on seen and unseen documents.
 
-    python -m docket.benchmarks.erm_retrieval.experiment --seeds 2026 1 2
-    python -m docket.benchmarks.erm_retrieval.experiment --expander prf \
+    python benchmarks/erm_retrieval/scripts/experiment.py --seeds 2026 1 2
+    python benchmarks/erm_retrieval/scripts/experiment.py --expander prf \
         --methods query_expansion erm
 """
 
@@ -78,7 +78,7 @@ def table(rows: dict[str, list[tuple[float, ...]]]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """CLI."""
-    parser = argparse.ArgumentParser(prog="python -m docket.benchmarks.erm_retrieval.experiment")
+    parser = argparse.ArgumentParser(prog="python benchmarks/erm_retrieval/scripts/experiment.py")
     parser.add_argument("--seeds", type=int, nargs="+", default=[2026, 1, 2])
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     parser.add_argument("--retriever", default="bm25", choices=RETRIEVERS)

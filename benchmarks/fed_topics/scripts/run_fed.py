@@ -1,7 +1,7 @@
 """FedPissa vs FedSA-LoRA vs FedAvg-LoRA on label-skewed topic classification, on Flower.
 
-    python -m docket.benchmarks.fed_topics.run_fed --out runs/fed --seeds 0,1,2
-    python -m docket.benchmarks.fed_topics.run_fed --out runs/fed-deploy --engine deployment \\
+    python benchmarks/fed_topics/scripts/run_fed.py --out runs/fed --seeds 0,1,2
+    python benchmarks/fed_topics/scripts/run_fed.py --out runs/fed-deploy --engine deployment \\
         --clients 2 --rounds 2 --strategies fedpissa
     inspect eval docket/fed_topics -T data=runs/fed/s0/data/client-3/heldout.jsonl \\
         --model docket/local/runs/fed/s0/fedpissa/models/client-3

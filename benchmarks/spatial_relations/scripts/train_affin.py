@@ -1,6 +1,6 @@
 """Train a tiny VLM on `docket/spatial_relations` scenes with and without AffIn-Space.
 
-    python -m docket.benchmarks.spatial_relations.train_affin --out runs/spatial --seed 0
+    python benchmarks/spatial_relations/scripts/train_affin.py --out runs/spatial --seed 0
     inspect eval docket/spatial_relations --model docket/local/runs/spatial/affin -M method=affin
     inspect eval docket/spatial_relations --model docket/local/runs/spatial/base
 

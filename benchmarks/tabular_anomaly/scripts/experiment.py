@@ -5,7 +5,7 @@ are taken after it, then each self-play variant continues from a copy of that mo
 numbers equal what `docket/tabular_anomaly -T detector=...` reports for the same settings
 (the task fits each detector separately).
 
-    python -m docket.benchmarks.tabular_anomaly.experiment --seeds 3 --out runs/anomaly.json
+    python benchmarks/tabular_anomaly/scripts/experiment.py --seeds 3 --out runs/anomaly.json
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ def table(results: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """CLI."""
-    parser = argparse.ArgumentParser(prog="python -m docket.benchmarks.tabular_anomaly.experiment")
+    parser = argparse.ArgumentParser(prog="python benchmarks/tabular_anomaly/scripts/experiment.py")
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=DATASETS)
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--sft-steps", type=int, default=200)

@@ -13,7 +13,7 @@
    seeds; each checkpoint is scored by `docket/toy_math` on the `test` problems through
    `docket/local`.
 
-    python -m docket.benchmarks.toy_math.experiment --out runs/sar --seeds 3
+    python benchmarks/toy_math/scripts/experiment.py --out runs/sar --seeds 3
 prints the Markdown table of the README and writes `OUT/results.json`.
 """
 
@@ -210,7 +210,7 @@ def table(results: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """CLI."""
-    parser = argparse.ArgumentParser(prog="python -m docket.benchmarks.toy_math.experiment")
+    parser = argparse.ArgumentParser(prog="python benchmarks/toy_math/scripts/experiment.py")
     parser.add_argument("--out", type=Path, default=Path("runs/sar"))
     parser.add_argument("--pretrain", type=int, default=3000, help="pretraining problems")
     parser.add_argument("--pretrain-steps", type=int, default=1500)
