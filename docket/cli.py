@@ -292,7 +292,15 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the `docket` console script."""
+    """Entry point of the `docket` console script.
+
+    Args:
+        argv: Command-line arguments without the program name (default: `sys.argv[1:]`).
+
+    Returns:
+        The exit code: 0 ok; 1 unreadable logs, a significant regression or a failed eval;
+        2 bad input (see the module docstring).
+    """
     parser = _parser()
     args = parser.parse_args(argv)
     console = Console()
