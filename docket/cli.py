@@ -31,8 +31,8 @@ def _first_doc_line(obj: object) -> str:
 
 
 def _list(console: Console) -> int:
-    registry = importlib.import_module("docket._registry")
-    models = importlib.import_module("docket._models")
+    from docket import _models as models
+    from docket import _registry as registry
     from docket.agents.scripted.policy import load_policies
     from docket.benchmarks.presets import listed_tasks, preset_names
 
@@ -292,7 +292,15 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the `docket` console script."""
+    """Entry point of the `docket` console script.
+
+    Args:
+        argv: Command-line arguments without the program name (default: `sys.argv[1:]`).
+
+    Returns:
+        The exit code: 0 ok; 1 unreadable logs, a significant regression or a failed eval;
+        2 bad input (see the module docstring).
+    """
     parser = _parser()
     args = parser.parse_args(argv)
     console = Console()

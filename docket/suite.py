@@ -3,14 +3,14 @@
 A preset (`benchmarks/presets/*.yaml`, or any file of the same shape) names the tasks, the model
 roles, and stages of models; each stage runs one Inspect `eval_set` per task into
 `LOG_DIR/<task>/<stage>` (so a re-run resumes only what is missing), and the leaderboard is built
-from LOG_DIR at the end. Each task gets the roles its `listing.yaml` names (plus, for
-`roles: scripted`, its scripted policies from `docket.demo.DEMO_ROLES`); a role a task needs that
-the preset leaves unbound stops the suite before anything runs.
+from LOG_DIR at the end. Each task gets the roles its `listing.yaml` names (for `roles: scripted`,
+the scripted policies of its listing's `suite: roles:`); a role a task needs that the preset
+leaves unbound stops the suite before anything runs. A listing's `suite:` block also gives the
+task's reference policies (`reference_policies: true` stages) and its `-T` arguments by preset.
 """
 
 from __future__ import annotations
 
-import importlib
 import inspect as pyinspect
 import time
 from dataclasses import dataclass, field
@@ -22,6 +22,7 @@ from inspect_ai.model import GenerateConfig, Model, get_model
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from rich.console import Console
 
+from docket.agents.scripted.policy import load_policies
 from docket.benchmarks.presets import listed_tasks, preset_path
 from docket.reports.files import load_document
 
@@ -137,37 +138,83 @@ class TaskPlan:
     task_args: dict[str, Any] = field(default_factory=dict)
 
 
+class SuiteBindings(BaseModel):
+    """The `suite:` block of a task in its benchmark's listing.yaml."""
+
+    model_config = ConfigDict(extra="forbid")
+    #: Scripted policy per model role, bound by `roles: scripted` presets; every role the task
+    #: requires must be bound here (an unbound role is an error).
+    roles: dict[str, str] = {}
+    #: `-M` arguments (with `policy`) of the task's own reference policies (known scores, see its
+    #: README), run beside a `reference_policies: true` stage's models; missing ones are skipped.
+    reference_policies: list[dict[str, Any]] = []
+    #: `-T` arguments by preset name; the preset's own `task_args` take precedence.
+    task_args: dict[str, dict[str, Any]] = {}
+
+
 def registered_tasks() -> list[str]:
     """Every docket task registered for Inspect, in registry order."""
-    registry = importlib.import_module("docket._registry")
-    return list(registry.REGISTERED["task"])
+    from docket._registry import REGISTERED
+
+    return list(REGISTERED["task"])
+
+
+def suite_bindings(task: str) -> SuiteBindings:
+    """The `suite:` block of `task`'s listing (empty for an unlisted task or one without it).
+
+    Args:
+        task: A task name (`docket/<task>`).
+
+    Returns:
+        The validated bindings; `PresetError` (one line) when the block is malformed.
+    """
+    listed = listed_tasks().get(task) or {}
+    try:
+        return SuiteBindings.model_validate(listed.get("suite") or {})
+    except ValidationError as ex:
+        first = ex.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "suite"
+        folder = listed.get("benchmark", "?")
+        raise PresetError(
+            f"benchmarks/{folder}/listing.yaml: {task}: suite.{where}: {first['msg']}"
+        ) from None
 
 
 def _scripted_roles(task: str) -> dict[str, ModelSpec]:
-    demo = importlib.import_module("docket.demo")
     return {
         role: ModelSpec(model="docket/scripted", args={"policy": policy})
-        for role, policy in demo.DEMO_ROLES.get(task, {}).items()
+        for role, policy in suite_bindings(task).roles.items()
     }
 
 
 def _reference_models(task: str) -> list[ModelSpec]:
-    from docket.agents.scripted.policy import load_policies
-
-    demo = importlib.import_module("docket.demo")
     policies = load_policies()
     return [
         ModelSpec(model="docket/scripted", args=dict(args))
-        for args in demo.DEMO_POLICIES.get(task, [])
+        for args in suite_bindings(task).reference_policies
         if args.get("policy") in policies
     ]
+
+
+def task_args(preset: Preset, task: str) -> dict[str, Any]:
+    """The `-T` arguments of `task` in `preset`: its listing's for this preset, then the preset's.
+
+    Args:
+        preset: The suite preset (its `name` selects the listing's `suite: task_args:` entry).
+        task: A task name (`docket/<task>`).
+
+    Returns:
+        The merged arguments (the preset's `task_args` win on a shared key).
+    """
+    listed = suite_bindings(task).task_args.get(preset.name, {})
+    return {**listed, **preset.task_args.get(task, {})}
 
 
 def task_roles(preset: Preset, task: str) -> dict[str, ModelSpec]:
     """The roles bound for `task`.
 
-    `roles: scripted`: the task's scripted policies in `docket.demo.DEMO_ROLES` (a required role
-    missing there makes that task fail with its own one-line error, the others still run).
+    `roles: scripted`: the task's scripted policies in its listing's `suite: roles:` (a required
+    role missing there makes that task fail with its own one-line error, the others still run).
     A mapping: the task's required and optional roles from its listing.yaml (every mapped role for
     an unlisted task); a required role the preset does not bind is a `PresetError`.
     """
@@ -238,7 +285,7 @@ def plan(
                     roles=task_roles(preset, task),
                     log_dir=log_dir / task.replace("/", "_") / stage.name,
                     eval_args=args,
-                    task_args=dict(preset.task_args.get(task, {})),
+                    task_args=task_args(preset, task),
                 )
             )
     return plans

@@ -1,12 +1,28 @@
-"""Every name docket registers with Inspect resolves (Inspect only warns on import failure)."""
+"""Every name docket registers with Inspect resolves (Inspect only warns on import failure), and
+the registered tasks, the suite presets' plans and `docket list` are built from the listings."""
 
 from __future__ import annotations
 
 import importlib
 from importlib.metadata import entry_points
+from pathlib import Path
 
 import pytest
+import yaml
 from inspect_ai._util.registry import registry_lookup
+
+from docket import suite
+from docket.agents.scripted.policy import load_policies
+from docket.benchmarks import presets
+from docket.benchmarks.presets import (
+    benchmark_folders,
+    listed_task_names,
+    listed_tasks,
+    listings,
+    preset_names,
+)
+from docket.cli import main
+from docket.suite import load_preset, plan, registered_tasks, suite_bindings
 
 
 def test_entry_point_targets_the_registry_module() -> None:
@@ -26,3 +42,56 @@ REGISTERED = importlib.import_module("docket._registry").REGISTERED
 )
 def test_registered_name_resolves(kind: str, name: str) -> None:
     assert registry_lookup(kind, name) is not None  # type: ignore[arg-type]
+
+
+def test_registered_tasks_preset_plans_and_docket_list_come_from_the_listings(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    registry = importlib.import_module("docket._registry")
+    folders = benchmark_folders(vars(registry).values())
+    assert REGISTERED["task"] == listed_task_names(folders)
+    assert sorted(REGISTERED["task"]) == sorted(listed_tasks())
+    assert registered_tasks() == REGISTERED["task"]
+    for preset in preset_names():
+        planned = list(dict.fromkeys(p.task for p in plan(load_preset(preset), tmp_path)))
+        assert planned == REGISTERED["task"], preset
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    listed_rows = [line.split("│")[1].strip() for line in out.splitlines() if "│ docket/" in line]
+    assert [r for r in listed_rows if r in listed_tasks()] == REGISTERED["task"]
+
+
+def test_a_new_listing_is_all_a_registered_folder_needs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for folder, listing in listings().items():
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "listing.yaml").write_text(yaml.safe_dump(listing))
+    (tmp_path / "extra").mkdir()
+    extra = {"tasks": [{"name": "docket/extra_a"}, {"name": "docket/extra_b"}]}
+    (tmp_path / "extra" / "listing.yaml").write_text(yaml.safe_dump(extra))
+    monkeypatch.setattr(presets, "BENCHMARKS", tmp_path)
+    folders = [*benchmark_folders(vars(importlib.import_module("docket._registry")).values())]
+    assert listed_task_names([*folders, "extra"]) == [*REGISTERED["task"], *extra_names(extra)]
+    assert set(extra_names(extra)) <= set(listed_tasks())
+
+
+def extra_names(listing: dict[str, list[dict[str, str]]]) -> list[str]:
+    return [t["name"] for t in listing["tasks"]]
+
+
+def test_every_policy_a_listing_binds_is_registered() -> None:
+    policies = load_policies()
+    for task in REGISTERED["task"]:
+        bindings = suite_bindings(task)
+        for role, name in bindings.roles.items():
+            assert name in policies, (task, role, name)
+        for args in bindings.reference_policies:
+            assert args["policy"] in policies, (task, args)
+
+
+def test_a_malformed_suite_block_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    bad = {"docket/smoke": {"name": "docket/smoke", "benchmark": "smoke", "suite": {"rols": {}}}}
+    monkeypatch.setattr(suite, "listed_tasks", lambda: bad)
+    with pytest.raises(suite.PresetError, match=r"^benchmarks/smoke/listing.yaml: docket/smoke: "):
+        suite_bindings("docket/smoke")

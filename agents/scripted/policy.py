@@ -1,9 +1,11 @@
 """The policy registry behind `--model docket/scripted -M policy=NAME`.
 
 A policy is a pure function of the conversation so far: it reads a `PolicyInput` and returns a
-`PolicyReply` (text and/or tool calls). Policies are registered with `@policy(...)` in any module
-of this package; `load_policies()` imports them all, so a benchmark adds policies by adding a
-module here and nothing else.
+`PolicyReply` (text and/or tool calls). Policies are registered with `@policy(...)`: the generic
+ones in the modules of this package, each benchmark's own in its `benchmarks/<b>/reference.py`,
+which its task module imports. `load_policies()` imports this package's modules and loads
+docket's Inspect entry point (`docket._registry`, which imports every benchmark's task module),
+so a benchmark's policies are registered wherever the scripted provider is used.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import importlib
 import pkgutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from importlib.metadata import entry_points
 from typing import Any
 
 from inspect_ai.model import (
@@ -108,11 +111,24 @@ def policy(name: str, args: Mapping[str, type] | None = None) -> Callable[[Polic
     return register
 
 
+#: The Inspect entry point (group `inspect_ai`) whose loading registers docket's benchmarks.
+ENTRY_POINT = "docket"
+
+
 def load_policies() -> dict[str, PolicySpec]:
-    """Import every module of this package (registering its policies) and return the registry."""
+    """Every registered scripted policy by name.
+
+    Imports every module of this package and loads docket's Inspect entry point, whose
+    benchmarks register their reference policies when their task modules are imported.
+
+    Returns:
+        The registry, sorted by policy name.
+    """
     package = importlib.import_module(__package__ or "docket.agents.scripted")
     for module in pkgutil.iter_modules(package.__path__):
         importlib.import_module(f"{package.__name__}.{module.name}")
+    for point in entry_points(group="inspect_ai", name=ENTRY_POINT):
+        point.load()
     return dict(sorted(_POLICIES.items()))
 
 

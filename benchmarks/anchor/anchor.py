@@ -25,6 +25,7 @@ from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.model import Model
 from inspect_ai.solver import Solver
 
+import docket.benchmarks.anchor.reference  # noqa: F401  (registers its policies)
 from docket.agents.auditor import direct_request, persistent_audit
 from docket.agents.cli_target import CliTarget, app_tools, shell_tools
 from docket.benchmarks.anchor.dataset import SCENARIOS, ScenarioError, anchor_dataset

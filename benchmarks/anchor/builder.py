@@ -1,4 +1,4 @@
-"""Scenario drafts from CourtListener opinions: `python -m docket.benchmarks.anchor.builder`.
+"""Scenario drafts from CourtListener opinions (`python benchmarks/anchor/scripts/builder.py`).
 
 Input: local JSON files as CourtListener returns them, each an object or a list of objects,
 either search results (`caseName`, `court`, `dateFiled`, `citation`, `snippet`) or opinion
@@ -16,11 +16,9 @@ inputs that cannot make a valid draft are skipped with the reason on stderr.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
-import sys
 import urllib.parse
 import urllib.request
 from collections import Counter
@@ -176,31 +174,3 @@ def fetch_records(query: str, limit: int = 20) -> list[dict[str, Any]]:
     with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310 - fixed host
         results = json.load(response).get("results", [])
     return [r for r in results if isinstance(r, dict)][:limit]
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Command line: opinion JSON files (or --query) in, scenario-draft JSONL out."""
-    parser = argparse.ArgumentParser(prog="python -m docket.benchmarks.anchor.builder")
-    parser.add_argument("files", nargs="*", help="CourtListener opinion/search JSON files")
-    parser.add_argument("--query", help="search the CourtListener API instead (needs network)")
-    parser.add_argument("-o", "--output", required=True, help="JSONL file to write")
-    args = parser.parse_args(argv)
-    if not args.files and not args.query:
-        parser.error("give opinion JSON files or --query")
-    try:
-        records = fetch_records(args.query) if args.query else load_records(args.files)
-        drafts, skipped = build_drafts(records)
-    except ScenarioError as ex:
-        print(f"error: {ex}", file=sys.stderr)
-        return 2
-    for line in skipped:
-        print(line, file=sys.stderr)
-    with open(args.output, "w", encoding="utf-8") as out:
-        for scenario in drafts:
-            out.write(json.dumps(scenario.model_dump(), ensure_ascii=False) + "\n")
-    print(f"wrote {len(drafts)} drafts to {args.output} ({len(skipped)} skipped)")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -18,6 +18,7 @@ from inspect_ai.model import GenerateConfig
 from inspect_ai.scorer import exact, f1
 from inspect_ai.solver import generate
 
+import docket.benchmarks.context_qa.reference  # noqa: F401  (registers its policies)
 from docket.benchmarks.common.args import checked, choice, positive
 from docket.benchmarks.common.headline import headline
 from docket.benchmarks.context_qa.dataset import DATA, load

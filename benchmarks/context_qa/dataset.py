@@ -145,7 +145,3 @@ def load(folder: Path = DATA) -> tuple[dict[str, str], list[Question]]:
             )
         )
     return contexts, questions
-
-
-if __name__ == "__main__":  # regenerate the shipped evaluation set
-    write(*generate(EVAL_CONTEXTS, EVAL_SEED), DATA)

@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from docket.agents.mas.schema import Labelled, merge_schemata, replay_schema
 from docket.benchmarks.correct.retrieval import RETRIEVERS, make_index, tokens
+from docket.benchmarks.correct.simulator.schema import Labelled, merge_schemata, replay_schema
 
 __all__ = [
     "RETRIEVERS",

@@ -18,7 +18,7 @@ from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.dataset import MemoryDataset
 from inspect_ai.solver import Solver
 
-from docket.agents.mas.records import Trajectory
+import docket.benchmarks.correct.reference  # noqa: F401  (registers its policies)
 from docket.benchmarks.common.args import checked, choice, positive
 from docket.benchmarks.common.headline import headline
 from docket.benchmarks.common.roles import require_roles
@@ -33,6 +33,7 @@ from docket.benchmarks.correct.dataset import (
 )
 from docket.benchmarks.correct.retrieval import RETRIEVERS, embedding_prerequisite
 from docket.benchmarks.correct.scorer import localisation
+from docket.benchmarks.correct.simulator.records import Trajectory
 from docket.benchmarks.correct.solvers import (
     DISTILLER_FLAG,
     CacheConfig,

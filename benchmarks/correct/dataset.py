@@ -2,8 +2,8 @@
 CORRECT-Error files, or a Hugging Face dataset id (only when asked for, and only with network).
 
 The shipped split (`data/mas_trajectories.jsonl.gz`) is 2 400 trajectories of
-`docket.agents.mas`, generated with seed 2026 and split in halves by a hash of the id
-(`split_for`); a fifth of them form the long subset (60 steps or more, `tier=long`).
+`docket.benchmarks.correct.simulator`, generated with seed 2026 and split in halves by a hash of
+the id (`split_for`); a fifth of them form the long subset (60 steps or more, `tier=long`).
 """
 
 from __future__ import annotations
@@ -16,10 +16,15 @@ from pathlib import Path
 from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.dataset import Sample
 
-from docket.agents.mas.generate import split_for
-from docket.agents.mas.records import Trajectory, TrajectoryError, parse_record, read_trajectories
-from docket.agents.mas.tasks import length_tier
 from docket.benchmarks.correct.prompts import render_history
+from docket.benchmarks.correct.simulator.generate import split_for
+from docket.benchmarks.correct.simulator.records import (
+    Trajectory,
+    TrajectoryError,
+    parse_record,
+    read_trajectories,
+)
+from docket.benchmarks.correct.simulator.tasks import length_tier
 
 SHIPPED = Path(__file__).parent / "data" / "mas_trajectories.jsonl.gz"
 #: Short names for the public datasets (Hugging Face ids).

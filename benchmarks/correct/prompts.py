@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from docket.agents.mas.records import Trajectory
+from docket.benchmarks.correct.simulator.records import Trajectory
 
 SYSTEM = (
     "You are an expert at analysing conversations of multi-agent teams and finding the mistake "
@@ -72,12 +72,20 @@ def half_prompt(trajectory: Trajectory, low: int, mid: int, high: int, with_gt: 
     )
 
 
+#: The heading of the retrieved schemata in the CORRECT prompt.
+SCHEMA_MARKER = "ERROR SCHEMATA FOR GUIDANCE"
+#: The request that ends a schema-generation prompt.
+DISTILL_MARKER = "Write an error schema"
+#: The first line of a schema-refinement prompt.
+MERGE_MARKER = "Schema A (kept):"
+
+
 def correct_prompt(trajectory: Trajectory, schemata: list[str], with_gt: bool) -> str:
     """CORRECT: the all-at-once prompt plus the retrieved error schemata as guidance."""
     if schemata:
         cases = "\n\n".join(f"Example {i + 1}:\n{text}" for i, text in enumerate(schemata))
         guide = (
-            "\nERROR SCHEMATA FOR GUIDANCE\n"
+            f"\n{SCHEMA_MARKER}\n"
             f"{cases}\n\nHow to use them: study each pattern, then scan Step 0, 1, 2, ... and "
             "ask at every step whether it contains a mistake and whether it matches a pattern. "
             "The actual mistake may be of another type or at another step.\n"
@@ -104,7 +112,7 @@ def distill_prompt(trajectory: Trajectory) -> str:
         f"Mistake agent: {trajectory.mistake_agent}\nMistake step: {trajectory.mistake_step}\n"
         f"Mistake reason: {trajectory.mistake_reason}\nConversation:\n"
         f"{render_history(trajectory)}\n\n"
-        "Write an error schema that helps IDENTIFY similar errors in future conversations, with "
+        f"{DISTILL_MARKER} that helps IDENTIFY similar errors in future conversations, with "
         "three sections:\nError Signatures: distinctive actions, interaction patterns and "
         "telltale behaviour of the mistake.\nContext Analysis: the conditions and interaction "
         "sequence that precede it.\nDetection Heuristics: questions to ask, how to analyse a "
@@ -115,7 +123,7 @@ def distill_prompt(trajectory: Trajectory) -> str:
 def merge_prompt(kept: str, new: str) -> str:
     """CORRECT schema refinement: rewrite a kept schema with a new failure's schema."""
     return (
-        f"Schema A (kept):\n{kept}\n\nSchema B (a new failure of the same kind):\n{new}\n\n"
+        f"{MERGE_MARKER}\n{kept}\n\nSchema B (a new failure of the same kind):\n{new}\n\n"
         "Rewrite schema A so that it also covers the failure of schema B: merge their error "
         "signatures, keep the context that both share, and keep every detection heuristic "
         "that would find either failure. Use the three sections Error Signatures, Context "

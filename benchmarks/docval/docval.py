@@ -14,6 +14,7 @@ from inspect_ai.model import GenerateConfig, Model, model_roles
 from inspect_ai.model._model import active_model
 from inspect_ai.solver import generate
 
+import docket.benchmarks.docval.reference  # noqa: F401  (registers its policies)
 from docket.benchmarks.common.args import checked, choice, positive
 from docket.benchmarks.common.headline import headline
 from docket.benchmarks.common.roles import require_roles, role_model

@@ -1,4 +1,4 @@
-"""Generate the procedural DocVAL split: `python -m docket.benchmarks.docval.generate OUT`.
+"""Generate the procedural DocVAL split (`python benchmarks/docval/scripts/generate.py OUT`).
 
 Reproducible from `--seed`: document i uses `random.Random(f"{seed}:{i}")` for its layout and
 `random.Random(f"{seed}:{i}:ocr")` for its simulated OCR, so any document can be regenerated
@@ -9,7 +9,6 @@ its words, segments, OCR tokens, facts and questions). The shipped split is
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import json
 import random
@@ -91,27 +90,3 @@ def generate(
             (out / record["image"]).write_bytes(jpeg)
             handle.write(json.dumps(record, separators=(",", ":")) + "\n")
     return path
-
-
-def main(argv: list[str] | None = None) -> None:
-    """Command-line entry point."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("out", type=Path)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--docs", type=int, default=SHIPPED_DOCS)
-    parser.add_argument(
-        "--questions", type=int, default=SHIPPED_QUESTIONS, help="questions per document"
-    )
-    parser.add_argument("--split", default="test")
-    parser.add_argument(
-        "--difficulty", nargs="+", default=list(DIFFICULTY), choices=list(DIFFICULTY)
-    )
-    args = parser.parse_args(argv)
-    path = generate(
-        args.out, args.seed, args.docs, args.questions, args.split, tuple(args.difficulty)
-    )
-    print(f"wrote {path}")
-
-
-if __name__ == "__main__":
-    main()

@@ -16,6 +16,7 @@ from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import ChatMessageUser, GenerateConfig, Model
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
+import docket.benchmarks.erm_retrieval.reference  # noqa: F401  (registers its policies)
 from docket.benchmarks.common.args import checked, choice, positive
 from docket.benchmarks.common.headline import headline
 from docket.benchmarks.common.roles import require_roles, role_model

@@ -11,14 +11,13 @@ Splits: `feedback` (two paraphrased queries for each of the "seen" documents, 60
 all the facets a query names (usually one). The expander's thesaurus maps each lay word it knows
 (`coverage`) to its technical term, plus a wrong term for some words (`noise`).
 
-    python -m docket.benchmarks.erm_retrieval.generate benchmarks/erm_retrieval/data
+    python benchmarks/erm_retrieval/scripts/generate.py benchmarks/erm_retrieval/data
 writes the BEIR layout (corpus.jsonl, queries.jsonl, qrels/{feedback,test}.tsv) and
 thesaurus.json, byte for byte the same for the same arguments.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 from dataclasses import dataclass
@@ -244,22 +243,3 @@ def generate(
 
 def _jsonl(path: Path, rows: list[dict[str, object]]) -> None:
     path.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
-
-
-def main(argv: list[str] | None = None) -> int:
-    """CLI: write the data set."""
-    parser = argparse.ArgumentParser(prog="python -m docket.benchmarks.erm_retrieval.generate")
-    parser.add_argument("out", type=Path)
-    parser.add_argument("--docs", type=int, default=240)
-    parser.add_argument("--mismatch", type=float, default=0.8)
-    parser.add_argument("--coverage", type=float, default=0.85)
-    parser.add_argument("--noise", type=float, default=0.4)
-    parser.add_argument("--seed", type=int, default=2026)
-    args = parser.parse_args(argv)
-    sizes = generate(args.out, args.docs, 0.6, args.mismatch, args.coverage, args.noise, args.seed)
-    print(f"wrote {args.out}: queries per split {sizes}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

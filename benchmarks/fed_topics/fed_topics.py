@@ -17,6 +17,7 @@ from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import GenerateConfig
 from inspect_ai.solver import generate
 
+import docket.benchmarks.fed_topics.reference  # noqa: F401  (registers its policies)
 from docket.benchmarks.common.args import checked, positive
 from docket.benchmarks.common.headline import headline
 from docket.benchmarks.fed_topics.dataset import Example, partition, read_examples

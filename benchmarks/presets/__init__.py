@@ -7,6 +7,7 @@ OpenAI-compatible API models; both ship with the package. Each benchmark folder'
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -45,3 +46,34 @@ def listed_tasks() -> dict[str, dict[str, Any]]:
         for folder, listing in listings().items()
         for t in listing.get("tasks") or []
     }
+
+
+def benchmark_folders(objects: Iterable[object]) -> list[str]:
+    """The benchmark folders that define `objects` (e.g. imported task functions), in order.
+
+    Args:
+        objects: Objects whose `__module__` may be a module of a benchmark folder
+            (`docket.benchmarks.<folder>.<module>`); others are ignored.
+
+    Returns:
+        Each folder once, in the order its first object appears.
+    """
+    folders: dict[str, None] = {}
+    for obj in objects:
+        parts = str(getattr(obj, "__module__", "") or "").split(".")
+        if len(parts) > 3 and parts[:2] == ["docket", "benchmarks"]:
+            folders.setdefault(parts[2], None)
+    return list(folders)
+
+
+def listed_task_names(folders: Iterable[str]) -> list[str]:
+    """The task names the listings of `folders` give, folder by folder in the listing's order.
+
+    Args:
+        folders: Benchmark folder names (a folder without a listing.yaml lists no task).
+
+    Returns:
+        Package-qualified task names (`docket/<task>`).
+    """
+    found = listings()
+    return [str(t["name"]) for folder in folders for t in found.get(folder, {}).get("tasks") or []]

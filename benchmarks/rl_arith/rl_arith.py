@@ -7,56 +7,11 @@ scored with `inspect eval docket/rl_arith --model docket/local/OUT/model`.
 from __future__ import annotations
 
 from inspect_ai import Task, task
-from inspect_ai.model import GenerateConfig
-from inspect_ai.solver import generate
 
-from docket.benchmarks.common.args import checked, choice, positive
-from docket.benchmarks.common.headline import headline
+import docket.benchmarks.rl_arith.reference  # noqa: F401  (registers its policies)
+from docket.benchmarks.rl_arith.verifiable import VerifiableBenchmark, verifiable_task
 
-from .dataset import load_problems, to_dataset
-from .prompts import STYLES
-from .scorer import verifiable_reward
-
-VERSION = "1-A"
-
-
-#: Generation limit per answer when -T max_tokens is not given: the RL runner's for `bare`,
-#: room for a chat model's sentence for `instructed`.
-DEFAULT_TOKENS = {"arith": 5, "constraints": 8, "instructed": 32}
-
-
-def verifiable_task(
-    name: str,
-    family: str,
-    benchmark: str,
-    data: str,
-    style: str,
-    max_tokens: int | None,
-    tags: list[str],
-) -> Task:
-    """The Task shared by the verifiable-reward benchmarks."""
-    style = choice(name, "style", style, STYLES)
-    if max_tokens is None:
-        max_tokens = DEFAULT_TOKENS[family if style == "bare" else style]
-    problems = load_problems(name, family, checked(name, "data", data, str), benchmark)
-    h = headline(
-        "verifiable_reward",
-        "mean",
-        score="reward",
-        direction="higher",
-        value="binary",
-        sample_key="reward",
-    )
-    return Task(
-        dataset=to_dataset(family, problems, style, benchmark),
-        solver=generate(),
-        scorer=verifiable_reward(family),
-        config=GenerateConfig(temperature=0.0, max_tokens=positive(name, "max_tokens", max_tokens)),
-        version=VERSION,
-        tags=tags,
-        headline_metric=h["headline_metric"],
-        metadata={**h["metadata"], "benchmark": benchmark, "family": family, "style": style},
-    )
+ARITH = VerifiableBenchmark(name="rl_arith", family="arith", tags=("rl", "math", "verifiable"))
 
 
 @task
@@ -74,6 +29,4 @@ def rl_arith(data: str = "", style: str = "bare", max_tokens: int | None = None)
     Returns:
         The task: arithmetic problems answered by `generate()`, scored by `verifiable_reward`.
     """
-    return verifiable_task(
-        "rl_arith", "arith", "rl_arith", data, style, max_tokens, ["rl", "math", "verifiable"]
-    )
+    return verifiable_task(ARITH, data, style, max_tokens)

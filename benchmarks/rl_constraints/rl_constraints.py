@@ -7,7 +7,14 @@ from __future__ import annotations
 
 from inspect_ai import Task, task
 
-from docket.benchmarks.rl_arith.rl_arith import verifiable_task
+import docket.benchmarks.rl_constraints.reference  # noqa: F401  (registers its policies)
+from docket.benchmarks.rl_arith.verifiable import VerifiableBenchmark, verifiable_task
+
+CONSTRAINTS = VerifiableBenchmark(
+    name="rl_constraints",
+    family="constraints",
+    tags=("rl", "instruction-following", "verifiable"),
+)
 
 
 @task
@@ -25,12 +32,4 @@ def rl_constraints(data: str = "", style: str = "bare", max_tokens: int | None =
     Returns:
         The task: constrained instructions answered by `generate()`, scored by `verifiable_reward`.
     """
-    return verifiable_task(
-        "rl_constraints",
-        "constraints",
-        "rl_constraints",
-        data,
-        style,
-        max_tokens,
-        ["rl", "instruction-following", "verifiable"],
-    )
+    return verifiable_task(CONSTRAINTS, data, style, max_tokens)

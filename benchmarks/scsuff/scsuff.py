@@ -16,6 +16,7 @@ from inspect_ai import Task, task
 from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.dataset import MemoryDataset, Sample
 
+import docket.benchmarks.scsuff.reference  # noqa: F401  (registers its policies)
 from docket.benchmarks.common.args import checked, choice, positive
 from docket.benchmarks.common.headline import headline
 from docket.benchmarks.common.roles import require_roles

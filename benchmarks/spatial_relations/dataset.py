@@ -182,7 +182,3 @@ def describe(row: Row, view: str) -> str:
     ]
     lines += [f"The {colour} {shape} is at {at(centre)}." for colour, shape, centre in row.objects]
     return "\n".join(lines)
-
-
-if __name__ == "__main__":  # regenerate the shipped evaluation set
-    write(generate(EVAL_SIZE, EVAL_SEED), DATA)

@@ -18,6 +18,7 @@ from inspect_ai.model import ChatMessageUser, Content, ContentImage, ContentText
 from inspect_ai.scorer import pattern
 from inspect_ai.solver import generate
 
+import docket.benchmarks.spatial_relations.reference  # noqa: F401  (registers its policies)
 from docket.benchmarks.common.args import checked, choice, positive
 from docket.benchmarks.common.headline import headline
 from docket.benchmarks.spatial_relations.dataset import DATA, describe, load

@@ -12,7 +12,7 @@ import random
 
 from inspect_ai.dataset import Sample
 
-from docket.agents.scripted.toy_math import Chain, question
+from docket.benchmarks.toy_math.reference import Chain, question
 
 SPLITS = {"test": 11, "train": 23, "pretrain": 37}
 

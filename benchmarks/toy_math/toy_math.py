@@ -14,6 +14,7 @@ from inspect_ai.dataset import MemoryDataset
 from inspect_ai.model import GenerateConfig, get_model
 from inspect_ai.solver import Generate, Solver, TaskState, generate, solver
 
+import docket.benchmarks.toy_math.reference  # noqa: F401  (registers its policies)
 from docket.benchmarks.common.args import checked, names, positive
 from docket.benchmarks.common.headline import headline
 from docket.benchmarks.common.roles import require_roles, role_model

@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 from inspect_ai._util.error import PrerequisiteError
 from prop_strategies import JSON_VALUES, JSONL_LINES, one_line
 
-from docket.agents.mas.records import Trajectory, TrajectoryError, parse_record, read_trajectories
 from docket.benchmarks.correct.dataset import load_trajectories
 from docket.benchmarks.correct.prompts import (
     SECTIONS,
@@ -22,6 +21,12 @@ from docket.benchmarks.correct.prompts import (
     parse_yes_no,
 )
 from docket.benchmarks.correct.scorer import localisation_value
+from docket.benchmarks.correct.simulator.records import (
+    Trajectory,
+    TrajectoryError,
+    parse_record,
+    read_trajectories,
+)
 
 STEPS = st.fixed_dictionaries(
     {"content": st.one_of(st.text(max_size=10), JSON_VALUES)},
@@ -229,7 +234,7 @@ FRAGMENTS = st.lists(
 @settings(max_examples=150)
 @given(st.text(max_size=40), st.lists(st.tuples(AGENTS, FRAGMENTS), max_size=6))
 def test_step_checks_read_any_conversation(question: str, steps: list[tuple[str, str]]) -> None:
-    from docket.agents.mas.checks import CHECKS, flags
+    from docket.benchmarks.correct.simulator.checks import CHECKS, flags
 
     found = flags(question, steps)
     assert len(found) == len(steps) and all(f <= set(CHECKS) for f in found)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import runpy
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from docket.benchmarks.anchor.builder import build_drafts, load_records, main
+from docket.benchmarks.anchor.builder import build_drafts, load_records
 from docket.benchmarks.anchor.content import violations
 from docket.benchmarks.anchor.dataset import (
     PLACEHOLDER,
@@ -19,6 +20,8 @@ from docket.benchmarks.anchor.dataset import (
 from docket.benchmarks.anchor.statutes import CATEGORIES, statute_category
 
 HERE = Path(__file__).parent
+BUILDER = Path(__file__).resolve().parents[3] / "benchmarks" / "anchor" / "scripts" / "builder.py"
+main = runpy.run_path(str(BUILDER))["main"]
 GOOD = json.loads((HERE / "fixture_scenarios.jsonl").read_text().splitlines()[0])
 
 

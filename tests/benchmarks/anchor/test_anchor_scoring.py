@@ -11,7 +11,6 @@ from inspect_ai.model import ChatMessageUser, GenerateConfig
 
 from docket.agents.auditor.parse import ReplyFormatError
 from docket.agents.cli_target import WorkspaceFile
-from docket.agents.scripted.anchor import judge
 from docket.agents.scripted.policy import PolicyInput
 from docket.benchmarks.anchor.exceeds import automation_constructs, measure_excess
 from docket.benchmarks.anchor.judge import (
@@ -21,6 +20,7 @@ from docket.benchmarks.anchor.judge import (
     judge_transcript,
     verdict_parser,
 )
+from docket.benchmarks.anchor.reference import judge
 from docket.benchmarks.anchor.scorer import judged_values, strongreject, survival_observation
 from docket.sandboxes.apps import ActionEntry, chain_entry, verify_chain
 

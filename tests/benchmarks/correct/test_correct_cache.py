@@ -226,7 +226,7 @@ def test_retrieval_leaves_out_an_entry_that_holds_the_query_merged_in(tmp_path: 
 
 
 def test_hot_entries_are_replayed_on_their_sources_once_per_change(tmp_path: Path) -> None:
-    from docket.agents.mas.schema import Labelled
+    from docket.benchmarks.correct.simulator.schema import Labelled
 
     question = "What is 2 + 3?"
     good = (

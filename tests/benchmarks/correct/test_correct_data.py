@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from inspect_ai.model import ChatMessageUser, get_model
 
-from docket.agents.mas.baselines import KeywordRule, SurfaceBaseline
-from docket.agents.mas.generate import SPLIT_SEED, make_trajectory
-from docket.agents.mas.taxonomy import ERROR_TYPES
 from docket.benchmarks.correct.dataset import SHIPPED, load_trajectories, select, tier_of
 from docket.benchmarks.correct.prompts import correct_prompt
+from docket.benchmarks.correct.simulator.baselines import KeywordRule, SurfaceBaseline
+from docket.benchmarks.correct.simulator.generate import SPLIT_SEED, make_trajectory
+from docket.benchmarks.correct.simulator.taxonomy import ERROR_TYPES
 
 
 def _steps(trajectory: object) -> list[tuple[str, str]]:

@@ -18,9 +18,9 @@ from inspect_ai import eval as inspect_eval
 from inspect_ai.log import EvalLog
 from inspect_ai.model import get_model
 
-from docket.agents.mas.records import read_trajectories
 from docket.benchmarks.correct.correct import correct_localization
 from docket.benchmarks.correct.dataset import load_trajectories, to_sample
+from docket.benchmarks.correct.simulator.records import read_trajectories
 
 FIXTURES = Path(__file__).parent / "fixtures"
 WHO_AND_WHEN = FIXTURES / "who_and_when"

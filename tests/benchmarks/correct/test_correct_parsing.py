@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from docket.agents.scripted.correct import conversation, rule_schema
 from docket.benchmarks.correct.dataset import load_trajectories
 from docket.benchmarks.correct.prompts import (
     Localisation,
@@ -18,6 +17,7 @@ from docket.benchmarks.correct.prompts import (
     parse_yes_no,
     step_prompt,
 )
+from docket.benchmarks.correct.reference import conversation, rule_schema
 from docket.benchmarks.correct.scorer import localisation_value
 
 

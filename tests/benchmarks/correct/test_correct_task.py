@@ -15,7 +15,6 @@ from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.log import EvalLog
 from inspect_ai.model import ChatMessageUser, Model, get_model
 
-from docket.agents.mas.baselines import SurfaceBaseline
 from docket.benchmarks.correct.cache import SchemaCache
 from docket.benchmarks.correct.correct import (
     LEAKS,
@@ -27,6 +26,7 @@ from docket.benchmarks.correct.correct import (
 )
 from docket.benchmarks.correct.dataset import load_trajectories, select
 from docket.benchmarks.correct.prompts import correct_prompt
+from docket.benchmarks.correct.simulator.baselines import SurfaceBaseline
 from docket.benchmarks.correct.solvers import CacheConfig, SchemaStream, query_text, steps_of
 
 SIZE = 30
@@ -324,7 +324,7 @@ def _write(tmp_path: Path, rows: list[dict[str, Any]]) -> Path:
 
 
 def _rows(count: int) -> list[dict[str, Any]]:
-    from docket.agents.mas.records import to_json
+    from docket.benchmarks.correct.simulator.records import to_json
 
     return [to_json(t) for t in load_trajectories() if len(t.history) < 16][:count]
 

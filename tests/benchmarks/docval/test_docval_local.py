@@ -59,7 +59,7 @@ def test_a_text_teacher_given_the_page_image_stops_with_one_line(text_checkpoint
 def test_the_demo_runs_docval_on_text_models(
     task: str, text_checkpoint: Path, tmp_path: Path
 ) -> None:
-    from docket.suite import load_preset, plan, run_plan
+    from docket.suite import load_preset, plan, run_plan, task_args
 
     preset = load_preset("offline")
     [item] = plan(preset, tmp_path, tasks=[task], models=[f"docket/local/{text_checkpoint}"])
@@ -71,6 +71,6 @@ def test_the_demo_runs_docval_on_text_models(
     [info] = list_eval_logs(str(item.log_dir))
     log = read_eval_log(info)
     assert log.status == "success"
-    assert log.eval.task_args | preset.task_args[task] == log.eval.task_args
+    assert log.eval.task_args | task_args(preset, task) == log.eval.task_args
     mode = (log.eval.metadata or {})["mode"]
     assert mode == ("layout_text" if task.endswith("grounding") else "teacher")

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from inspect_ai.model import ChatMessageUser, GenerateConfig
 
-from docket.agents.scripted.docval import docval_label_right, docval_oracle
 from docket.agents.scripted.policy import PolicyInput
 from docket.benchmarks.docval.dataset import SHIPPED, load_documents, to_samples
 from docket.benchmarks.docval.prompts import LAYOUT_TEXT
+from docket.benchmarks.docval.reference import docval_label_right, docval_oracle
 from docket.methods.distill.export import to_hf_dataset
 
 LAYOUT = """Document d. Word-level OCR tokens of the page, one per line as

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 import os
+import runpy
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -14,13 +16,14 @@ import pytest
 pytest.importorskip("flwr", reason="needs flwr (Python >= 3.11): pip install 'docket[adaptation]'")
 from inspect_ai import eval as inspect_eval
 
-from docket.benchmarks.fed_topics import run_fed
 from docket.benchmarks.fed_topics.dataset import read_examples
 from docket.benchmarks.fed_topics.prompts import render
 from docket.benchmarks.fed_topics.scorer import first_label
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
+SCRIPTS = Path(__file__).resolve().parents[3] / "benchmarks" / "fed_topics" / "scripts"
+run_fed = SimpleNamespace(**runpy.run_path(str(SCRIPTS / "run_fed.py")))
 SMALL = ["--clients", "2", "--rounds", "1", "--train", "16", "--heldout", "6", "--no-progress"]
 
 

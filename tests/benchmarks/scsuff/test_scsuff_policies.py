@@ -7,7 +7,6 @@ import math
 import pytest
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser, GenerateConfig, get_model
 
-from docket.agents.scripted.scsuff import distribution, parse_passage, rewrite
 from docket.benchmarks.scsuff.prompts import (
     AUTHORITY_HINT,
     GENERATOR_INSTRUCTION,
@@ -18,6 +17,7 @@ from docket.benchmarks.scsuff.prompts import (
     parse_verdict,
     system_prompt,
 )
+from docket.benchmarks.scsuff.reference import distribution, parse_passage, rewrite
 
 PASSAGE = """Item profile:
 - colour: red (possible: red, blue)

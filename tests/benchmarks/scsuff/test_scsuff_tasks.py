@@ -45,7 +45,8 @@ def expected_q(
 
 def prior_draw(features: dict[str, str], kept: set[str], seed: int) -> dict[str, str]:
     """The scripted generator's alternative for call seed `seed`: unnamed features in mixed
-    radix (first unnamed feature = fastest digit), as documented in agents/scripted/scsuff.py."""
+    radix (first unnamed feature = fastest digit), as documented in
+    benchmarks/scsuff/reference.py."""
     out, radix = dict(features), 1
     for name, support in FEATURES.items():
         if name not in kept:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import runpy
 from pathlib import Path
 
 import pytest
 
-from docket.benchmarks.toy_math.experiment import SOURCES, main, table
+SCRIPTS = Path(__file__).resolve().parents[3] / "benchmarks" / "toy_math" / "scripts"
+EXPERIMENT = runpy.run_path(str(SCRIPTS / "experiment.py"))
+SOURCES, main, table = EXPERIMENT["SOURCES"], EXPERIMENT["main"], EXPERIMENT["table"]
 
 
 def test_the_table_has_the_initial_row_mean_sd_per_seed_and_empty_sources() -> None:

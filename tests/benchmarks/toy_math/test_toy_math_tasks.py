@@ -12,8 +12,8 @@ from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.log import EvalLog
 from inspect_ai.model import get_model
 
-from docket.agents.scripted.toy_math import parse_question, question
 from docket.benchmarks.toy_math.dataset import split_chains
+from docket.benchmarks.toy_math.reference import parse_question, question
 from docket.benchmarks.toy_math.scorer import final_answer
 from docket.benchmarks.toy_math.toy_math import toy_math, toy_math_sar
 

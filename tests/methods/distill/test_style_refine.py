@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from docket.agents.scripted.toy_math import Chain, question, repair_a, style_a, style_b
+from docket.benchmarks.toy_math.reference import Chain, question, repair_a, style_a, style_b
 from docket.methods.anomaly.tiny_lm import char_tokenizer, tiny_causal_lm
 from docket.methods.distill.style_refine import (
     SFTSettings,

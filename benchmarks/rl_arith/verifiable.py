@@ -1,0 +1,82 @@
+"""The Task shared by the verifiable-reward benchmarks (`docket/rl_arith`, `docket/rl_constraints`).
+
+Each benchmark names itself with a `VerifiableBenchmark` (its task name, which is also its folder
+and its shipped data's home, and the `docket.methods.rl` task family that verifies its answers)
+and builds its task with `verifiable_task`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from inspect_ai import Task
+from inspect_ai.model import GenerateConfig
+from inspect_ai.solver import generate
+
+from docket.benchmarks.common.args import checked, choice, positive
+from docket.benchmarks.common.headline import headline
+
+from .dataset import load_problems, to_dataset
+from .prompts import STYLES
+from .scorer import verifiable_reward
+
+VERSION = "1-A"
+
+
+#: Generation limit per answer when -T max_tokens is not given: the RL runner's for `bare`,
+#: room for a chat model's sentence for `instructed`.
+DEFAULT_TOKENS = {"arith": 5, "constraints": 8, "instructed": 32}
+
+
+@dataclass(frozen=True)
+class VerifiableBenchmark:
+    """A verifiable-reward benchmark.
+
+    Attributes:
+        name: The task name without `docket/`; also the benchmark folder holding `data/`.
+        family: The `docket.methods.rl` task family that renders and verifies its problems.
+        tags: The task's tags.
+    """
+
+    name: str
+    family: str
+    tags: tuple[str, ...]
+
+
+def verifiable_task(
+    benchmark: VerifiableBenchmark, data: str, style: str, max_tokens: int | None
+) -> Task:
+    """The Task of a verifiable-reward benchmark, checked `-T` arguments applied.
+
+    Args:
+        benchmark: Which benchmark (name, task family, tags).
+        data: '' for the benchmark's shipped test split, or a JSONL path with the same fields.
+        style: `bare` or `instructed` (see `prompts.py`).
+        max_tokens: Generation limit per answer (None: `DEFAULT_TOKENS`).
+
+    Returns:
+        The Inspect task, scored by the family's exact verifier.
+    """
+    name, family = benchmark.name, benchmark.family
+    style = choice(name, "style", style, STYLES)
+    if max_tokens is None:
+        max_tokens = DEFAULT_TOKENS[family if style == "bare" else style]
+    problems = load_problems(name, family, checked(name, "data", data, str), name)
+    h = headline(
+        "verifiable_reward",
+        "mean",
+        score="reward",
+        direction="higher",
+        value="binary",
+        sample_key="reward",
+    )
+    return Task(
+        dataset=to_dataset(family, problems, style, name),
+        solver=generate(),
+        scorer=verifiable_reward(family),
+        config=GenerateConfig(temperature=0.0, max_tokens=positive(name, "max_tokens", max_tokens)),
+        version=VERSION,
+        tags=list(benchmark.tags),
+        headline_metric=h["headline_metric"],
+        metadata={**h["metadata"], "benchmark": name, "family": family, "style": style},
+    )

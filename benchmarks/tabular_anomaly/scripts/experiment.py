@@ -1,0 +1,130 @@
+"""The README's table: every detector on every data set, several seeds, AUROC and AUPRC.
+
+AnoLLM and both DiSPaT variants share one fine-tuning per (data set, seed): AnoLLM's scores
+are taken after it, then each self-play variant continues from a copy of that model. The
+numbers equal what `docket/tabular_anomaly -T detector=...` reports for the same settings
+(the task fits each detector separately).
+
+    python benchmarks/tabular_anomaly/scripts/experiment.py --seeds 3 --out runs/anomaly.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from docket.benchmarks.tabular_anomaly.dataset import DATASETS, LOADERS, split
+from docket.benchmarks.tabular_anomaly.scorer import ranking_metrics
+from docket.methods.anomaly.baselines import PYOD_DETECTORS, pyod_scores, random_scores
+from docket.methods.anomaly.dispat import DiSPaT, LMConfig, SelfPlayConfig
+
+LM_ROWS = ("anollm", "dispat-implicit", "dispat-variational")
+
+
+def language_model_rows(
+    table: Any, part: Any, seed: int, lm: LMConfig, play: SelfPlayConfig
+) -> dict[str, dict[str, float]]:
+    """AnoLLM, then DiSPaT implicit and variational from copies of the same fine-tuned model."""
+    base = DiSPaT(table.columns, LMConfig(**{**lm.__dict__, "seed": seed}), play)
+    super(DiSPaT, base).fit(part.train)  # AnoLLM's fine-tuning only
+    out = {"anollm": ranking_metrics(part.labels, list(base.score(part.test)))}
+    for variant in ("implicit", "variational"):
+        detector = copy.deepcopy(base)
+        detector.play = SelfPlayConfig(**{**play.__dict__, "variant": variant})
+        detector.self_play(part.train)
+        out[f"dispat-{variant}"] = ranking_metrics(part.labels, list(detector.score(part.test)))
+    return out
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Every detector on every (data set, seed); results by data set, detector, metric."""
+    lm = LMConfig(steps=args.sft_steps)
+    play = SelfPlayConfig(iterations=args.iterations, steps=args.play_steps)
+    results: dict[str, Any] = {}
+    for name in args.datasets:
+        table = LOADERS[name]()
+        for seed in range(args.seeds):
+            part = split(table, seed)
+            rows: dict[str, dict[str, float]] = {
+                "random": ranking_metrics(part.labels, list(random_scores(part.test, seed)))
+            }
+            for detector in PYOD_DETECTORS:
+                scores = pyod_scores(detector, table.columns, part.train, part.test, seed)
+                rows[detector] = ranking_metrics(part.labels, list(scores))
+            if not args.skip_lm:
+                started = time.time()
+                rows.update(language_model_rows(table, part, seed, lm, play))
+                print(
+                    f"{name} seed {seed}: language models {time.time() - started:.0f}s", flush=True
+                )
+            for detector, values in rows.items():
+                results.setdefault(name, {}).setdefault(detector, []).append(values)
+            if args.out:
+                Path(args.out).write_text(json.dumps(results, indent=1) + "\n")
+    return results
+
+
+def table(results: dict[str, Any]) -> str:
+    """Markdown: one row per detector, AUROC (AUPRC) mean ± sd per data set; the seed count
+    where it is below the most any cell has; the mean only over a full row."""
+    names = list(results)
+    most = max(len(runs) for name in names for runs in results[name].values())
+    detectors = list(dict.fromkeys(d for n in names for d in results[n]))
+    lines = [
+        "| detector | " + " | ".join(names) + " | mean AUROC |",
+        "|---|" + "---|" * (len(names) + 1),
+    ]
+    for detector in detectors:
+        cells, means = [], []
+        for name in names:
+            runs = results[name].get(detector, [])
+            if not runs:  # not run on this data set
+                cells.append("–")
+                continue
+            auroc = [r["auroc"] for r in runs]
+            auprc = [r["auprc"] for r in runs]
+            spread = f" ± {statistics.stdev(auroc):.3f}" if len(auroc) > 1 else ""
+            seeds = f" [{len(runs)} seed{'s' * (len(runs) > 1)}]" if len(runs) != most else ""
+            cells.append(
+                f"{statistics.mean(auroc):.3f}{spread} ({statistics.mean(auprc):.3f}){seeds}"
+            )
+            means.append(statistics.mean(auroc))
+        overall = f"{statistics.mean(means):.3f}" if len(means) == len(names) else "–"
+        lines.append(f"| {detector} | " + " | ".join(cells) + f" | {overall} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI."""
+    parser = argparse.ArgumentParser(prog="python benchmarks/tabular_anomaly/scripts/experiment.py")
+    parser.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=DATASETS)
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--sft-steps", type=int, default=200)
+    parser.add_argument("--iterations", type=int, default=2)
+    parser.add_argument("--play-steps", type=int, default=30)
+    parser.add_argument("--skip-lm", action="store_true", help="PyOD and random only")
+    parser.add_argument("--out", default="", help="JSON results file (written as it goes)")
+    parser.add_argument(
+        "--table", nargs="+", default=[], help="only print the table of these results files"
+    )
+    args = parser.parse_args(argv)
+    if args.table:  # merge runs split by data set: later files add data sets and detectors
+        merged: dict[str, Any] = {}
+        for path in args.table:
+            for name, rows in json.loads(Path(path).read_text()).items():
+                for detector, runs in rows.items():
+                    if len(runs) > len(merged.setdefault(name, {}).get(detector, [])):
+                        merged[name][detector] = runs
+        print(table({n: merged[n] for n in DATASETS if n in merged}))
+        return 0
+    print(table(run(args)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
