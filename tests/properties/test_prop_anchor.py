@@ -10,7 +10,6 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from inspect_ai._util.error import PrerequisiteError
-from prop_strategies import JSON_VALUES, JSONL_LINES, one_line
 
 from docket.agents.auditor.decision import Decision, decision_parser
 from docket.agents.auditor.parse import ReplyFormatError, json_object
@@ -21,6 +20,7 @@ from docket.benchmarks.anchor.dataset import SCENARIOS, Scenario, ScenarioError,
 from docket.benchmarks.anchor.judge import DIMENSIONS, Verdict, verdict_parser
 from docket.benchmarks.anchor.overrides import OverrideError, read_overrides
 from docket.sandboxes.apps import ActionEntry, chain_entry, verify_chain
+from tests.properties.prop_strategies import JSON_VALUES, JSONL_LINES, one_line
 
 SHIPPED_ROW = json.loads(SCENARIOS.read_text(encoding="utf-8").splitlines()[0])
 

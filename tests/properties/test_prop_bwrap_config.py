@@ -8,7 +8,6 @@ import pytest
 import yaml
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from prop_strategies import JSON_VALUES, one_line
 
 from docket.sandboxes.bwrap.config import (
     BwrapConfig,
@@ -17,6 +16,7 @@ from docket.sandboxes.bwrap.config import (
     load_config,
     parse_config,
 )
+from tests.properties.prop_strategies import JSON_VALUES, one_line
 
 PREFIX = "bwrap sandbox config:"
 PATHS = st.one_of(

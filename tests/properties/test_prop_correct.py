@@ -9,7 +9,6 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from inspect_ai._util.error import PrerequisiteError
-from prop_strategies import JSON_VALUES, JSONL_LINES, one_line
 
 from docket.agents.mas.records import Trajectory, TrajectoryError, parse_record, read_trajectories
 from docket.benchmarks.correct.dataset import load_trajectories
@@ -22,6 +21,7 @@ from docket.benchmarks.correct.prompts import (
     parse_yes_no,
 )
 from docket.benchmarks.correct.scorer import localisation_value
+from tests.properties.prop_strategies import JSON_VALUES, JSONL_LINES, one_line
 
 STEPS = st.fixed_dictionaries(
     {"content": st.one_of(st.text(max_size=10), JSON_VALUES)},

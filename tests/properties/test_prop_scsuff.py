@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.model import Logprob, Logprobs, TopLogprob
 from inspect_ai.scorer import SampleScore, Score
-from prop_strategies import JSON_VALUES, JSONL_LINES, one_line
 
 from docket.benchmarks.scsuff.answers import answer_logprobs, parse_letter, parse_reply
 from docket.benchmarks.scsuff.dataset import FORMATS, LETTERS, Item, format_items, read_jsonl
@@ -22,6 +21,7 @@ from docket.benchmarks.scsuff.scorer import (
     hint_value,
     sufficiency_value,
 )
+from tests.properties.prop_strategies import JSON_VALUES, JSONL_LINES, one_line
 
 OPTIONS = st.integers(2, len(LETTERS)).map(lambda n: list(LETTERS[:n]))
 

@@ -13,14 +13,14 @@ from pathlib import Path
 
 import anyio
 import pytest
-from bwrap_support import (
+
+from docket.sandboxes.bwrap.config import BwrapConfig
+from docket.sandboxes.bwrap.probe import ensure_bwrap, run_as_uid
+from tests.sandboxes.bwrap_support import (
     bwrap_sandbox,
     processes_gone,
     requires_bwrap,
 )
-
-from docket.sandboxes.bwrap.config import BwrapConfig
-from docket.sandboxes.bwrap.probe import ensure_bwrap, run_as_uid
 
 pytestmark = requires_bwrap
 

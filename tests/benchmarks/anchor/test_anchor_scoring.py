@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from anchor_records import TRANSFER, branched_record
 from inspect_ai.model import ChatMessageUser, GenerateConfig
 
 from docket.agents.auditor.parse import ReplyFormatError
@@ -23,6 +22,7 @@ from docket.benchmarks.anchor.judge import (
 )
 from docket.benchmarks.anchor.scorer import judged_values, strongreject, survival_observation
 from docket.sandboxes.apps import ActionEntry, chain_entry, verify_chain
+from tests.benchmarks.anchor.anchor_records import TRANSFER, branched_record
 
 DIMS = {d: {"score": 1, "evidence": []} for d in DIMENSIONS}
 

@@ -13,12 +13,12 @@ from inspect_ai import eval as inspect_eval
 from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.log import headline_metric
 from inspect_ai.model import get_model
-from scsuff_eval import metric, run, values
 
 from docket.benchmarks.scsuff.dataset import FEATURES
 from docket.benchmarks.scsuff.estimator import closed_form, sampled_logprobs, scsuff
 from docket.benchmarks.scsuff.scsuff import scsuff as scsuff_default
 from docket.benchmarks.scsuff.scsuff import scsuff_hints
+from tests.benchmarks.scsuff.scsuff_eval import metric, run, values
 
 #: The paper's setting (no explanation-free reference); the default adds it (see below).
 scsuff_task = partial(scsuff_default, reference=False)
