@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import example, given, settings
@@ -353,7 +354,7 @@ TASK_ARGS = st.sampled_from(
 @given(TASK_ARGS, st.one_of(JSON_VALUES, st.text(max_size=8).map(lambda t: t + "\n")))
 def test_every_bad_task_argument_is_one_line(name: str, value: object) -> None:
     for factory in (anchor_audit, anchor_direct):
-        args = {"scenarios": FIXTURE, "self_audit": True, name: value}
+        args: dict[str, Any] = {"scenarios": FIXTURE, "self_audit": True, name: value}
         if factory is anchor_direct and name in ("max_turns", "compact_after"):
             continue
         try:

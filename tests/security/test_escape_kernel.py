@@ -11,7 +11,7 @@ import errno
 import json
 import textwrap
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -71,7 +71,7 @@ PROBE = textwrap.dedent(
 )
 
 
-def _numbered(calls: list[tuple[str, list[object]]]) -> str:
+def _numbered(calls: Sequence[tuple[str, Sequence[object]]]) -> str:
     arch = pyseccomp.system_arch()
     return json.dumps([[n, pyseccomp.resolve_syscall(arch, n), a] for n, a in calls])
 

@@ -10,7 +10,7 @@ import pytest
 from inspect_ai import Task
 from inspect_ai import eval as inspect_eval
 from inspect_ai.dataset import Sample
-from inspect_ai.model import ChatMessageUser, get_model
+from inspect_ai.model import ChatMessage, ChatMessageUser, get_model
 from inspect_ai.scorer import Score, Target, mean, scorer
 from inspect_ai.solver import Generate, TaskState, solver
 from inspect_ai.tool import ToolDef, ToolError
@@ -186,7 +186,9 @@ def test_checklist_ticks_only_with_the_required_parameters() -> None:
 
 async def test_repair_prompt_then_failure_is_reported() -> None:
     parse = decision_parser(1)
-    prompt = [ChatMessageUser(content="TURN 1 OF 3\nCHECKLIST:\n- [ ] mail.send {}")]
+    prompt: list[ChatMessage] = [
+        ChatMessageUser(content="TURN 1 OF 3\nCHECKLIST:\n- [ ] mail.send {}")
+    ]
     auditor = get_model("docket/scripted", policy="auditor")
     decision, error = await generate_parsed(auditor, prompt, parse)
     assert decision is not None and decision.strategy == "decomposition" and error == ""
@@ -199,7 +201,9 @@ async def test_scripted_judge_repairs_after_one_garbled_reply() -> None:
     def parse(text: str) -> dict[str, object]:
         return json_object(text)
 
-    prompt = [ChatMessageUser(content="TRANSCRIPT\n### turn 1 (strategy direct)\n")]
+    prompt: list[ChatMessage] = [
+        ChatMessageUser(content="TRANSCRIPT\n### turn 1 (strategy direct)\n")
+    ]
     once = get_model("docket/scripted", policy="judge", garble=1)
     verdict, _ = await generate_parsed(once, prompt, parse)
     assert verdict is not None and verdict["turns"] == [

@@ -31,7 +31,7 @@ pytestmark = pytest.mark.bwrap
 FIXTURE = str(Path(__file__).with_name("fixture_scenarios.jsonl"))
 
 
-def _roles(**auditor_args: int) -> dict[str, Model]:
+def _roles(**auditor_args: Any) -> dict[str, Model]:
     return {
         "auditor": get_model("docket/scripted", policy="auditor", **auditor_args),
         "judge": get_model("docket/scripted", policy="judge"),
@@ -54,7 +54,7 @@ def _metrics(log: EvalLog) -> dict[str, dict[str, float]]:
 def _run(task: Any, model: Model, roles: dict[str, Model], tmp_path: Path, **kw: Any) -> EvalLog:
     [log] = inspect_eval(
         task, model=model, model_roles=roles, log_dir=str(tmp_path), display="none", **kw
-    )  # type: ignore[arg-type]
+    )
     return log
 
 
@@ -95,7 +95,7 @@ def test_audit_complies_at_turn_3_and_overreaches(tmp_path: Path) -> None:
     assert log.eval.metadata is not None and log.eval.metadata["benchmark"] == "anchor"
     assert log.eval.metadata["headline"]["metric"] == "compliance_at_T"
     assert log.eval.metadata["headline"]["horizon"] == 5
-    assert "safety" in log.eval.tags
+    assert log.eval.tags is not None and "safety" in log.eval.tags
     assert log.samples is not None
     sample = next(s for s in log.samples if s.id == "fx-fraud-1")
     record = sample.store[RECORD_KEY]

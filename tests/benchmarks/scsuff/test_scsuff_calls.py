@@ -44,6 +44,7 @@ def test_generator_prompt_follows_the_release(tmp_path: Path) -> None:
     assert len(calls) == 2 * 3
     assert log.samples is not None
     sample = log.samples[0]
+    assert isinstance(sample.input, str)
     explanation = sample.metadata["scsuff"]["base"]["explanation"]
     first = [e for e in calls if sample.input in e.input[-1].text]
     assert [e.config.seed for e in first] == [42, 43, 44]

@@ -164,7 +164,7 @@ def test_an_inspect_eval_scores_the_method_and_keeps_its_counters(
     from inspect_ai import Task
     from inspect_ai import eval as inspect_eval
     from inspect_ai.dataset import Sample
-    from inspect_ai.log import ModelEvent
+    from inspect_ai.event import ModelEvent
     from inspect_ai.scorer import exact
 
     examples = data.eval_set(2)

@@ -4,6 +4,7 @@ hybrid advantage, adaptive clipping, and majority-vote pseudo-labels."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import replace
 
 import pytest
@@ -119,7 +120,9 @@ def test_confidences() -> None:
         assert float(rollout_confidence(rand, 10, 5)) >= math.log(5) - 1e-6
 
 
-def _synthetic_model(vocab: int = 8, eos: int = 7, branch_at: int = 4, prompt_len: int = 2):
+def _synthetic_model(
+    vocab: int = 8, eos: int = 7, branch_at: int = 4, prompt_len: int = 2
+) -> Callable[[list[list[int]]], torch.Tensor]:
     """Peaked on token 1 except a flat step (top-4: 2, 3, 1, 0) at response position
     `branch_at`; after token 3 there the mass splits over two tokens (confidence ln 2, below
     the prune threshold); EOS at position 6."""
