@@ -6,7 +6,7 @@ import importlib
 from importlib.metadata import entry_points
 
 import pytest
-from inspect_ai._util.registry import registry_lookup
+from inspect_ai._util.registry import RegistryType, registry_lookup
 
 
 def test_entry_point_targets_the_registry_module() -> None:
@@ -24,5 +24,5 @@ REGISTERED = importlib.import_module("docket._registry").REGISTERED
 @pytest.mark.parametrize(
     ("kind", "name"), [(kind, name) for kind, names in REGISTERED.items() for name in names]
 )
-def test_registered_name_resolves(kind: str, name: str) -> None:
-    assert registry_lookup(kind, name) is not None  # type: ignore[arg-type]
+def test_registered_name_resolves(kind: RegistryType, name: str) -> None:
+    assert registry_lookup(kind, name) is not None

@@ -59,7 +59,7 @@ def _check(config_or_error: BwrapConfig | BwrapConfigError) -> None:
 @example({1: 2})
 def test_parse_config_returns_a_config_or_one_error(data: dict[object, object]) -> None:
     try:
-        config = parse_config(data)  # type: ignore[arg-type]
+        config = parse_config(data)  # type: ignore[arg-type]  # any YAML mapping, on purpose
     except BwrapConfigError as ex:
         _check(ex)
         return

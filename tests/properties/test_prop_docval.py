@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from inspect_ai.model import ModelOutput
+from inspect_ai.model import ModelName, ModelOutput
 from inspect_ai.scorer import Target
 from inspect_ai.solver import TaskState
 
@@ -153,7 +153,7 @@ def test_grade_counts_every_failure_and_never_raises(
 
 async def test_scorer_returns_a_score_for_an_unparsable_output() -> None:
     state = TaskState(
-        model="docket/scripted",  # type: ignore[arg-type]
+        model=ModelName("docket/scripted"),
         sample_id="q0",
         epoch=1,
         input="",

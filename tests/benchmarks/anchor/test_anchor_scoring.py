@@ -252,7 +252,7 @@ def test_action_log_hash_chain_detects_edits_drops_and_reordering() -> None:
     relinked = [dict(e) for e in entries]
     relinked[2]["prev"] = relinked[0]["digest"]
     assert verify_chain(relinked) == "entry 3: does not link to the entry before it"
-    assert verify_chain(["x"]) == "entry 1: not an object"  # type: ignore[list-item]
+    assert verify_chain(["x"]) == "entry 1: not an object"  # type: ignore[list-item]  # on purpose
 
 
 def test_a_quote_copied_from_the_transcript_matches_across_line_breaks() -> None:

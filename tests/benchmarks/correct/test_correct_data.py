@@ -7,13 +7,14 @@ from inspect_ai.model import ChatMessageUser, get_model
 
 from docket.agents.mas.baselines import KeywordRule, SurfaceBaseline
 from docket.agents.mas.generate import SPLIT_SEED, make_trajectory
+from docket.agents.mas.records import Trajectory
 from docket.agents.mas.taxonomy import ERROR_TYPES
 from docket.benchmarks.correct.dataset import SHIPPED, load_trajectories, select, tier_of
 from docket.benchmarks.correct.prompts import correct_prompt
 
 
-def _steps(trajectory: object) -> list[tuple[str, str]]:
-    return [(s.name, s.content) for s in trajectory.history]  # type: ignore[attr-defined]
+def _steps(trajectory: Trajectory) -> list[tuple[str, str]]:
+    return [(s.name, s.content) for s in trajectory.history]
 
 
 def test_shipped_split_is_large_small_and_covers_the_taxonomy_and_tiers() -> None:

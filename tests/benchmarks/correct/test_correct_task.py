@@ -169,7 +169,7 @@ def test_strict_mode_never_retrieves_from_a_cache_holding_this_or_a_later_label(
             seen[exclude_origin] = [t.id for t in items if stream.cache.holds(t.id)]
             return original(query, k, exclude_origin)
 
-        stream.cache.retrieve = watched  # type: ignore[method-assign]
+        stream.cache.retrieve = watched  # type: ignore[method-assign]  # watches this one cache
         await asyncio.gather(*(stream.visit(t.id) for t in reversed(items)))
 
     asyncio.run(run())
@@ -347,7 +347,7 @@ def test_hf_rows_are_validated_like_files(monkeypatch: pytest.MonkeyPatch) -> No
         return _rows(3)
 
     fake = types.ModuleType("datasets")
-    fake.load_dataset = load_dataset  # type: ignore[attr-defined]
+    vars(fake)["load_dataset"] = load_dataset
     monkeypatch.setitem(sys.modules, "datasets", fake)
     task = correct_localization(data="hf:whoandwhen", hf_name="Hand-Crafted", split="all")
     assert calls == [("Kevin355/Who_and_When", "Hand-Crafted", "train")]

@@ -116,7 +116,11 @@ def test_docvqa_format_loader_scores_anls_only_without_boxes(tmp_path: Path) -> 
     path.write_text(json.dumps(data))
     task = docval_grounding(mode="vision", data=str(path))
     assert len(task.dataset) == 2
-    assert [s.metadata["bbox"] for s in task.dataset] == [q["bbox"], None]  # type: ignore[index]
+    bboxes = []
+    for sample in task.dataset:
+        assert sample.metadata is not None
+        bboxes.append(sample.metadata["bbox"])
+    assert bboxes == [q["bbox"], None]
     model = get_model("docket/scripted", policy="docval_oracle", data=str(SHIPPED))
     log = inspect_eval(task, model=model, log_dir=str(tmp_path), display="none")[0]
     # question 1 is answered exactly; question 2 is not in the oracle's table
