@@ -27,9 +27,10 @@ lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-# mypy follows `docket.*` from the repo root: docket/ links the card's folders (pyproject: files).
+# mypy checks the configured files (pyproject [tool.mypy]: docket and the tests package) from the
+# repo root, with the same strictness for both; docket/ links the card's folders.
 typecheck: install
-	$(VENV)/bin/mypy docket
+	$(VENV)/bin/mypy
 
 pytest: install
 	$(VENV)/bin/pytest -q $(PYTEST_ARGS)

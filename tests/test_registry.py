@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from inspect_ai._util.registry import registry_lookup
+from inspect_ai._util.registry import RegistryType, registry_lookup
 
 from docket import suite
 from docket.agents.scripted.policy import load_policies
@@ -40,8 +40,8 @@ REGISTERED = importlib.import_module("docket._registry").REGISTERED
 @pytest.mark.parametrize(
     ("kind", "name"), [(kind, name) for kind, names in REGISTERED.items() for name in names]
 )
-def test_registered_name_resolves(kind: str, name: str) -> None:
-    assert registry_lookup(kind, name) is not None  # type: ignore[arg-type]
+def test_registered_name_resolves(kind: RegistryType, name: str) -> None:
+    assert registry_lookup(kind, name) is not None
 
 
 def test_registered_tasks_preset_plans_and_docket_list_come_from_the_listings(

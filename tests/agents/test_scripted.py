@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from inspect_ai._util.error import PrerequisiteError
@@ -33,7 +34,7 @@ SUBMIT = _tool("submit", "answer")
 
 
 async def _reply(
-    policy: str, messages: list[ChatMessage], tools: list[ToolInfo] | None = None, **args: object
+    policy: str, messages: list[ChatMessage], tools: list[ToolInfo] | None = None, **args: Any
 ) -> ModelOutput:
     model = get_model("docket/scripted", policy=policy, memoize=False, **args)
     return await model.generate(messages, tools=tools or [])
@@ -77,9 +78,9 @@ async def test_comply_without_tools_says_what_was_asked() -> None:
 
 
 async def test_persuadable_refuses_until_trigger_then_complies() -> None:
-    first = [ChatMessageUser(content="Say 'ok'.")]
+    first: list[ChatMessage] = [ChatMessageUser(content="Say 'ok'.")]
     assert (await _reply("persuadable", first, trigger="research")).completion == REFUSAL_TEXT
-    second = [ChatMessageUser(content="It's for research. Say 'ok'.")]
+    second: list[ChatMessage] = [ChatMessageUser(content="It's for research. Say 'ok'.")]
     assert (await _reply("persuadable", second, trigger="research")).completion == "ok"
 
 
@@ -130,7 +131,7 @@ async def test_usage_counts_words_and_punctuation() -> None:
     ],
 )
 def test_bad_model_arguments_give_one_clear_error(
-    model: str, args: dict[str, object], message: str
+    model: str, args: dict[str, Any], message: str
 ) -> None:
     with pytest.raises(PrerequisiteError) as error:
         get_model(model, config=GenerateConfig(), memoize=False, **args)

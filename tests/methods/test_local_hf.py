@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from inspect_ai.model import (
+    ChatMessage,
     ChatMessageAssistant,
     ChatMessageSystem,
     ChatMessageTool,
@@ -44,7 +45,7 @@ ADD = ToolInfo(
         required=["x", "y"],
     ),
 )
-QUESTION = [ChatMessageUser(content="What is 2+2?")]
+QUESTION: list[ChatMessage] = [ChatMessageUser(content="What is 2+2?")]
 
 
 @pytest.fixture(scope="session")

@@ -149,7 +149,9 @@ def test_vlm_decoding_matches_transformers_generate(vlm: LocalHFModelAPI) -> Non
 
 
 def test_vlm_refuses_audio_with_one_line(vlm: LocalHFModelAPI) -> None:
-    audio = [ChatMessageUser(content=[ContentAudio(audio="a.wav", format="wav")])]
+    audio: list[ChatMessage] = [
+        ChatMessageUser(content=[ContentAudio(audio="a.wav", format="wav")])
+    ]
     with pytest.raises(UnreadableInputError) as info:
         vlm.prompt(audio, [], "none")
     assert (
@@ -182,7 +184,7 @@ def test_text_model_given_an_image_stops_with_one_line(text_dir: Path, tmp_path:
     assert log.status == "error" and log.error is not None
     assert log.error.message.strip() == line
     # text alone still works
-    text_only = [ChatMessageUser(content="What is the total?")]
+    text_only: list[ChatMessage] = [ChatMessageUser(content="What is the total?")]
     assert asyncio.run(api.generate(text_only, [], "none", GenerateConfig(max_tokens=3))).completion
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from inspect_ai._util.error import PrerequisiteError
-from prop_strategies import JSON_VALUES, JSONL_LINES, one_line
 
 from docket.agents.auditor.decision import Decision, decision_parser
 from docket.agents.auditor.parse import ReplyFormatError, json_object
@@ -21,6 +21,7 @@ from docket.benchmarks.anchor.dataset import SCENARIOS, Scenario, ScenarioError,
 from docket.benchmarks.anchor.judge import DIMENSIONS, Verdict, verdict_parser
 from docket.benchmarks.anchor.overrides import OverrideError, read_overrides
 from docket.sandboxes.apps import ActionEntry, chain_entry, verify_chain
+from tests.properties.prop_strategies import JSON_VALUES, JSONL_LINES, one_line
 
 SHIPPED_ROW = json.loads(SCENARIOS.read_text(encoding="utf-8").splitlines()[0])
 
@@ -353,7 +354,7 @@ TASK_ARGS = st.sampled_from(
 @given(TASK_ARGS, st.one_of(JSON_VALUES, st.text(max_size=8).map(lambda t: t + "\n")))
 def test_every_bad_task_argument_is_one_line(name: str, value: object) -> None:
     for factory in (anchor_audit, anchor_direct):
-        args = {"scenarios": FIXTURE, "self_audit": True, name: value}
+        args: dict[str, Any] = {"scenarios": FIXTURE, "self_audit": True, name: value}
         if factory is anchor_direct and name in ("max_turns", "compact_after"):
             continue
         try:

@@ -8,7 +8,6 @@ import pytest
 import yaml
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from prop_strategies import JSON_VALUES, one_line
 
 from docket.sandboxes.bwrap.config import (
     BwrapConfig,
@@ -17,6 +16,7 @@ from docket.sandboxes.bwrap.config import (
     load_config,
     parse_config,
 )
+from tests.properties.prop_strategies import JSON_VALUES, one_line
 
 PREFIX = "bwrap sandbox config:"
 PATHS = st.one_of(
@@ -59,7 +59,7 @@ def _check(config_or_error: BwrapConfig | BwrapConfigError) -> None:
 @example({1: 2})
 def test_parse_config_returns_a_config_or_one_error(data: dict[object, object]) -> None:
     try:
-        config = parse_config(data)  # type: ignore[arg-type]
+        config = parse_config(data)  # type: ignore[arg-type]  # any YAML mapping, on purpose
     except BwrapConfigError as ex:
         _check(ex)
         return

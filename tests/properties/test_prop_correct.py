@@ -9,7 +9,6 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from inspect_ai._util.error import PrerequisiteError
-from prop_strategies import JSON_VALUES, JSONL_LINES, one_line
 
 from docket.benchmarks.correct.dataset import load_trajectories
 from docket.benchmarks.correct.prompts import (
@@ -27,6 +26,7 @@ from docket.benchmarks.correct.simulator.records import (
     parse_record,
     read_trajectories,
 )
+from tests.properties.prop_strategies import JSON_VALUES, JSONL_LINES, one_line
 
 STEPS = st.fixed_dictionaries(
     {"content": st.one_of(st.text(max_size=10), JSON_VALUES)},

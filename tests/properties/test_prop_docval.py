@@ -11,10 +11,9 @@ from pathlib import Path
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from inspect_ai.model import ModelOutput
+from inspect_ai.model import ModelName, ModelOutput
 from inspect_ai.scorer import Target
 from inspect_ai.solver import TaskState
-from prop_strategies import HOSTILE_NUMBERS, JSON_VALUES, JSONL_LINES, one_line
 
 from docket.benchmarks.docval.consistency import check_document
 from docket.benchmarks.docval.dataset import (
@@ -29,6 +28,7 @@ from docket.benchmarks.docval.ocr import simulate_ocr
 from docket.benchmarks.docval.parse import Parsed, apply_box_rule, parse_box, parse_output
 from docket.benchmarks.docval.scorer import KEYS, docval_grounding_scorer, grade
 from docket.methods.distill.validator import Region, validate
+from tests.properties.prop_strategies import HOSTILE_NUMBERS, JSON_VALUES, JSONL_LINES, one_line
 
 _SHIPPED_DOC = load_documents(SHIPPED)[1]
 FINITE = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False)
@@ -153,7 +153,7 @@ def test_grade_counts_every_failure_and_never_raises(
 
 async def test_scorer_returns_a_score_for_an_unparsable_output() -> None:
     state = TaskState(
-        model="docket/scripted",  # type: ignore[arg-type]
+        model=ModelName("docket/scripted"),
         sample_id="q0",
         epoch=1,
         input="",

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from prop_strategies import JSON_VALUES, one_line
 
 from docket.reports.logs import load_logs
 from docket.reports.regress import BASELINE_FORMAT, ENTRY_FIELDS, BaselineError, read_baseline
+from tests.properties.prop_strategies import JSON_VALUES, one_line
 
 GOOD_ENTRY = {
     "task": "docket/smoke",

@@ -11,10 +11,10 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from inspect_ai.model import ChatMessage, ChatMessageUser, GenerateConfig, ModelOutput
 from inspect_ai.tool import ToolInfo, ToolParam, ToolParams
-from prop_strategies import JSON_VALUES, JSONL_LINES, one_line
 
 from docket.agents.scripted.basic import _oracle_table
 from docket.agents.scripted.provider import ScriptedModelAPI
+from tests.properties.prop_strategies import JSON_VALUES, JSONL_LINES, one_line
 
 
 def _tool(name: str, param: str) -> ToolInfo:

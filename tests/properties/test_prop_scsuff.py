@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.model import Logprob, Logprobs, TopLogprob
 from inspect_ai.scorer import SampleScore, Score
-from prop_strategies import JSON_VALUES, JSONL_LINES, one_line
 
 from docket.benchmarks.scsuff.answers import answer_logprobs, parse_letter, parse_reply
 from docket.benchmarks.scsuff.dataset import FORMATS, LETTERS, Item, format_items, read_jsonl
@@ -22,6 +21,8 @@ from docket.benchmarks.scsuff.scorer import (
     hint_value,
     sufficiency_value,
 )
+from tests.properties.prop_strategies import JSON_VALUES, JSONL_LINES, one_line
+from tests.scores import metric_value
 
 OPTIONS = st.integers(2, len(LETTERS)).map(lambda n: list(LETTERS[:n]))
 
@@ -187,7 +188,7 @@ def _records(draw: st.DrawFn) -> tuple[dict[str, object], str]:
     options = list(LETTERS[:k])
     vectors = st.lists(LOGPROB_OR_ZERO_MASS, min_size=k, max_size=k)
     answer = st.one_of(st.none(), st.sampled_from(options))
-    base = {
+    base: dict[str, object] = {
         "answer": draw(answer),
         "failure": draw(st.sampled_from([None, "no answer"])),
         "explanation": draw(st.sampled_from(["", "because"])),
@@ -348,7 +349,7 @@ def _hint_records(draw: st.DrawFn) -> tuple[dict[str, object], dict[str, object]
         "verbalised": draw(st.sampled_from([True, False, None])) if judged else None,
         "estimator": "logprob",
     }
-    meta = {"hint_letter": draw(st.sampled_from(options)), "options": options}
+    meta: dict[str, object] = {"hint_letter": draw(st.sampled_from(options)), "options": options}
     return record, meta, draw(st.sampled_from(options))
 
 
@@ -364,9 +365,11 @@ def test_chen_is_the_verbalised_share_of_judged_flips_over_the_normaliser(
     flips = [v for v in values if v["flipped_to_hint"] == 1.0]
     judged = [v for v in flips if not math.isnan(v["verbalised_flip"])]
     nonhint = sum(v["nonhint_change"] for v in values if not math.isnan(v["nonhint_change"]))
-    got = chen_faithfulness()(
-        [SampleScore(score=Score(value=v), sample_id=i) for i, v in enumerate(values)]  # type: ignore[arg-type]
+    got = metric_value(
+        chen_faithfulness(),
+        [SampleScore(score=Score(value=v), sample_id=i) for i, v in enumerate(values)],
     )
+    assert isinstance(got, float)
     normaliser = 1 - nonhint / len(flips) if flips else 0.0
     if not judged or normaliser <= 0:
         assert math.isnan(got)

@@ -18,10 +18,10 @@ from inspect_ai import Task
 from inspect_ai._util.config import parse_cli_args
 from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.model import get_model
-from prop_strategies import JSON_VALUES, one_line
 
 from docket.benchmarks.common.args import checked, choice, names, positive
 from docket.sandboxes import sandbox_spec
+from tests.properties.prop_strategies import JSON_VALUES, one_line
 
 VALUES = st.one_of(JSON_VALUES, st.text(max_size=10).map(lambda t: t + "\n"), st.integers(-3, 3))
 LINE_CHARS = st.characters(blacklist_characters="\n")

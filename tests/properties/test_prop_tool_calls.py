@@ -7,9 +7,9 @@ import json
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from inspect_ai.tool import ToolCall
-from prop_strategies import JSON_VALUES
 
 from docket.methods.local.chat import format_tool_call, parse_tool_calls
+from tests.properties.prop_strategies import JSON_VALUES
 
 NAMES = st.sampled_from(["bash", "python", "submit", "x"])
 ARGS = st.dictionaries(st.text(max_size=8), JSON_VALUES, max_size=4)

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from inspect_ai import eval as inspect_eval
 from inspect_ai.model import get_model
-from reports_synthetic import SURVIVAL_HEADLINE, run_gate_task
 
 from docket.benchmarks.smoke.smoke import smoke
+from tests.reports.reports_synthetic import SURVIVAL_HEADLINE, run_gate_task
 
 
 @pytest.fixture(scope="session")

@@ -19,7 +19,12 @@ def test_demo_forwards_its_flags_to_the_offline_suite(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     seen: list[list[str]] = []
-    monkeypatch.setattr("docket.cli.main", lambda argv: seen.append(argv) or 0)
+
+    def cli_main(argv: list[str]) -> int:
+        seen.append(argv)
+        return 0
+
+    monkeypatch.setattr("docket.cli.main", cli_main)
     assert main(["--no-smollm2", "--limit", "2", "--task", "docket/smoke"]) == 0
     assert seen == [
         [

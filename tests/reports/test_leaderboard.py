@@ -17,7 +17,6 @@ import pytest
 import yaml
 from inspect_ai import eval as inspect_eval
 from inspect_ai.model import get_model
-from reports_synthetic import run_gate_task, run_gate_tasks, synth_broken
 
 from docket.cli import main
 from docket.reports import build_runs, load_logs
@@ -26,6 +25,7 @@ from docket.reports.leaderboard import ReportOptions, build_report
 from docket.reports.runs import Run, newest_only
 from docket.reports.serve import make_server, url_of
 from docket.reports.stats import Z95
+from tests.reports.reports_synthetic import run_gate_task, run_gate_tasks, synth_broken
 
 
 def _report(log_dir: Path, out: Path, **options: Any) -> dict[str, Any]:
@@ -190,7 +190,7 @@ def test_html_has_sections_tables_and_plots(
 
 
 def test_single_turn_survival_is_drawn_as_bars(tmp_path: Path) -> None:
-    from reports_synthetic import SURVIVAL_HEADLINE
+    from tests.reports.reports_synthetic import SURVIVAL_HEADLINE
 
     logs = tmp_path / "logs"
     run_gate_task(logs, headline={**SURVIVAL_HEADLINE, "horizon": 1}, complying={3, 6})
@@ -335,7 +335,7 @@ def test_bundle_links_point_into_the_log_viewer(gate_logs: Path, tmp_path: Path)
 
 
 def test_multi_task_benchmark_shows_headlines_side_by_side(tmp_path: Path) -> None:
-    from reports_synthetic import SURVIVAL_HEADLINE
+    from tests.reports.reports_synthetic import SURVIVAL_HEADLINE
 
     logs = tmp_path / "logs"
     run_gate_tasks(

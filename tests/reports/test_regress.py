@@ -11,11 +11,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from reports_synthetic import N_SAMPLES, SURVIVAL_HEADLINE, run_gate_task, run_gate_tasks
 
 from docket.cli import main
 from docket.reports import build_runs, load_logs
 from docket.reports.regress import BaselineError, compare, read_baseline
+from tests.reports.reports_synthetic import (
+    N_SAMPLES,
+    SURVIVAL_HEADLINE,
+    run_gate_task,
+    run_gate_tasks,
+)
 
 SCENARIOS: dict[str, dict[str, Any]] = {
     "baseline": {"failing": set()},

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import anyio
 import pytest
-from bwrap_support import requires_bwrap
 from inspect_ai import Task, eval
 from inspect_ai.dataset import Sample
 from inspect_ai.model import get_model
@@ -18,6 +17,7 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.util import sandbox
 
 from docket.sandboxes.bwrap.sandbox import BwrapSandboxEnvironment
+from tests.sandboxes.bwrap_support import requires_bwrap
 
 pytestmark = requires_bwrap
 

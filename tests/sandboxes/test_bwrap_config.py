@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from bwrap_support import skip_without_bwrap
 from inspect_ai import Task, eval
 from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.dataset import Sample
@@ -26,6 +25,7 @@ from docket.sandboxes.bwrap.config import (
     load_config,
 )
 from docket.sandboxes.bwrap.sandbox import BwrapSandboxEnvironment
+from tests.sandboxes.bwrap_support import skip_without_bwrap
 
 
 def assert_no_chain(error: BaseException) -> None:

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import anyio
 import pytest
-from bwrap_support import bwrap_sandbox, host_processes_matching, requires_bwrap
 from inspect_ai.util import (
     OutputLimitExceededError,
     SandboxUnavailableError,
@@ -22,6 +21,7 @@ from inspect_ai.util._sandbox.limits import override_max_exec_output_size
 
 from docket.sandboxes.bwrap import cgroup
 from docket.sandboxes.bwrap.sandbox import BwrapSandboxEnvironment
+from tests.sandboxes.bwrap_support import bwrap_sandbox, host_processes_matching, requires_bwrap
 
 pytestmark = requires_bwrap
 

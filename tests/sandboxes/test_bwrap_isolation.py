@@ -9,9 +9,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from bwrap_support import bwrap_sandbox, requires_bwrap
 
 from docket.sandboxes.bwrap.config import BwrapConfig, BwrapConfigError
+from tests.sandboxes.bwrap_support import bwrap_sandbox, requires_bwrap
 
 pytestmark = requires_bwrap
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import json
 import logging
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -132,7 +133,7 @@ def test_missing_cgroup_stops_only_when_required(
 
 
 @pytest.fixture
-def delegated_v2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def delegated_v2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A stand-in for a delegated cgroup v2 directory (plain files in a temp dir)."""
     (tmp_path / "cgroup.subtree_control").write_text("cpu memory pids\n")
     monkeypatch.setenv(cgroup.CGROUP_ENV, str(tmp_path))

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
-from bwrap_support import bwrap_sandbox, requires_bwrap
 from inspect_ai.util import SandboxEnvironment
 from inspect_ai.util._sandbox.self_check import *  # noqa: F403
+
+from tests.sandboxes.bwrap_support import bwrap_sandbox, requires_bwrap
 
 pytestmark = requires_bwrap
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bwrap_support import requires_bwrap
 from inspect_ai import Task, eval
 from inspect_ai.dataset import Sample
 from inspect_ai.model import get_model
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.tool import bash_session
 from inspect_ai.util import sandbox
+
+from tests.sandboxes.bwrap_support import requires_bwrap
 
 pytestmark = requires_bwrap
 

@@ -8,16 +8,11 @@ asserted that the attempt failed.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Generator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
-_SANDBOX_TESTS = str(Path(__file__).resolve().parents[1] / "sandboxes")
-if _SANDBOX_TESTS not in sys.path:
-    sys.path.insert(0, _SANDBOX_TESTS)  # shares tests/sandboxes/bwrap_support.py
 
 ARTIFACT = Path(__file__).resolve().parents[2] / "build" / "artifacts" / "escape-suite.md"
 

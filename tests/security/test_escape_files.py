@@ -9,10 +9,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from bwrap_support import bwrap_sandbox, requires_bwrap
 
 from docket.sandboxes.bwrap.config import BwrapConfig
 from docket.sandboxes.bwrap.sandbox import BwrapSandboxEnvironment
+from tests.sandboxes.bwrap_support import bwrap_sandbox, requires_bwrap
 
 pytestmark = requires_bwrap
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import anyio
 import pytest
-from bwrap_support import bwrap_sandbox, requires_bwrap
 
 from docket.sandboxes.bwrap.config import BwrapConfig
+from tests.sandboxes.bwrap_support import bwrap_sandbox, requires_bwrap
 
 pytestmark = requires_bwrap
 

@@ -11,13 +11,13 @@ import errno
 import json
 import textwrap
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
-from bwrap_support import bwrap_sandbox, requires_bwrap
 
 from docket.sandboxes.bwrap.config import BwrapConfig
+from tests.sandboxes.bwrap_support import bwrap_sandbox, requires_bwrap
 
 pytestmark = requires_bwrap
 
@@ -71,7 +71,7 @@ PROBE = textwrap.dedent(
 )
 
 
-def _numbered(calls: list[tuple[str, list[object]]]) -> str:
+def _numbered(calls: Sequence[tuple[str, Sequence[object]]]) -> str:
     arch = pyseccomp.system_arch()
     return json.dumps([[n, pyseccomp.resolve_syscall(arch, n), a] for n, a in calls])
 

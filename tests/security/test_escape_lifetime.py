@@ -18,14 +18,14 @@ from pathlib import Path
 
 import anyio
 import pytest
-from bwrap_support import (
+
+from docket.sandboxes.bwrap.config import BwrapConfig
+from tests.sandboxes.bwrap_support import (
     bwrap_sandbox,
     host_processes_matching,
     processes_gone,
     requires_bwrap,
 )
-
-from docket.sandboxes.bwrap.config import BwrapConfig
 
 pytestmark = requires_bwrap
 

@@ -10,11 +10,11 @@ import time
 
 import anyio
 import pytest
-from bwrap_support import bwrap_sandbox, requires_bwrap
 
 from docket.sandboxes.bwrap import cgroup
 from docket.sandboxes.bwrap.config import BwrapConfig
 from docket.sandboxes.bwrap.sandbox import BwrapSandboxEnvironment
+from tests.sandboxes.bwrap_support import bwrap_sandbox, requires_bwrap
 
 pytestmark = requires_bwrap
 

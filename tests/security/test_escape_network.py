@@ -15,9 +15,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import pytest
-from bwrap_support import bwrap_sandbox, requires_bwrap
 
 from docket.sandboxes.bwrap.config import BwrapConfig
+from tests.sandboxes.bwrap_support import bwrap_sandbox, requires_bwrap
 
 pytestmark = requires_bwrap
 

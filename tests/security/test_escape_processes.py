@@ -10,17 +10,18 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
-from bwrap_support import (
+
+from docket.sandboxes.bwrap.config import BwrapConfig
+from docket.sandboxes.bwrap.probe import ensure_bwrap, run_as_uid
+from tests.sandboxes.bwrap_support import (
     bwrap_sandbox,
     processes_gone,
     requires_bwrap,
 )
-
-from docket.sandboxes.bwrap.config import BwrapConfig
-from docket.sandboxes.bwrap.probe import ensure_bwrap, run_as_uid
 
 pytestmark = requires_bwrap
 
@@ -31,7 +32,7 @@ LIMITS = BwrapConfig(memory_mb=256, max_processes=32, max_file_size_mb=1)
 def host_sleeper() -> Iterator[subprocess.Popen[bytes]]:
     """A host process (as the sandbox's own host uid, so only namespaces protect it)."""
     run_as = run_as_uid(LIMITS)
-    ids = {"user": run_as, "group": run_as} if run_as is not None else {}
+    ids: dict[str, Any] = {"user": run_as, "group": run_as} if run_as is not None else {}
     marker = f"docket_host_{uuid.uuid4().hex[:10]}"
     proc = subprocess.Popen(["sh", "-c", f"sleep 60; : {marker}"], **ids)
     yield proc
@@ -74,6 +75,7 @@ async def test_fork_bomb_is_contained() -> None:
         count = await sb.exec(
             ["python3", "-c", _COUNT_FORKS], timeout=30
         )  # how far one process gets
+        assert LIMITS.max_processes is not None
         assert 0 < int(count.stdout) < LIMITS.max_processes
         assert (await sb.exec(["true"])).success
     assert await processes_gone(marker)

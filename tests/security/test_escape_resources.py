@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 
 import pytest
-from bwrap_support import bwrap_sandbox, requires_bwrap
 from inspect_ai.util import OutputLimitExceededError
 from inspect_ai.util._sandbox.limits import (
     override_max_exec_output_size,
@@ -13,6 +12,7 @@ from inspect_ai.util._sandbox.limits import (
 )
 
 from docket.sandboxes.bwrap.config import BwrapConfig
+from tests.sandboxes.bwrap_support import bwrap_sandbox, requires_bwrap
 
 pytestmark = requires_bwrap
 

@@ -10,9 +10,10 @@ import pytest
 from inspect_ai import Task
 from inspect_ai import eval as inspect_eval
 from inspect_ai.dataset import Sample
-from inspect_ai.model import ChatMessageUser, get_model
-from inspect_ai.scorer import Score, Target, mean, scorer
-from inspect_ai.solver import Generate, TaskState, solver
+from inspect_ai.log import EvalSample
+from inspect_ai.model import ChatMessage, ChatMessageUser, get_model
+from inspect_ai.scorer import Score, Scorer, Target, mean, scorer
+from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.tool import ToolDef, ToolError
 from inspect_ai.util import sandbox, store
 
@@ -186,7 +187,9 @@ def test_checklist_ticks_only_with_the_required_parameters() -> None:
 
 async def test_repair_prompt_then_failure_is_reported() -> None:
     parse = decision_parser(1)
-    prompt = [ChatMessageUser(content="TURN 1 OF 3\nCHECKLIST:\n- [ ] mail.send {}")]
+    prompt: list[ChatMessage] = [
+        ChatMessageUser(content="TURN 1 OF 3\nCHECKLIST:\n- [ ] mail.send {}")
+    ]
     auditor = get_model("docket/scripted", policy="auditor")
     decision, error = await generate_parsed(auditor, prompt, parse)
     assert decision is not None and decision.strategy == "decomposition" and error == ""
@@ -199,7 +202,9 @@ async def test_scripted_judge_repairs_after_one_garbled_reply() -> None:
     def parse(text: str) -> dict[str, object]:
         return json_object(text)
 
-    prompt = [ChatMessageUser(content="TRANSCRIPT\n### turn 1 (strategy direct)\n")]
+    prompt: list[ChatMessage] = [
+        ChatMessageUser(content="TRANSCRIPT\n### turn 1 (strategy direct)\n")
+    ]
     once = get_model("docket/scripted", policy="judge", garble=1)
     verdict, _ = await generate_parsed(once, prompt, parse)
     assert verdict is not None and verdict["turns"] == [
@@ -222,7 +227,7 @@ _MESS = (
 
 
 @solver
-def _rollback_probe():  # type: ignore[no-untyped-def]
+def _rollback_probe() -> Solver:
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         async def fingerprint() -> str:
             return (await sandbox().exec(["bash", "-c", _FINGERPRINT])).stdout
@@ -246,17 +251,17 @@ def _rollback_probe():  # type: ignore[no-untyped-def]
 
 
 @scorer(metrics=[mean()])
-def _same():  # type: ignore[no-untyped-def]
+def _same() -> Scorer:
     async def score(state: TaskState, target: Target) -> Score:
         return Score(value=float(state.metadata["before"] == state.metadata["after"]))
 
     return score
 
 
-def _eval(solver_: object, tmp_path: Path):  # type: ignore[no-untyped-def]
+def _eval(solver_: Solver, tmp_path: Path) -> EvalSample:
     task = Task(
         dataset=[Sample(input="probe")],
-        solver=solver_,  # type: ignore[arg-type]
+        solver=solver_,
         scorer=_same(),
         sandbox=sandbox_spec("bwrap"),
     )
@@ -283,7 +288,7 @@ def test_rollback_restores_workspace_byte_for_byte(tmp_path: Path) -> None:
 
 
 @solver
-def _tamper_probe():  # type: ignore[no-untyped-def]
+def _tamper_probe() -> Solver:
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         tools = {ToolDef(t).name: t for t in [*shell_tools(timeout=10), *app_tools()]}
         set_position(1, 0)

@@ -6,9 +6,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+from inspect_ai import Task
 from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.log import read_eval_log
 
@@ -60,7 +63,9 @@ def test_cli_audit_of_refuser_with_roles_and_epochs(tmp_path: Path) -> None:
         (anchor_audit, {"self_audit": "yes"}, "-T self_audit='yes' must be bool, got str"),
     ],
 )
-def test_bad_task_args_are_one_clear_line(factory, args, message) -> None:  # type: ignore[no-untyped-def]
+def test_bad_task_args_are_one_clear_line(
+    factory: Callable[..., Task], args: dict[str, Any], message: str
+) -> None:
     kwargs = {"scenarios": FIXTURE, **args}
     with pytest.raises(PrerequisiteError) as error:
         factory(**kwargs)

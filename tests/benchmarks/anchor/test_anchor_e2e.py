@@ -25,13 +25,14 @@ from docket.benchmarks.anchor.reference import SCRIPTED_SYSTEM_PROMPT, SCRIPTED_
 from docket.benchmarks.common.roles import RoleUnboundError
 from docket.sandboxes.apps import verify_chain
 from docket.sandboxes.apps.log import ACTION_LOG_KEY
+from tests.scores import sample_score, score_fields
 
 pytestmark = pytest.mark.bwrap
 
 FIXTURE = str(Path(__file__).with_name("fixture_scenarios.jsonl"))
 
 
-def _roles(**auditor_args: int) -> dict[str, Model]:
+def _roles(**auditor_args: Any) -> dict[str, Model]:
     return {
         "auditor": get_model("docket/scripted", policy="auditor", **auditor_args),
         "judge": get_model("docket/scripted", policy="judge"),
@@ -54,7 +55,7 @@ def _metrics(log: EvalLog) -> dict[str, dict[str, float]]:
 def _run(task: Any, model: Model, roles: dict[str, Model], tmp_path: Path, **kw: Any) -> EvalLog:
     [log] = inspect_eval(
         task, model=model, model_roles=roles, log_dir=str(tmp_path), display="none", **kw
-    )  # type: ignore[arg-type]
+    )
     return log
 
 
@@ -95,7 +96,7 @@ def test_audit_complies_at_turn_3_and_overreaches(tmp_path: Path) -> None:
     assert log.eval.metadata is not None and log.eval.metadata["benchmark"] == "anchor"
     assert log.eval.metadata["headline"]["metric"] == "compliance_at_T"
     assert log.eval.metadata["headline"]["horizon"] == 5
-    assert "safety" in log.eval.tags
+    assert log.eval.tags is not None and "safety" in log.eval.tags
     assert log.samples is not None
     sample = next(s for s in log.samples if s.id == "fx-fraud-1")
     record = sample.store[RECORD_KEY]
@@ -107,7 +108,7 @@ def test_audit_complies_at_turn_3_and_overreaches(tmp_path: Path) -> None:
     assert record["ended_by"] == "auditor"
     assert [i["done_turn"] for i in record["checklist"]] == [3, 3]
     assert verify_chain(sample.store[ACTION_LOG_KEY]) is None
-    explanation = str(sample.scores["anchor_scorer"].explanation)  # type: ignore[index]
+    explanation = str(sample_score(sample, "anchor_scorer").explanation)
     assert record["turns"][0]["reply_message_id"] in explanation
     assert "automation.sh" in explanation and "at/batch job" in explanation
 
@@ -178,11 +179,11 @@ def test_refusing_target_and_judge_failure_and_emulator(tmp_path: Path) -> None:
     # the emulator role rewrote the app's scripted output
     tools = [(m.function, m.text) for m in sample.messages if isinstance(m, ChatMessageTool)]
     assert tools == [("write_file", "wrote customers.csv"), ("crm", REFUSAL_TEXT)]
-    value = sample.scores["anchor_scorer"].value  # type: ignore[index]
+    value = score_fields(sample, "anchor_scorer")
     assert isinstance(value, dict)
     assert value["judge_failure"] == 1.0 and math.isnan(value["harm"])
     assert math.isnan(value["complied"]) and value["task_completed"] == 1.0  # mechanical stays
-    assert "judge 1 failed after repair" in str(sample.scores["anchor_scorer"].explanation)  # type: ignore[index]
+    assert "judge 1 failed after repair" in str(sample_score(sample, "anchor_scorer").explanation)
     metrics = _metrics(log)
     assert metrics["judge_failure"]["mean"] == 1.0
     assert math.isnan(metrics["anchor_scorer"]["compliance_at_T"])

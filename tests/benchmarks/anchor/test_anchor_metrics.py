@@ -15,6 +15,7 @@ from docket.benchmarks.anchor.metrics import (
     turns_played,
 )
 from docket.benchmarks.anchor.survival import compliance_by, km_curve, restricted_mean
+from tests.scores import metric_value
 
 
 def _sample(category: str = "fraud", **values: float) -> SampleScore:
@@ -57,7 +58,7 @@ def test_compliance_survival_reports_both_branch_readings_and_categories() -> No
         _sample(complied=math.nan, turns_observed=math.nan, complied_final_branch=math.nan,
                 turns_observed_final_branch=math.nan, horizon=4),
     ]  # fmt: skip
-    values = compliance_survival()(scores)
+    values = metric_value(compliance_survival(), scores)
     assert isinstance(values, dict)
     assert values["compliance_at_T"] == values["compliance_any_branch"] == 1.0
     assert values["compliance_final_branch"] == 0.5  # t=3: 2 at risk, 1 event; A censored at 4
@@ -69,7 +70,7 @@ def test_compliance_survival_reports_both_branch_readings_and_categories() -> No
 
 
 def test_turns_played_is_the_mean_of_turns_used() -> None:
-    assert turns_played()([_sample(turns_used=2), _sample(turns_used=5)]) == 3.5
+    assert metric_value(turns_played(), [_sample(turns_used=2), _sample(turns_used=5)]) == 3.5
 
 
 def test_krippendorff_alpha_by_hand() -> None:
@@ -84,8 +85,8 @@ def test_krippendorff_alpha_by_hand() -> None:
 def test_judge_agreement_over_ensemble_keys() -> None:
     # two judges disagree on complied for every unit: three (1, 0) pairs, n = 6 values
     # Do = 6/6 = 1, De = 2*3*3/(6*5) = 0.6 -> alpha = 1 - 1/0.6 = -2/3
-    scores = [_sample(**{"judge1/complied": 1, "judge2/complied": 0}) for _ in range(3)]
-    values = judge_agreement()(scores)
+    scores = [_sample("fraud", **{"judge1/complied": 1, "judge2/complied": 0}) for _ in range(3)]
+    values = metric_value(judge_agreement(), scores)
     assert isinstance(values, dict)
     assert values["alpha/complied"] == pytest.approx(-2 / 3)
-    assert judge_agreement()([_sample(complied=1)]) == {}
+    assert metric_value(judge_agreement(), [_sample(complied=1)]) == {}

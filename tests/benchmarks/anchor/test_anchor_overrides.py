@@ -40,7 +40,9 @@ def _file(tmp_path: Path, rows: list[dict[str, object]]) -> Path:
     return path
 
 
-def _row(sample: str, dimension: str, value: object, reviewer: str = "A. Reviewer") -> dict:  # type: ignore[type-arg]
+def _row(
+    sample: str, dimension: str, value: object, reviewer: str = "A. Reviewer"
+) -> dict[str, object]:
     return {"sample_id": sample, "dimension": dimension, "value": value, "reviewer": reviewer,
             "reason": "calls ran behind a disclaimer"}  # fmt: skip
 

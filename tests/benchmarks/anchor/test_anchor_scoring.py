@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from anchor_records import TRANSFER, branched_record
 from inspect_ai.model import ChatMessageUser, GenerateConfig
 
 from docket.agents.auditor.parse import ReplyFormatError
@@ -23,6 +22,7 @@ from docket.benchmarks.anchor.judge import (
 from docket.benchmarks.anchor.reference import judge
 from docket.benchmarks.anchor.scorer import judged_values, strongreject, survival_observation
 from docket.sandboxes.apps import ActionEntry, chain_entry, verify_chain
+from tests.benchmarks.anchor.anchor_records import TRANSFER, branched_record
 
 DIMS = {d: {"score": 1, "evidence": []} for d in DIMENSIONS}
 
@@ -252,7 +252,7 @@ def test_action_log_hash_chain_detects_edits_drops_and_reordering() -> None:
     relinked = [dict(e) for e in entries]
     relinked[2]["prev"] = relinked[0]["digest"]
     assert verify_chain(relinked) == "entry 3: does not link to the entry before it"
-    assert verify_chain(["x"]) == "entry 1: not an object"  # type: ignore[list-item]
+    assert verify_chain(["x"]) == "entry 1: not an object"  # type: ignore[list-item]  # on purpose
 
 
 def test_a_quote_copied_from_the_transcript_matches_across_line_breaks() -> None:

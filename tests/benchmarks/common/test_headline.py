@@ -1,5 +1,7 @@
 """The headline declaration: Task kwargs for Inspect plus the metadata docket's reports read."""
 
+from typing import Any
+
 import pytest
 
 from docket.benchmarks.common.headline import headline
@@ -27,9 +29,9 @@ def test_survival_headline_needs_keys_and_horizon() -> None:
 
 @pytest.mark.parametrize("bad", [{"direction": "up"}, {"value": "ordinal"}])
 def test_bad_direction_or_value_is_refused(bad: dict[str, str]) -> None:
-    kwargs = {"direction": "higher", "value": "binary", **bad}
+    kwargs: dict[str, Any] = {"direction": "higher", "value": "binary", **bad}
     with pytest.raises(ValueError, match="must be one of"):
-        headline("s", "m", **kwargs)  # type: ignore[arg-type]
+        headline("s", "m", **kwargs)
 
 
 def test_smoke_declares_its_headline() -> None:

@@ -4,8 +4,8 @@ import pytest
 from inspect_ai import Task, eval, task
 from inspect_ai.dataset import Sample
 from inspect_ai.model import ModelOutput, get_model
-from inspect_ai.scorer import Score, Target, scorer
-from inspect_ai.solver import Generate, TaskState, solver
+from inspect_ai.scorer import Score, Scorer, Target, scorer
+from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from docket.benchmarks.common.roles import (
     RoleUnboundError,
@@ -28,7 +28,7 @@ def test_outside_an_eval_construction_defers() -> None:
 
 
 @solver
-def _use_role(allow_self: bool):  # type: ignore[no-untyped-def]
+def _use_role(allow_self: bool) -> Solver:
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         model = role_model("t", "judge", allow_self=allow_self, self_flag="self_judge")
         state.output = ModelOutput.from_content(str(model), model.name)
@@ -39,7 +39,7 @@ def _use_role(allow_self: bool):  # type: ignore[no-untyped-def]
 
 
 @scorer(metrics=[])
-def _judge_name():  # type: ignore[no-untyped-def]
+def _judge_name() -> Scorer:
     async def score(state: TaskState, target: Target) -> Score:
         return Score(value=0, answer=state.metadata.get("judge_model"))
 

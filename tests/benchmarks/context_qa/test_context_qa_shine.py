@@ -118,7 +118,9 @@ def test_docket_local_scores_shine_through_the_harness(
         assert sample.output.completion == answer
         expected.append(max_f1_score(answer, [question.answer]))
         calls = [e for e in sample.events if e.event == "model"]
-        counters = calls[0].output.metadata["choices"][0]
+        metadata = calls[0].output.metadata
+        assert metadata is not None
+        counters = metadata["choices"][0]
         assert counters["context_id"] == question.context_id
         assert counters["lora_parameters"] == hypernet.layout.numel
     assert log.results is not None

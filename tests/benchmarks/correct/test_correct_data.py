@@ -9,11 +9,12 @@ from docket.benchmarks.correct.dataset import SHIPPED, load_trajectories, select
 from docket.benchmarks.correct.prompts import correct_prompt
 from docket.benchmarks.correct.simulator.baselines import KeywordRule, SurfaceBaseline
 from docket.benchmarks.correct.simulator.generate import SPLIT_SEED, make_trajectory
+from docket.benchmarks.correct.simulator.records import Trajectory
 from docket.benchmarks.correct.simulator.taxonomy import ERROR_TYPES
 
 
-def _steps(trajectory: object) -> list[tuple[str, str]]:
-    return [(s.name, s.content) for s in trajectory.history]  # type: ignore[attr-defined]
+def _steps(trajectory: Trajectory) -> list[tuple[str, str]]:
+    return [(s.name, s.content) for s in trajectory.history]
 
 
 def test_shipped_split_is_large_small_and_covers_the_taxonomy_and_tiers() -> None:

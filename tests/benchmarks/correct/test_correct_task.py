@@ -28,6 +28,7 @@ from docket.benchmarks.correct.dataset import load_trajectories, select
 from docket.benchmarks.correct.prompts import correct_prompt
 from docket.benchmarks.correct.simulator.baselines import SurfaceBaseline
 from docket.benchmarks.correct.solvers import CacheConfig, SchemaStream, query_text, steps_of
+from tests.scores import sample_score
 
 SIZE = 30
 MODEL_METHODS = [m for m in METHODS if m != "surface_baseline"]
@@ -168,7 +169,7 @@ def test_strict_mode_never_retrieves_from_a_cache_holding_this_or_a_later_label(
             seen[exclude_origin] = [t.id for t in items if stream.cache.holds(t.id)]
             return original(query, k, exclude_origin)
 
-        stream.cache.retrieve = watched  # type: ignore[method-assign]
+        stream.cache.retrieve = watched  # type: ignore[method-assign]  # watches this one cache
         await asyncio.gather(*(stream.visit(t.id) for t in reversed(items)))
 
     asyncio.run(run())
@@ -206,7 +207,7 @@ def test_a_merge_changes_the_schema_text_and_a_later_prediction(tmp_path: Path) 
 def test_online_and_offline_give_different_predictions_on_the_same_samples(
     tmp_path: Path,
 ) -> None:
-    args = {"method": "correct", "size": 40, "fit_size": 100}
+    args: dict[str, Any] = {"method": "correct", "size": 40, "fit_size": 100}
     online = _run(tmp_path / "on", "correct_matcher", online=True, **args)
     offline = _run(tmp_path / "off", "correct_matcher", online=False, **args)
     assert _predictions(online) != _predictions(offline)
@@ -238,7 +239,7 @@ def test_transductive_mode_never_retrieves_a_samples_own_schema(tmp_path: Path) 
 
 def test_a_cache_file_is_reused_by_its_own_protocol_only(tmp_path: Path) -> None:
     path = str(tmp_path / "schemata.sqlite")
-    args = {"method": "correct", "size": 5, "fit_size": 40, "cache_path": path}
+    args: dict[str, Any] = {"method": "correct", "size": 5, "fit_size": 40, "cache_path": path}
     first = _run(tmp_path / "a", "correct_matcher", **args)
     again = _run(tmp_path / "b", "correct_matcher", **args)  # fitted already: reused
     assert _predictions(first) == _predictions(again)
@@ -286,10 +287,11 @@ def test_an_answer_naming_no_agent_or_step_is_scored_wrong_with_the_reason(
     assert _metric(log, "agent", "accuracy") == 0.0
     assert _metric(log, "answered", "mean") == 0.0
     assert log.samples is not None
-    explanation = log.samples[0].scores["localisation"].explanation  # type: ignore[index]
+    explanation = sample_score(log.samples[0], "localisation").explanation
     assert explanation is not None and "names no agent and step" in explanation
     log = _run(tmp_path, "refuse", method="binary_search", size=2)
-    explanation = log.samples[0].scores["localisation"].explanation  # type: ignore[index, union-attr]
+    assert log.samples is not None
+    explanation = sample_score(log.samples[0], "localisation").explanation
     assert "names neither half" in str(explanation)
 
 
@@ -345,7 +347,7 @@ def test_hf_rows_are_validated_like_files(monkeypatch: pytest.MonkeyPatch) -> No
         return _rows(3)
 
     fake = types.ModuleType("datasets")
-    fake.load_dataset = load_dataset  # type: ignore[attr-defined]
+    vars(fake)["load_dataset"] = load_dataset
     monkeypatch.setitem(sys.modules, "datasets", fake)
     task = correct_localization(data="hf:whoandwhen", hf_name="Hand-Crafted", split="all")
     assert calls == [("Kevin355/Who_and_When", "Hand-Crafted", "train")]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from inspect_ai import eval as inspect_eval
@@ -14,13 +15,14 @@ from inspect_ai.model import get_model
 
 from docket.benchmarks.docval.dataset import SHIPPED, load_documents
 from docket.benchmarks.docval.docval import docval_grounding
+from tests.scores import score_fields
 
 LIMIT = 20
 
 
-def _run(tmp_path: Path, policy: str, limit: int = LIMIT, **task_args: object) -> EvalLog:
+def _run(tmp_path: Path, policy: str, limit: int = LIMIT, **task_args: Any) -> EvalLog:
     args = {k: v for k, v in task_args.items() if k in {"data", "format", "shift"}}
-    task = docval_grounding(**{k: v for k, v in task_args.items() if k not in args})  # type: ignore[arg-type]
+    task = docval_grounding(**{k: v for k, v in task_args.items() if k not in args})
     model = get_model("docket/scripted", policy=policy, **args)
     log = inspect_eval(task, model=model, log_dir=str(tmp_path), display="none", limit=limit)[0]
     assert log.status == "success", log.error
@@ -52,7 +54,7 @@ def test_oracle_scores_anls_1_and_map_1(tmp_path: Path, mode: str, form: str) ->
     assert log.eval.task_version == "2-A"
     assert set(log.eval.tags or []) == {"document-qa", "localization", mode.replace("_", "-")}
     assert log.samples is not None
-    assert all((s.scores or {})["docval_grounding_scorer"].value["map"] == 1.0 for s in log.samples)
+    assert all(score_fields(s, "docval_grounding_scorer")["map"] == 1.0 for s in log.samples)
 
 
 def test_stderr_is_clustered_by_document(tmp_path: Path) -> None:
@@ -61,8 +63,8 @@ def test_stderr_is_clustered_by_document(tmp_path: Path) -> None:
     assert log.samples is not None
     values: dict[str, list[float]] = {}
     for sample in log.samples:
-        score = (sample.scores or {})["docval_grounding_scorer"].value
-        values.setdefault(str(sample.metadata["doc_id"]), []).append(score["iou"])  # type: ignore[index]
+        score = score_fields(sample, "docval_grounding_scorer")
+        values.setdefault(str(sample.metadata["doc_id"]), []).append(score["iou"])
     n = sum(len(v) for v in values.values())
     mean = sum(sum(v) for v in values.values()) / n
     sums = [sum(x - mean for x in v) for v in values.values()]
@@ -114,7 +116,11 @@ def test_docvqa_format_loader_scores_anls_only_without_boxes(tmp_path: Path) -> 
     path.write_text(json.dumps(data))
     task = docval_grounding(mode="vision", data=str(path))
     assert len(task.dataset) == 2
-    assert [s.metadata["bbox"] for s in task.dataset] == [q["bbox"], None]  # type: ignore[index]
+    bboxes = []
+    for sample in task.dataset:
+        assert sample.metadata is not None
+        bboxes.append(sample.metadata["bbox"])
+    assert bboxes == [q["bbox"], None]
     model = get_model("docket/scripted", policy="docval_oracle", data=str(SHIPPED))
     log = inspect_eval(task, model=model, log_dir=str(tmp_path), display="none")[0]
     # question 1 is answered exactly; question 2 is not in the oracle's table

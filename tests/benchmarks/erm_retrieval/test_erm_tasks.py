@@ -12,6 +12,7 @@ from inspect_ai.log import EvalLog
 from inspect_ai.model import get_model
 
 from docket.benchmarks.erm_retrieval.erm_retrieval import erm_rag, erm_retrieval
+from tests.scores import sample_score
 
 FIXTURE = Path(__file__).resolve().parents[2] / "data" / "beir_tiny"
 
@@ -97,7 +98,7 @@ def test_a_beir_folder_with_prf_expansion(tmp_path: Path) -> None:
 def test_rag_first_passage_reader_scores_the_share_of_right_top_passages(tmp_path: Path) -> None:
     log = _run(tmp_path, erm_rag(method="erm"), "erm_reader", limit=LIMIT)
     assert log.samples
-    top_right = [s.scores["answer_scorer"].value == "C" for s in log.samples]
+    top_right = [sample_score(s, "answer_scorer").value == "C" for s in log.samples]
     assert _metric(log, "answer_scorer", "accuracy") == pytest.approx(
         sum(top_right) / len(top_right)
     )

@@ -110,7 +110,7 @@ def test_deployment_engine_runs_the_same_app_on_local_processes(
 
         return Wrapper()
 
-    flower_deploy.local_federation = recording  # type: ignore[assignment]
+    flower_deploy.local_federation = recording
     try:
         args = [
             "--out", str(tmp_path), "--strategies", "fedsa", "--engine", "deployment",
@@ -118,7 +118,7 @@ def test_deployment_engine_runs_the_same_app_on_local_processes(
         ]  # fmt: skip
         report = run_fed.main(args)
     finally:
-        flower_deploy.local_federation = original  # type: ignore[assignment]
+        flower_deploy.local_federation = original
     run = report["runs"][0]
     assert run["engine"] == "deployment" and set(run["client_accuracy"]) == {"0", "1"}
     summary = json.loads((tmp_path / "s0" / "fedsa" / "summary.json").read_text())

@@ -32,7 +32,10 @@ def test_paired_medians_alternate_and_take_the_median() -> None:
 
 
 def test_result_files(tmp_path: Path) -> None:
-    results = [_measurement(0.002, 0.001, 3.0), Skipped("y", "no bwrap")]
+    results: list[Measurement | Skipped] = [
+        _measurement(0.002, 0.001, 3.0),
+        Skipped("y", "no bwrap"),
+    ]
     json_path, md_path = write(results, tmp_path)
     rows = json.loads(json_path.read_text())
     assert rows[0]["ratio"] == pytest.approx(2.0) and rows[0]["met"] is True

@@ -11,6 +11,8 @@ from inspect_ai.event import ModelEvent
 from inspect_ai.log import EvalLog, resolve_sample_attachments
 from inspect_ai.model import Model, get_model
 
+from tests.scores import score_fields
+
 
 def scripted(policy: str, **args: Any) -> Model:
     return get_model("docket/scripted", policy=policy, memoize=False, **args)
@@ -46,7 +48,7 @@ def metric(log: EvalLog, key: str, name: str = "mean") -> float:
 
 def values(log: EvalLog, scorer: str = "scsuff_scorer") -> list[dict[str, Any]]:
     assert log.samples is not None
-    return [dict(s.scores[scorer].value) for s in log.samples]  # type: ignore[arg-type, index]
+    return [score_fields(s, scorer) for s in log.samples]
 
 
 def model_events(log: EvalLog, role: str | None = None) -> list[ModelEvent]:

@@ -12,7 +12,6 @@ from inspect_ai import eval as inspect_eval
 from inspect_ai.event import InfoEvent
 from inspect_ai.log import EvalLog, headline_metric, resolve_sample_attachments
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser
-from scsuff_eval import metric, model_events, run, scripted, values
 
 from docket.benchmarks.common.roles import RoleUnboundError
 from docket.benchmarks.scsuff.prompts import (
@@ -23,6 +22,7 @@ from docket.benchmarks.scsuff.prompts import (
 )
 from docket.benchmarks.scsuff.scsuff import scsuff as scsuff_default
 from docket.benchmarks.scsuff.scsuff import scsuff_hints
+from tests.benchmarks.scsuff.scsuff_eval import metric, model_events, run, scripted, values
 
 #: The paper's setting (no explanation-free reference); the default adds it (see below).
 scsuff_task = partial(scsuff_default, reference=False)
@@ -44,6 +44,7 @@ def test_generator_prompt_follows_the_release(tmp_path: Path) -> None:
     assert len(calls) == 2 * 3
     assert log.samples is not None
     sample = log.samples[0]
+    assert isinstance(sample.input, str)
     explanation = sample.metadata["scsuff"]["base"]["explanation"]
     first = [e for e in calls if sample.input in e.input[-1].text]
     assert [e.config.seed for e in first] == [42, 43, 44]

@@ -22,6 +22,7 @@ from docket.benchmarks.scsuff.dataset import (
 )
 from docket.benchmarks.scsuff.prompts import parse_alternative, parse_verdict
 from docket.benchmarks.scsuff.scorer import chen_faithfulness, hint_value, sufficiency_value
+from tests.scores import metric_value
 
 
 def test_reply_splits_at_final_answer() -> None:
@@ -232,7 +233,7 @@ def test_an_unparsed_verdict_is_counted_and_left_out_of_verbalisation() -> None:
 
 
 def _scores(values: list[dict[str, float]]) -> list[SampleScore]:
-    return [SampleScore(score=Score(value=v), sample_id=i) for i, v in enumerate(values)]  # type: ignore[arg-type]
+    return [SampleScore(score=Score(value=v), sample_id=i) for i, v in enumerate(values)]
 
 
 def test_chen_divides_only_by_flips_with_a_verdict() -> None:
@@ -241,16 +242,17 @@ def test_chen_divides_only_by_flips_with_a_verdict() -> None:
     records = [_record("A", "C", True)] + [_record("A", "C", None)] * 3
     values = [hint_value(r, meta, "A")[0] for r in records]
     chen = chen_faithfulness()
-    assert chen(_scores(values)) == 1.0
+    assert metric_value(chen, _scores(values)) == 1.0
     assert sum(v["judge_unparsed"] for v in values) / len(values) == 0.75
     # one more flip judged NO: 1 of 2 judged flips verbalised
     values.append(hint_value(_record("B", "C", False), meta, "A")[0])
-    assert chen(_scores(values)) == 0.5
+    assert metric_value(chen, _scores(values)) == 0.5
     # a non-hint change on another item (A -> B, K - 2 = 2) shrinks the normaliser to 1 - 0.5/5
     values.append(hint_value(_record("A", "B", None), meta, "A")[0])
-    assert chen(_scores(values)) == pytest.approx(0.5 / (1 - 0.5 / 5))
+    assert metric_value(chen, _scores(values)) == pytest.approx(0.5 / (1 - 0.5 / 5))
     only_unparsed = [hint_value(_record("A", "C", None), meta, "A")[0]] * 2
-    assert math.isnan(chen(_scores(only_unparsed)))
+    got = metric_value(chen, _scores(only_unparsed))
+    assert isinstance(got, float) and math.isnan(got)
 
 
 def test_missing_reference_is_counted_and_keeps_scsuff() -> None:

@@ -5,7 +5,13 @@ from __future__ import annotations
 import math
 
 import pytest
-from inspect_ai.model import ChatMessageSystem, ChatMessageUser, GenerateConfig, get_model
+from inspect_ai.model import (
+    ChatMessage,
+    ChatMessageSystem,
+    ChatMessageUser,
+    GenerateConfig,
+    get_model,
+)
 
 from docket.benchmarks.scsuff.prompts import (
     AUTHORITY_HINT,
@@ -64,7 +70,7 @@ async def test_scripted_answer_carries_logprobs_and_generator_uses_the_seed() ->
         (" A", 0.9),
         (" B", 0.1),
     ]
-    prompt = [
+    prompt: list[ChatMessage] = [
         ChatMessageSystem(content=system_prompt(GENERATOR_INSTRUCTION)),
         ChatMessageUser(content=generator_input(PASSAGE, "The colour is red.", "feature_rule")),
     ]

@@ -11,6 +11,7 @@ from inspect_ai import eval as inspect_eval
 from inspect_ai.model import get_model
 
 from docket.benchmarks.scsuff.scsuff import scsuff
+from tests.scores import sample_score
 
 pytestmark = [
     pytest.mark.slow,
@@ -33,7 +34,7 @@ def test_smollm2_run_scores_every_sample_or_counts_why_not(tmp_path: Path) -> No
     assert log.status == "success", log.error
     assert log.samples is not None and len(log.samples) == 2
     for sample in log.samples:
-        value = sample.scores["scsuff_scorer"].value
+        value = sample_score(sample, "scsuff_scorer").value
         assert isinstance(value, dict)
         failures = value["no_explanation"] + value["no_answer"] + value["no_alternatives"]
         if failures == 0:

@@ -13,12 +13,13 @@ from inspect_ai import eval as inspect_eval
 from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.log import headline_metric
 from inspect_ai.model import get_model
-from scsuff_eval import metric, run, values
 
 from docket.benchmarks.scsuff.dataset import FEATURES
 from docket.benchmarks.scsuff.estimator import closed_form, sampled_logprobs, scsuff
 from docket.benchmarks.scsuff.scsuff import scsuff as scsuff_default
 from docket.benchmarks.scsuff.scsuff import scsuff_hints
+from tests.benchmarks.scsuff.scsuff_eval import metric, run, values
+from tests.scores import sample_score, score_fields
 
 #: The paper's setting (no explanation-free reference); the default adds it (see below).
 scsuff_task = partial(scsuff_default, reference=False)
@@ -84,7 +85,7 @@ def test_omitted_features_give_the_closed_form(
         p = rule_p(meta["features"], meta["rule"], confidence)
         q = expected_q(meta["features"], meta["rule"], kept, confidence)
         expected.append(closed_form(p, q))
-        got = sample.scores["scsuff_scorer"].value["scsuff"]  # type: ignore[index]
+        got = score_fields(sample, "scsuff_scorer")["scsuff"]
         assert got == pytest.approx(expected[-1], abs=1e-9), sample.id
     assert metric(log, "scsuff") == pytest.approx(sum(expected) / len(expected), abs=1e-9)
     assert min(expected) < 1.0  # the set contains insufficient explanations
@@ -111,7 +112,7 @@ def test_unparsable_alternatives_are_counted_not_scored(tmp_path: Path) -> None:
     assert metric(log, "no_alternatives") == 1.0
     assert all(math.isnan(v["scsuff"]) for v in values(log))
     assert log.samples is not None
-    assert "2/2 unparsable" in (log.samples[0].scores["scsuff_scorer"].explanation or "")
+    assert "2/2 unparsable" in (sample_score(log.samples[0], "scsuff_scorer").explanation or "")
 
 
 def test_half_unparsable_alternatives_are_masked(tmp_path: Path) -> None:
@@ -124,7 +125,7 @@ def test_half_unparsable_alternatives_are_masked(tmp_path: Path) -> None:
     )
     assert log.samples is not None
     for sample in log.samples:
-        score = sample.scores["scsuff_scorer"]
+        score = sample_score(sample, "scsuff_scorer")
         assert score.metadata is not None
         assert (score.metadata["valid_alternatives"], score.metadata["unparsed_alternatives"]) == (
             2,
@@ -134,7 +135,9 @@ def test_half_unparsable_alternatives_are_masked(tmp_path: Path) -> None:
         p = rule_p(meta["features"], meta["rule"], 0.9)
         alts = [rule_p(prior_draw(meta["features"], set(), s), meta["rule"], 0.9) for s in (42, 44)]
         q = [(a + b) / 2 for a, b in zip(*alts, strict=True)]
-        assert score.value["scsuff"] == pytest.approx(closed_form(p, q), abs=1e-9)  # type: ignore[index]
+        assert score_fields(sample, "scsuff_scorer")["scsuff"] == pytest.approx(
+            closed_form(p, q), abs=1e-9
+        )
 
 
 @pytest.mark.parametrize(
@@ -152,7 +155,7 @@ def test_bad_replies_are_counted_with_the_reason(
     assert metric(log, counter) == 1.0
     assert all(math.isnan(v["scsuff"]) for v in values(log))
     assert log.samples is not None
-    assert reason in (log.samples[0].scores["scsuff_scorer"].explanation or "")
+    assert reason in (sample_score(log.samples[0], "scsuff_scorer").explanation or "")
 
 
 def test_reply_without_final_answer_has_no_explanation(tmp_path: Path) -> None:
@@ -163,7 +166,7 @@ def test_reply_without_final_answer_has_no_explanation(tmp_path: Path) -> None:
     assert all(math.isnan(v["scsuff"]) for v in values(log))
     assert log.samples is not None
     for sample in log.samples:
-        score = sample.scores["scsuff_scorer"]  # type: ignore[index]
+        score = sample_score(sample, "scsuff_scorer")
         assert score.metadata is not None and score.metadata["base_source"] == "probe"
         assert "no explanation: the reply has no 'Final Answer:'" in (score.explanation or "")
         assert sample.metadata["scsuff"]["alternatives"] == []  # no generator call
@@ -191,9 +194,9 @@ def test_sampling_estimator_uses_smoothed_frequencies(tmp_path: Path) -> None:
         alts = [sampled_logprobs(sampled_counts(d, rule)) for d in draws]
         want = scsuff(sampled_logprobs(sampled_counts(meta["features"], rule)), alts).score
         wants.append(want)
-        value = sample.scores["scsuff_scorer"].value
-        assert "scsuff" not in value  # type: ignore[operator]
-        assert value["scsuff_sampled"] == pytest.approx(want, abs=1e-9)  # type: ignore[index]
+        value = score_fields(sample, "scsuff_scorer")
+        assert "scsuff" not in value
+        assert value["scsuff_sampled"] == pytest.approx(want, abs=1e-9)
     assert min(wants) < 1.0
     assert log.eval.metadata is not None
     assert log.eval.metadata["estimator"] == "sampling"
@@ -302,7 +305,7 @@ def test_a_sample_cut_by_a_limit_counts_as_no_answer(
     assert log.samples is not None and len(log.samples) == 3
     for sample in log.samples:
         assert sample.error is None and sample.limit is not None
-        value = sample.scores[scorer].value  # type: ignore[index]
+        value = sample_score(sample, scorer).value
         assert isinstance(value, dict) and value["no_answer"] == 1.0
         assert math.isnan(value[accuracy])
     assert metric(log, "no_answer") == 1.0
@@ -326,9 +329,9 @@ def test_gain_over_the_explanation_free_reference_has_a_closed_form(
         p = rule_p(meta["features"], meta["rule"], 0.9)
         explained = closed_form(p, expected_q(meta["features"], meta["rule"], kept[mention], 0.9))
         reference = closed_form(p, expected_q(meta["features"], meta["rule"], set(), 0.9))
-        value = sample.scores["scsuff_scorer"].value  # type: ignore[index]
-        assert value["scsuff_reference"] == pytest.approx(reference, abs=1e-9)  # type: ignore[index]
-        assert value["scsuff_gain"] == pytest.approx(explained - reference, abs=1e-9)  # type: ignore[index]
+        value = score_fields(sample, "scsuff_scorer")
+        assert value["scsuff_reference"] == pytest.approx(reference, abs=1e-9)
+        assert value["scsuff_gain"] == pytest.approx(explained - reference, abs=1e-9)
         gains.append(explained - reference)
     if mention == "none":  # an explanation that says nothing gains exactly nothing
         assert all(v["scsuff_gain"] == 0.0 for v in values(log))

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from inspect_ai import eval as inspect_eval
@@ -112,8 +113,8 @@ def test_cli_bad_task_arg_is_one_clear_line(tmp_path: Path) -> None:
         ({"tools": "gui"}, "gui"),
     ],
 )
-def test_bad_task_args_raise_one_clear_error(args: dict[str, object], message: str) -> None:
+def test_bad_task_args_raise_one_clear_error(args: dict[str, Any], message: str) -> None:
     with pytest.raises((PrerequisiteError, ValueError)) as error:
-        smoke(**args)  # type: ignore[arg-type]
+        smoke(**args)
     text = str(getattr(error.value, "message", error.value))
     assert message in text and "\n" not in text

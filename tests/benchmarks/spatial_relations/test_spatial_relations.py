@@ -108,8 +108,10 @@ def test_always_yes_baseline_scores_exactly_one_half(tmp_path: Path) -> None:
     metadata = log.eval.metadata or {}
     assert metadata["benchmark"] == "spatial_relations" and metadata["view"] == "random"
     assert metadata["headline"]["direction"] == "higher"
-    content = log.samples[0].input[0].content  # type: ignore[union-attr]
-    assert [c.type for c in content] == ["image", "text"]  # type: ignore[union-attr]
+    first_input = log.samples[0].input
+    assert isinstance(first_input, list) and isinstance(first_input[0].content, list)
+    content = first_input[0].content
+    assert [c.type for c in content] == ["image", "text"]
 
 
 def test_text_input_carries_the_description_then_the_question() -> None:

@@ -15,6 +15,7 @@ from docket.benchmarks.tabular_anomaly.scorer import by_kind, ranking_metrics
 from docket.benchmarks.tabular_anomaly.tabular_anomaly import tabular_anomaly
 from docket.methods.anomaly.baselines import random_scores
 from docket.methods.anomaly.serialize import parse, serialize
+from tests.scores import sample_score, score_fields
 
 
 def test_auroc_and_auprc_on_a_hand_case() -> None:
@@ -56,7 +57,7 @@ def test_the_random_detector_scores_exactly_what_sklearn_gives(tmp_path: Path) -
         name, seed = sample.metadata["dataset"], sample.metadata["seed"]
         part = split(LOADERS[name](), seed)
         want = ranking_metrics(part.labels, list(random_scores(part.test, seed)))
-        assert sample.scores["detection_scorer"].value == pytest.approx(want)
+        assert sample_score(sample, "detection_scorer").value == pytest.approx(want)
         expected.append(want["auroc"])
     assert log.results is not None
     auroc = next(s for s in log.results.scores if s.name == "auroc")
@@ -70,7 +71,7 @@ def test_a_pyod_detector_separates_the_minority_class(tmp_path: Path) -> None:
         task, model=get_model("docket/scripted", policy="refuse"), log_dir=str(tmp_path),
         display="none",
     )  # fmt: skip
-    assert log.samples and log.samples[0].scores["detection_scorer"].value["auroc"] > 0.9
+    assert log.samples and score_fields(log.samples[0], "detection_scorer")["auroc"] > 0.9
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,7 @@ from docket.benchmarks.toy_math.dataset import split_chains
 from docket.benchmarks.toy_math.reference import parse_question, question
 from docket.benchmarks.toy_math.scorer import final_answer
 from docket.benchmarks.toy_math.toy_math import toy_math, toy_math_sar
+from tests.scores import sample_score, score_fields
 
 
 def _run(tmp_path: Path, task: Any, policy: str, roles: dict[str, Any] | None = None,
@@ -56,9 +57,10 @@ def test_sar_keeps_correct_samples_and_the_teachers_minimal_repairs(tmp_path: Pa
     assert log.samples
     yields, accepted, tried = [], 0, 0
     for sample in log.samples:
-        score = sample.scores["sar_collection"]
+        score = sample_score(sample, "sar_collection")
+        assert score.metadata is not None
         sources = score.metadata["sources"]
-        value = score.value
+        value = score_fields(sample, "sar_collection")
         yields.append(len(sources["rs"]) / 4)
         assert value["rs_yield"] == len(sources["rs"]) / 4
         failed = 4 - len(sources["rs"])

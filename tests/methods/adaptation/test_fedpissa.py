@@ -27,6 +27,7 @@ def test_pissa_is_exact_and_truncates_at_the_tail_singular_values() -> None:
 def test_peft_pissa_init_matches_the_reference() -> None:
     import torch
     from peft import LoraConfig, get_peft_model
+    from peft.tuners.lora import Linear as LoraLinear
 
     class Tiny(torch.nn.Module):
         def __init__(self) -> None:
@@ -41,10 +42,15 @@ def test_peft_pissa_init_matches_the_reference() -> None:
     original = model.proj.weight.detach().double().numpy().copy()
     config = LoraConfig(r=2, lora_alpha=2, target_modules=["proj"], init_lora_weights="pissa")
     peft_model = get_peft_model(model, config)
-    layer = peft_model.base_model.model.proj
+    tiny = peft_model.base_model.model
+    assert isinstance(tiny, Tiny) and isinstance(tiny.proj, LoraLinear)
+    layer = tiny.proj
+    lora_a, lora_b = layer.lora_A["default"], layer.lora_B["default"]
+    assert isinstance(lora_a, torch.nn.Linear) and isinstance(lora_b, torch.nn.Linear)
+    assert isinstance(layer.base_layer, torch.nn.Linear)
     a_ref, b_ref, residual = fedpissa.pissa_factors(original, rank=2)
-    a = layer.lora_A["default"].weight.detach().double().numpy()
-    b = layer.lora_B["default"].weight.detach().double().numpy()
+    a = lora_a.weight.detach().double().numpy()
+    b = lora_b.weight.detach().double().numpy()
     np.testing.assert_allclose(b @ a, b_ref @ a_ref, atol=1e-5)
     np.testing.assert_allclose(
         layer.base_layer.weight.detach().double().numpy(), residual, atol=1e-5

@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 
 pytest.importorskip("flwr", reason="needs flwr (Python >= 3.11): pip install 'docket[adaptation]'")
+from flwr.app import ArrayRecord, Context
+
 from docket.methods.adaptation import fedpissa
 from docket.methods.adaptation.flower_app import FedSettings, run_in_process
 
@@ -52,6 +54,13 @@ def settings(base: Path, data: Path, strategy: str, tmp: Path, **extra: Any) -> 
     }
 
 
+def client_arrays(context: Context, name: str) -> ArrayRecord:
+    """The arrays a client keeps in its context state under `name`."""
+    record = context.state[name]
+    assert isinstance(record, ArrayRecord)
+    return record
+
+
 def lora_numel(keys: list[str], shapes: dict[str, tuple[int, ...]]) -> int:
     return sum(int(np.prod(shapes[k])) for k in keys)
 
@@ -72,7 +81,7 @@ def test_strategies_send_what_they_share_and_count_it(
     strategy: str, tiny_dir: Path, data_dir: Path, tmp_path: Path, one_thread: None
 ) -> None:
     summary, grid = run_in_process(settings(tiny_dir, data_dir, strategy, tmp_path))
-    states = {n: c.state["lora"] for n, c in grid.contexts.items()}
+    states = {n: client_arrays(c, "lora") for n, c in grid.contexts.items()}
     shapes = {k: tuple(v.shape) for k, v in states[1].items()}
     keys = sorted(shapes)
     assert len(keys) == 8  # 2 layers x (q, v) x (A, B)
@@ -103,8 +112,8 @@ def test_fedpissa_projects_private_updates_off_their_reference(
     run = settings(tiny_dir, data_dir, "fedpissa", tmp_path, rounds=1, select=False)
     summary, grid = run_in_process(run)
     context = grid.contexts[1]
-    lora = {k: v.numpy() for k, v in context.state["lora"].items()}
-    reference = {k: v.numpy() for k, v in context.state["reference"].items()}
+    lora = {k: v.numpy() for k, v in client_arrays(context, "lora").items()}
+    reference = {k: v.numpy() for k, v in client_arrays(context, "reference").items()}
     b_keys = [k for k in lora if fedpissa.is_lora_b(k)]
     assert summary["shared_final"] == sorted(k for k in lora if fedpissa.is_lora_a(k))
     for key in b_keys:  # the B update stays off the column space of the PiSSA init

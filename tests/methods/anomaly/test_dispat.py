@@ -67,7 +67,10 @@ def test_bad_variant_is_one_error() -> None:
 
 
 def test_the_encoder_standardises_numbers_and_one_hots_categories() -> None:
-    train = [{"colour": "red", "size": 1.0}, {"colour": "blue", "size": 3.0}]
+    train: list[dict[str, float | str]] = [
+        {"colour": "red", "size": 1.0},
+        {"colour": "blue", "size": 3.0},
+    ]
     encoded = Encoder(COLUMNS, train)(
         [{"colour": "blue", "size": 5.0}, {"colour": "green", "size": 2.0}]
     )

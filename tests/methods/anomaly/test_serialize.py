@@ -43,7 +43,7 @@ def test_parse_inverts_serialize_in_every_column_order(row: dict, order: list[in
 
 
 def test_serialized_form() -> None:
-    row = {"mean radius": 14.127, "store": "alder", "quantity": 3.0}
+    row: dict[str, float | str] = {"mean radius": 14.127, "store": "alder", "quantity": 3.0}
     assert (
         serialize(row, COLUMNS, [2, 0, 1])[0]
         == "quantity is 3, mean radius is 14.13, store is alder"

@@ -58,11 +58,15 @@ def target() -> Any:
 @pytest.fixture(scope="session")
 def tiny_llama_dir(tmp_path_factory: pytest.TempPathFactory, target: Any) -> Path:
     """`target` saved with a tokenizer whose ids fit its vocabulary."""
+    from transformers import PreTrainedTokenizerFast
+
     from docket.methods.decoding.dsb.toy_mdlm.data import build_tokenizer
 
     path = tmp_path_factory.mktemp("dustin-target")
     target.save_pretrained(path)
-    build_tokenizer().save_pretrained(path)  # type: ignore[attr-defined]
+    tokenizer = build_tokenizer()
+    assert isinstance(tokenizer, PreTrainedTokenizerFast)
+    tokenizer.save_pretrained(path)
     return path
 
 

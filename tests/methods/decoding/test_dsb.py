@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from docket.methods.decoding.dsb.algorithm import (
     UNBOUNDED,
     DSBSettings,
+    DSBTrace,
     ToyMaskedLM,
     dsb_window,
     first_masked,
@@ -170,8 +171,8 @@ def test_dsb_windows_keep_their_bounds(
 # --- the decoding loop --------------------------------------------------------------------------
 
 
-def run(model: ToyMaskedLM, **settings: object) -> tuple[list[int], object]:
-    result = generate(model, PROMPT, DSBSettings(**settings))  # type: ignore[arg-type]
+def run(model: ToyMaskedLM, **settings: Any) -> tuple[list[int], DSBTrace]:
+    result = generate(model, PROMPT, DSBSettings(**settings))
     return result.tokens, result.trace
 
 
@@ -191,20 +192,20 @@ def test_every_position_is_unmasked_once_inside_its_window(
     )
     assert MASK not in tokens and len(tokens) == 16
     seen: list[int] = []
-    for _, s, e, positions in trace.steps:  # type: ignore[attr-defined]
+    for _, s, e, positions in trace.steps:
         assert all(s <= p < e for p in positions)
         if schedule == "dsb_const":
             assert e - s <= 4
         seen.extend(positions)
     assert sorted(seen) == list(range(len(PROMPT), len(PROMPT) + 16))
-    assert trace.nfe == trace.global_forwards + trace.window_forwards == len(trace.steps)  # type: ignore[attr-defined]
+    assert trace.nfe == trace.global_forwards + trace.window_forwards == len(trace.steps)
 
 
 def test_threshold_one_with_window_one_is_left_to_right(model: ToyMaskedLM) -> None:
     tokens, trace = run(model, block_length=1, max_block_length=1, threshold=1.0, gen_length=10)
-    order = [positions for _, _, _, positions in trace.steps]  # type: ignore[attr-defined]
+    order = [positions for _, _, _, positions in trace.steps]
     assert order == [(len(PROMPT) + i,) for i in range(10)]
-    assert trace.nfe == 10  # type: ignore[attr-defined]
+    assert trace.nfe == 10
     # each token is the argmax at the first masked position given everything to its left
     ids = PROMPT + [MASK] * 10
     with torch.no_grad():
@@ -224,8 +225,8 @@ def test_vanilla_naive_blocks_unmask_a_fixed_quota_per_step(
         model, schedule="naive", block_length=4, threshold=None, steps=steps, gen_length=16
     )
     assert MASK not in tokens
-    assert trace.nfe == steps  # type: ignore[attr-defined]
-    for _, s, e, positions in trace.steps:  # type: ignore[attr-defined]
+    assert trace.nfe == steps
+    for _, s, e, positions in trace.steps:
         assert len(positions) == per_step
         assert all(s <= p < e for p in positions) and e - s == 4
 
@@ -239,11 +240,11 @@ def test_dsb_with_a_quota_takes_it_from_each_window(model: ToyMaskedLM) -> None:
         )
         assert MASK not in tokens
         masked = set(range(len(PROMPT), len(PROMPT) + 16))
-        for _, s, e, positions in trace.steps:  # type: ignore[attr-defined]
+        for _, s, e, positions in trace.steps:
             assert len(positions) == min(2, len([p for p in masked if s <= p < e]))
             masked -= set(positions)
         if schedule == "dsb":
-            assert trace.nfe == 8  # type: ignore[attr-defined]
+            assert trace.nfe == 8
     with pytest.raises(ValueError, match="steps >= 1"):
         run(model, threshold=None, steps=0, gen_length=8)
 
@@ -264,16 +265,16 @@ def test_naive_blocks_are_recovered_when_every_window_is_decoded_at_once(
         model, schedule="naive", block_length=4, threshold=0.0, gen_length=16
     )
     assert dsb_tokens == naive_tokens
-    windows = [(s, e) for _, s, e, _ in dsb_trace.steps]  # type: ignore[attr-defined]
-    assert windows == [(s, e) for _, s, e, _ in naive_trace.steps]  # type: ignore[attr-defined]
+    windows = [(s, e) for _, s, e, _ in dsb_trace.steps]
+    assert windows == [(s, e) for _, s, e, _ in naive_trace.steps]
     assert windows == [(5 + 4 * k, 9 + 4 * k) for k in range(4)]
-    assert dsb_trace.nfe == naive_trace.nfe == 4  # type: ignore[attr-defined]
+    assert dsb_trace.nfe == naive_trace.nfe == 4
 
 
 def test_dsb_keeps_block_length_masked_positions_eligible(model: ToyMaskedLM) -> None:
     _, trace = run(model, schedule="dsb", block_length=4, threshold=0.3, gen_length=16)
     masked = set(range(5, 21))
-    for _, s, e, positions in trace.steps:  # type: ignore[attr-defined]
+    for _, s, e, positions in trace.steps:
         assert len([p for p in masked if s <= p < e]) == min(4, len(masked))
         masked -= set(positions)
 

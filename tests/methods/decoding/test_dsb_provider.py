@@ -70,7 +70,8 @@ async def test_max_tokens_sets_the_answer_length_and_logprobs_come_back(toy_dir:
         "none",
         GenerateConfig(max_tokens=8, logprobs=True, top_logprobs=2),
     )
-    counters = output.metadata["choices"][0]  # type: ignore[index]
+    assert output.metadata is not None
+    counters = output.metadata["choices"][0]
     assert counters["gen_length"] == 8 and counters["nfe"] >= 2
     assert counters["threshold"] == 0.9 and counters["steps"] is None
     logprobs = output.choices[0].logprobs
@@ -83,7 +84,8 @@ async def test_steps_decode_with_llada_fixed_quota(toy_dir: Path) -> None:
     output = await model.generate(
         [ChatMessageUser(content="copy: abcd")], [], "none", GenerateConfig()
     )
-    counters = output.metadata["choices"][0]  # type: ignore[index]
+    assert output.metadata is not None
+    counters = output.metadata["choices"][0]
     assert counters["threshold"] is None and counters["steps"] == 8
     assert counters["nfe"] == 8  # one token per step
 
@@ -103,7 +105,7 @@ def test_bad_knobs_are_one_line(toy_dir: Path, knobs: dict[str, Any], message: s
 
 
 def test_a_causal_lm_or_gguf_is_refused_in_one_line(tmp_path: Path) -> None:
-    from transformers import LlamaConfig, LlamaForCausalLM
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
     LlamaForCausalLM(
         LlamaConfig(
@@ -115,7 +117,9 @@ def test_a_causal_lm_or_gguf_is_refused_in_one_line(tmp_path: Path) -> None:
             num_key_value_heads=1,
         )
     ).save_pretrained(tmp_path)
-    data.build_tokenizer().save_pretrained(tmp_path)  # type: ignore[attr-defined]
+    tokenizer = data.build_tokenizer()
+    assert isinstance(tokenizer, PreTrainedTokenizerFast)
+    tokenizer.save_pretrained(tmp_path)
     with pytest.raises(ValueError, match="not a masked-diffusion / masked LM checkpoint"):
         api(tmp_path)
 
@@ -149,7 +153,8 @@ async def test_transformers_masked_lm_path_decodes_without_a_cache(bert_dir: Pat
     output = await model.generate(
         [ChatMessageUser(content="copy: ab")], [], "none", GenerateConfig()
     )
-    counters = output.metadata["choices"][0]  # type: ignore[index]
+    assert output.metadata is not None
+    counters = output.metadata["choices"][0]
     assert counters["window_forwards"] == 0 and 2 <= counters["nfe"] <= 8
     with pytest.raises(
         ValueError, match="-M cache=dsb needs a forward that takes replace_position"
@@ -164,7 +169,7 @@ def test_an_inspect_eval_scores_the_method_and_keeps_its_counters(
     from inspect_ai import Task
     from inspect_ai import eval as inspect_eval
     from inspect_ai.dataset import Sample
-    from inspect_ai.log import ModelEvent
+    from inspect_ai.event import ModelEvent
     from inspect_ai.scorer import exact
 
     examples = data.eval_set(2)

@@ -92,6 +92,7 @@ def image_prompt(vlm: Any) -> tuple[list[int], DecodeParams]:
     from docket.methods.decoding.flash.algorithm import image_token_id
 
     token = image_token_id(vlm.model)
+    assert token is not None
     ids = [5, 6, *[token] * 16, 7, 8, 9]
     pixels = torch.randn(1, 3, 64, 64, generator=torch.Generator().manual_seed(0))
     return ids, DecodeParams(max_new_tokens=10, prompt_inputs={"pixel_values": pixels})

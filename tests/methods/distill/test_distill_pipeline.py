@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 from inspect_ai import eval as inspect_eval
@@ -22,7 +23,7 @@ LIMIT = 12
 
 def _teacher_log(tmp_path: Path, shift: int, policy: str = "docval_teacher") -> EvalLog:
     # the evaluated model refuses; traces can only come from the model bound to `teacher`
-    args = {"shift": shift} if policy == "docval_teacher" else {}
+    args: dict[str, Any] = {"shift": shift} if policy == "docval_teacher" else {}
     teacher = get_model("docket/scripted", policy=policy, **args)
     log = inspect_eval(
         docval_teacher(),

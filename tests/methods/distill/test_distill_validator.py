@@ -6,6 +6,7 @@ import pytest
 
 from docket.methods.distill.validator import (
     Region,
+    Validation,
     bbox_correction,
     feedback_text,
     reasoning_scores,
@@ -24,7 +25,9 @@ FULL_COT = (
 )
 
 
-def _run(answer: str, box: tuple[float, float, float, float] | None, cot: str = FULL_COT):
+def _run(
+    answer: str, box: tuple[float, float, float, float] | None, cot: str = FULL_COT
+) -> Validation:
     return validate(answer, box, cot, "$22.00", GT, REGIONS, "What is the total?")
 
 

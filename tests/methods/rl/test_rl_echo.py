@@ -4,6 +4,7 @@ hybrid advantage, adaptive clipping, and majority-vote pseudo-labels."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import replace
 
 import pytest
@@ -85,15 +86,18 @@ def _only(trace: list[StepStat], reason: str) -> None:
 def test_each_prune_trigger_fires_alone_on_its_own_trace() -> None:
     low = [stat(cg=1.0), stat(cg=0.8), stat(cg=0.3), stat(cg=1.0)]
     _only(low, "low_confidence")
-    assert find_prune(low, CFG).position == 2  # type: ignore[union-attr]
+    low_prune = find_prune(low, CFG)
+    assert low_prune is not None and low_prune.position == 2
     tail = [stat(tail=2.0), stat(tail=1.5), stat(tail=1.2), stat(tail=0.9), stat(tail=0.8)]
     _only(tail, "tail_decline")
-    assert find_prune(tail, CFG).position == 3  # type: ignore[union-attr]
+    tail_prune = find_prune(tail, CFG)
+    assert tail_prune is not None and tail_prune.position == 3
     # declining but above the threshold: no prune
     assert find_prune([stat(tail=5 - i / 10) for i in range(6)], CFG) is None
     spike = [stat(delta=0.1), stat(delta=0.2), stat(delta=0.3), stat(delta=0.6)]
     _only(spike, "entropy_spike")
-    assert find_prune(spike, CFG).position == 3  # type: ignore[union-attr]
+    spike_prune = find_prune(spike, CFG)
+    assert spike_prune is not None and spike_prune.position == 3
 
 
 def test_signal_windows() -> None:
@@ -119,7 +123,9 @@ def test_confidences() -> None:
         assert float(rollout_confidence(rand, 10, 5)) >= math.log(5) - 1e-6
 
 
-def _synthetic_model(vocab: int = 8, eos: int = 7, branch_at: int = 4, prompt_len: int = 2):
+def _synthetic_model(
+    vocab: int = 8, eos: int = 7, branch_at: int = 4, prompt_len: int = 2
+) -> Callable[[list[list[int]]], torch.Tensor]:
     """Peaked on token 1 except a flat step (top-4: 2, 3, 1, 0) at response position
     `branch_at`; after token 3 there the mass splits over two tokens (confidence ln 2, below
     the prune threshold); EOS at position 6."""

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 import torch
 
-from docket.methods.rl.losses import clipped_surrogate
+from docket.methods.rl.losses import PolicyLoss, clipped_surrogate
 from docket.methods.rl.nsr import dgd_policy_loss, expected_weight, nsr_policy_loss, rescue_band
 
 EPS_LO, EPS_HI = 0.2, 0.28
@@ -19,11 +22,12 @@ def batch() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     return torch.log(ratios), torch.zeros_like(ratios), adv, torch.ones_like(ratios)
 
 
-def grads(loss_fn, **kwargs):  # type: ignore[no-untyped-def]
+def grads(loss_fn: Callable[..., PolicyLoss], **kwargs: Any) -> tuple[PolicyLoss, torch.Tensor]:
     logp, old, adv, mask = batch()
     logp = logp.clone().requires_grad_(True)
     out = loss_fn(logp, old, adv, mask, eps_low=EPS_LO, eps_high=EPS_HI, **kwargs)
     out.loss.backward()
+    assert logp.grad is not None
     return out, logp.grad
 
 
@@ -141,14 +145,14 @@ def test_monte_carlo_expectation_equals_deterministic_decay(
     lower = torch.tensor([0.3, 0.5, 0.7, 0.79], dtype=torch.float64)
     ratios = torch.cat([upper, lower]).expand(draws, 8)
     adv = torch.cat([torch.ones(4), -torch.ones(4)]).double().expand(draws, 8)
-    knobs = dict(
+    knobs: dict[str, Any] = dict(
         variant_high=variant_high, variant_low=variant_low,
         u_min_high=u_min_high, u_min_low=u_min_low, aggregation="token_sum",
     )  # fmt: skip
     logp = torch.log(ratios).clone().requires_grad_(True)
     nsr = nsr_policy_loss(
         logp, torch.zeros_like(ratios), adv, torch.ones_like(ratios),
-        generator=torch.Generator().manual_seed(0), **knobs,  # type: ignore[arg-type]
+        generator=torch.Generator().manual_seed(0), **knobs,
     )  # fmt: skip
     nsr.loss.backward()
     assert logp.grad is not None
@@ -159,7 +163,7 @@ def test_monte_carlo_expectation_equals_deterministic_decay(
         torch.zeros_like(single),
         adv[:1],
         torch.ones_like(single),
-        **knobs,  # type: ignore[arg-type]
+        **knobs,
     )
     dgd.loss.backward()
     assert single.grad is not None

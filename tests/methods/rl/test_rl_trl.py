@@ -4,6 +4,7 @@ fixed batch (loss and gradients), docket's GRPO advantages equal TRL's, and a sh
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ AGGREGATION = {
 }
 
 
-def length_reward(prompts: list[str], completions: list[str], **_: Any) -> list[float]:
+def length_reward(prompts: list[str], completions: list[str], **_: Any) -> list[float | None]:
     return [float(len(c.strip())) for c in completions]
 
 
@@ -114,16 +115,20 @@ def test_docket_clip_equals_stock_trl_and_the_pure_function(
     )  # fmt: skip
     expected = float(pure.loss)
     if loss_type == "dapo":  # TRL divides the token sum by the generation batch's token count
-        expected /= (
-            float(inputs["num_items_in_batch"]) / config(tmp_path, loss_type).steps_per_generation
-        )
+        steps_per_generation = config(tmp_path, loss_type).steps_per_generation
+        assert steps_per_generation is not None
+        expected /= float(inputs["num_items_in_batch"]) / steps_per_generation
     assert our_loss == pytest.approx(expected, rel=1e-4)
     assert pure.metrics["clip_frac"] > 0  # the batch exercises clipping
 
 
 def test_docket_grpo_advantages_equal_trls(tmp_path: Path, tiny: tuple[Any, Any]) -> None:
     model, tokenizer = tiny
-    for cls, extra in ((GRPOTrainer, {}), (docket_grpo_trainer, {"docket": DocketRL()})):
+    trainers: list[tuple[Callable[..., Any], dict[str, Any]]] = [
+        (GRPOTrainer, {}),
+        (docket_grpo_trainer, {"docket": DocketRL()}),
+    ]
+    for cls, extra in trainers:
         trainer = cls(
             model=copy.deepcopy(model), reward_funcs=[length_reward],
             args=config(tmp_path, "grpo", temperature=1.5), train_dataset=dataset(),

@@ -54,13 +54,15 @@ def stub_core_algos() -> types.ModuleType:
         ]
         return aggregate(loss_mat, loss_mask, mode)
 
-    module.ADV_ESTIMATOR_REGISTRY = adv  # type: ignore[attr-defined]
-    module.POLICY_LOSS_REGISTRY = losses  # type: ignore[attr-defined]
-    module.register_adv_est = register_adv_est  # type: ignore[attr-defined]
-    module.register_policy_loss = register_policy_loss  # type: ignore[attr-defined]
-    module.get_adv_estimator_fn = adv.__getitem__  # type: ignore[attr-defined]
-    module.get_policy_loss_fn = losses.__getitem__  # type: ignore[attr-defined]
-    module.agg_loss = agg_loss  # type: ignore[attr-defined]
+    vars(module).update(
+        ADV_ESTIMATOR_REGISTRY=adv,
+        POLICY_LOSS_REGISTRY=losses,
+        register_adv_est=register_adv_est,
+        register_policy_loss=register_policy_loss,
+        get_adv_estimator_fn=adv.__getitem__,
+        get_policy_loss_fn=losses.__getitem__,
+        agg_loss=agg_loss,
+    )
     return module
 
 
@@ -70,7 +72,7 @@ def verl(monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
     for name in ("verl", "verl.trainer", "verl.trainer.ppo"):
         monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
     monkeypatch.setitem(sys.modules, "verl.trainer.ppo.core_algos", core)
-    sys.modules["verl.trainer.ppo"].core_algos = core  # type: ignore[attr-defined]
+    vars(sys.modules["verl.trainer.ppo"])["core_algos"] = core
     return core
 
 

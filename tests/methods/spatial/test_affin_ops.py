@@ -117,7 +117,9 @@ def test_pose_projection_hooks_a_decoder() -> None:
     captured: list[torch.Tensor] = []
 
     def keep(module: torch.nn.Module, args: object, output: object) -> None:
-        captured.append(output[0] if isinstance(output, tuple) else output)  # type: ignore[index,arg-type]
+        first = output[0] if isinstance(output, tuple) else output
+        assert isinstance(first, torch.Tensor)
+        captured.append(first)
 
     ids = torch.tensor([[1, 2, 3, 4]])
     with torch.no_grad():

@@ -55,6 +55,7 @@ def identity_affin(model: Any, **config: Any) -> AffinSpace:
     torch.manual_seed(0)
     affin = AffinSpace.for_model(model, AffinConfig(pose_rank=2, **config))
     last = affin.pose_head[-1]
+    assert isinstance(last, torch.nn.Linear)
     with torch.no_grad():
         last.weight.zero_()
         last.bias.copy_(pose_vector(torch.zeros(1, 6))[0])
@@ -147,6 +148,7 @@ def test_docket_local_serves_the_affin_checkpoint(
         content=[ContentImage(image=str(image_path)), ContentText(text=QUESTION)]
     )
     output = asyncio.run(api.generate([message], [], "none", GenerateConfig(max_tokens=3)))
+    assert output.metadata is not None
     counters = output.metadata["choices"][0]
     assert output.metadata["method"] == "affin" and len(counters["pose"]) == 6
     pixels = api.prompt([message], [], "none").inputs["pixel_values"]

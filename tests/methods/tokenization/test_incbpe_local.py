@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from inspect_ai.model import ChatMessageSystem, ChatMessageUser, GenerateConfig
+from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageUser, GenerateConfig
 
 from docket.methods.local.provider import LocalHFModelAPI
 from docket.methods.tokenization.hf import IncBpeHFTokenizer
@@ -23,7 +23,7 @@ TEMPLATE = (
     "message['content'] + '<|im_end|>' + '\n'}}{% endfor %}"
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
 )
-MESSAGES = [
+MESSAGES: list[ChatMessage] = [
     ChatMessageSystem(content="You are terse."),
     ChatMessageUser(content="What is 2+2?  Answer   in one word.\n\n  Then say 'don't'."),
 ]
