@@ -76,7 +76,31 @@ def _list(console: Console) -> int:
     for spec in load_policies().values():
         policies.add_row(spec.name, ", ".join(spec.args) or "-", spec.doc)
     console.print(policies)
+    console.print(_methods_table())
     return 0
+
+
+def _methods_table() -> Table | str:
+    """The `docket/local -M method=` plugins with each knob's default and help, as their
+    settings dataclasses declare them; one line when the methods extra is not installed."""
+    try:
+        from docket.methods.local.registry import find_plugin, plugin_names
+        from docket.methods.local.settings import knob_fields
+
+        plugins = [find_plugin(name) for name in plugin_names()]
+    except ImportError as error:
+        return f"docket/local methods: install docket[methods] to list them ({error.name} missing)"
+    table = Table(title="docket/local methods (-M method=NAME, then its -M knobs)")
+    for column in ("method", "knob", "default"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("what")
+    for plugin in plugins:
+        if plugin is None:
+            continue
+        table.add_row(plugin.name, "", "", plugin.description)
+        for found in knob_fields(plugin.settings):
+            table.add_row("", found.name, repr(found.default), str(found.metadata["help"]))
+    return table
 
 
 def _serve(console: Console, out: Path, port: int) -> int:

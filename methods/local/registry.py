@@ -14,6 +14,9 @@ recorded in the call's `ModelOutput.metadata`, where Inspect logs keep it per mo
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
+import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -74,12 +77,18 @@ def method_plugin(
 
 
 def _import_plugins() -> None:
-    """Import every plugin module once: each registers its method as it is imported."""
+    """Import every plugin module once: each registers its method as it is imported.
+
+    Every subpackage of `docket.methods.decoding` with a `plugin` module is a decoding method
+    (adding one is its folder); SHINE and AffIn-Space register from their own methods.
+    """
+    from docket.methods import decoding
     from docket.methods.adaptation import shine  # noqa: F401
-    from docket.methods.decoding.dsb import plugin as dsb  # noqa: F401
-    from docket.methods.decoding.dustin import plugin as dustin  # noqa: F401
-    from docket.methods.decoding.flash import plugin as flash  # noqa: F401
     from docket.methods.spatial import affin  # noqa: F401
+
+    for found in pkgutil.iter_modules(decoding.__path__, prefix=f"{decoding.__name__}."):
+        if found.ispkg and importlib.util.find_spec(f"{found.name}.plugin") is not None:
+            importlib.import_module(f"{found.name}.plugin")
 
 
 def plugin_names() -> list[str]:

@@ -33,7 +33,7 @@ from docket.methods.local.vision import open_image
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
-PAGE = Path(__file__).parents[2] / "benchmarks" / "docval" / "data" / "images"
+PAGE = Path(__file__).parents[3] / "benchmarks" / "docval" / "data" / "images"
 FIRST, SECOND = str(PAGE / "docval-0-0000.jpg"), str(PAGE / "docval-0-0001.jpg")
 IMAGE_TOKENS = 16  # (64 px / 16 px patches)^2
 
