@@ -38,6 +38,7 @@ def test_a_decoding_method_is_its_folder(tmp_path: Path, monkeypatch: pytest.Mon
     folder.mkdir()
     (folder / "__init__.py").write_text("")
     (folder / "plugin.py").write_text(PLUGIN)
+    registry.plugin_names()  # the shipped plugins register into the real table first
     monkeypatch.setattr(decoding, "__path__", [*decoding.__path__, str(tmp_path)])
     monkeypatch.setattr(registry, "_PLUGINS", dict(registry._PLUGINS))
     monkeypatch.delitem(sys.modules, "docket.methods.decoding.echo_probe", raising=False)
