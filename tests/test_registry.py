@@ -6,7 +6,8 @@ import importlib
 from importlib.metadata import entry_points
 
 import pytest
-from inspect_ai._util.registry import registry_lookup
+
+from docket.core.inspect_private import registry_lookup
 
 
 def test_entry_point_targets_the_registry_module() -> None:

@@ -13,13 +13,13 @@ import hashlib
 import json
 from pathlib import Path
 
-from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.dataset import Sample
 
 from docket.agents.mas.generate import split_for
 from docket.agents.mas.records import Trajectory, TrajectoryError, parse_record, read_trajectories
 from docket.agents.mas.tasks import length_tier
 from docket.benchmarks.correct.prompts import render_history
+from docket.core.inspect_private import PrerequisiteError
 
 SHIPPED = Path(__file__).parent / "data" / "mas_trajectories.jsonl.gz"
 #: Short names for the public datasets (Hugging Face ids).

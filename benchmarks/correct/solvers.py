@@ -33,9 +33,9 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 from docket.agents.mas.baselines import SurfaceBaseline
 from docket.agents.mas.records import Trajectory
 from docket.agents.mas.schema import Labelled, rule_schema
-from docket.benchmarks.common.roles import role_model
 from docket.benchmarks.correct import prompts
 from docket.benchmarks.correct.cache import SchemaCache
+from docket.core.roles import role_model
 
 NAME = "correct_localization"
 DISTILLER_FLAG = "distiller_self"

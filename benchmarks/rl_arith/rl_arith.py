@@ -10,8 +10,8 @@ from inspect_ai import Task, task
 from inspect_ai.model import GenerateConfig
 from inspect_ai.solver import generate
 
-from docket.benchmarks.common.args import checked, choice, positive
-from docket.benchmarks.common.headline import headline
+from docket.core.headline import headline
+from docket.core.options import checked, one_of, positive
 
 from .dataset import load_problems, to_dataset
 from .prompts import STYLES
@@ -35,7 +35,7 @@ def verifiable_task(
     tags: list[str],
 ) -> Task:
     """The Task shared by the verifiable-reward benchmarks."""
-    style = choice(name, "style", style, STYLES)
+    style = one_of(name, "style", style, STYLES)
     if max_tokens is None:
         max_tokens = DEFAULT_TOKENS[family if style == "bare" else style]
     problems = load_problems(name, family, checked(name, "data", data, str), benchmark)

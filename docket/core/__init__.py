@@ -1,1 +1,1 @@
-"""Helpers shared by docket's benchmarks."""
+"""The bottom layer every docket folder may import; it imports nothing else of docket."""

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from inspect_ai._util.error import PrerequisiteError
 from prop_strategies import JSON_VALUES, JSONL_LINES, one_line
 
 from docket.agents.auditor.decision import Decision, decision_parser
@@ -20,6 +19,7 @@ from docket.benchmarks.anchor.anchor import anchor_audit, anchor_direct
 from docket.benchmarks.anchor.dataset import SCENARIOS, Scenario, ScenarioError, read_scenarios
 from docket.benchmarks.anchor.judge import DIMENSIONS, Verdict, verdict_parser
 from docket.benchmarks.anchor.overrides import OverrideError, read_overrides
+from docket.core.inspect_private import PrerequisiteError
 from docket.sandboxes.apps import ActionEntry, chain_entry, verify_chain
 
 SHIPPED_ROW = json.loads(SCENARIOS.read_text(encoding="utf-8").splitlines()[0])

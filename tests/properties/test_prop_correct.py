@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from inspect_ai._util.error import PrerequisiteError
 from prop_strategies import JSON_VALUES, JSONL_LINES, one_line
 
 from docket.agents.mas.records import Trajectory, TrajectoryError, parse_record, read_trajectories
@@ -22,6 +21,7 @@ from docket.benchmarks.correct.prompts import (
     parse_yes_no,
 )
 from docket.benchmarks.correct.scorer import localisation_value
+from docket.core.inspect_private import PrerequisiteError
 
 STEPS = st.fixed_dictionaries(
     {"content": st.one_of(st.text(max_size=10), JSON_VALUES)},

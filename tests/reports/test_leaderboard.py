@@ -20,8 +20,9 @@ from inspect_ai.model import get_model
 from reports_synthetic import run_gate_task, run_gate_tasks, synth_broken
 
 from docket.cli import main
+from docket.core.headline import HeadlineError
 from docket.reports import build_runs, load_logs
-from docket.reports.headline import HeadlineError, parse_flag, parse_flags
+from docket.reports.headline import parse_flag, parse_flags
 from docket.reports.leaderboard import ReportOptions, build_report
 from docket.reports.runs import Run, newest_only
 from docket.reports.serve import make_server, url_of

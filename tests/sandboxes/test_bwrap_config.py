@@ -10,13 +10,13 @@ import pytest
 import yaml
 from bwrap_support import skip_without_bwrap
 from inspect_ai import Task, eval
-from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.dataset import Sample
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.util import SandboxEnvironmentSpec, sandbox
 from inspect_ai.util._sandbox.compose import parse_compose_yaml
 from inspect_ai.util._sandbox.environment import deserialize_sandbox_specific_config
 
+from docket.core.inspect_private import PrerequisiteError
 from docket.sandboxes import image_config, sandbox_spec
 from docket.sandboxes.bwrap import probe
 from docket.sandboxes.bwrap.config import (

@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.log import read_eval_log
 
 from docket.benchmarks.anchor.anchor import anchor_audit, anchor_direct
+from docket.core.inspect_private import PrerequisiteError
 
 FIXTURE = str(Path(__file__).with_name("fixture_scenarios.jsonl"))
 

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 import yaml
 from inspect_ai import eval as inspect_eval
-from inspect_ai._util.error import PrerequisiteError
 
 from docket.benchmarks.rl_arith.dataset import shipped
 from docket.benchmarks.rl_arith.rl_arith import rl_arith
 from docket.benchmarks.rl_constraints.rl_constraints import rl_constraints
+from docket.core.inspect_private import PrerequisiteError
 from docket.methods.rl.tasks import family
 from docket.methods.rl.tasks.base import read_jsonl
 

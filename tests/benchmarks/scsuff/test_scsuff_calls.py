@@ -14,7 +14,6 @@ from inspect_ai.log import EvalLog, headline_metric, resolve_sample_attachments
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser
 from scsuff_eval import metric, model_events, run, scripted, values
 
-from docket.benchmarks.common.roles import RoleUnboundError
 from docket.benchmarks.scsuff.prompts import (
     GENERATOR_INSTRUCTION,
     JUDGE_CRITERIA,
@@ -23,6 +22,7 @@ from docket.benchmarks.scsuff.prompts import (
 )
 from docket.benchmarks.scsuff.scsuff import scsuff as scsuff_default
 from docket.benchmarks.scsuff.scsuff import scsuff_hints
+from docket.core.roles import RoleUnboundError
 
 #: The paper's setting (no explanation-free reference); the default adds it (see below).
 scsuff_task = partial(scsuff_default, reference=False)

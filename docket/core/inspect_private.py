@@ -1,0 +1,38 @@
+"""What docket uses from Inspect's private modules, imported in this one place.
+
+Inspect (`inspect_ai`) keeps these names in underscored modules, which may move between
+releases; every docket module imports them from here, so a move is one edit. Names whose
+module is known to have moved fall back to a stand-in (noted at each).
+"""
+
+from __future__ import annotations
+
+from inspect_ai._util import logger as inspect_logger
+from inspect_ai._util.config import parse_cli_args
+from inspect_ai._util.error import PrerequisiteError
+from inspect_ai._util.logger import warn_once
+from inspect_ai._util.registry import registry_lookup
+from inspect_ai.model._generate_config import active_generate_config
+from inspect_ai.model._model import active_model
+
+try:
+    from inspect_ai.util._sandbox._cli import SANDBOX_CLI
+except ImportError:  # pragma: no cover - older/newer Inspect layouts
+    SANDBOX_CLI = "/var/tmp/.da7be258e003d428/inspect-sandbox-tools"
+
+try:
+    from inspect_ai.util._subprocess import max_subprocesses_context_var
+except ImportError:  # pragma: no cover - older/newer Inspect layouts
+    max_subprocesses_context_var = None  # type: ignore[assignment]
+
+__all__ = [
+    "SANDBOX_CLI",
+    "PrerequisiteError",
+    "active_generate_config",
+    "active_model",
+    "inspect_logger",
+    "max_subprocesses_context_var",
+    "parse_cli_args",
+    "registry_lookup",
+    "warn_once",
+]
