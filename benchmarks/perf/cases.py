@@ -545,13 +545,13 @@ def rl_step(quick: bool) -> Measurement | Skipped:
     from trl import GRPOConfig, GRPOTrainer
     from trl.trainer.utils import nanstd
 
+    from docket.core.tiny_models import alphabet_tokenizer, tiny_llama
     from docket.methods.rl.advantages import grpo_advantages
     from docket.methods.rl.engines.trl_grpo import DocketRL, docket_grpo_trainer
-    from docket.methods.rl.tiny import char_tokenizer, tiny_llama
 
     logging.disable_progress_bar()
     torch.manual_seed(0)
-    tokenizer = char_tokenizer("")
+    tokenizer = alphabet_tokenizer("")
     model = tiny_llama(tokenizer, hidden=128, layers=4, seed=0)
     groups, size, prompt_len, length = 8, 8, 32, 64
     batch = groups * size

@@ -1,6 +1,8 @@
 """`docket.core` is the bottom layer: it imports nothing of docket outside itself."""
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import docket.core
@@ -32,3 +34,11 @@ def test_core_imports_nothing_of_docket_outside_core() -> None:
         if name != "docket.core" and not name.startswith("docket.core.")
     }
     assert not outside
+
+
+def test_importing_core_pulls_no_torch() -> None:
+    names = ", ".join(f"docket.core.{path.stem}" for path in sorted(CORE.glob("[a-z]*.py")))
+    script = f"import sys, {names}\nprint('torch' in sys.modules, 'transformers' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split() == ["False", "False"]

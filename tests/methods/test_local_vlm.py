@@ -25,10 +25,10 @@ from inspect_ai.model import (
 )
 from inspect_ai.solver import generate
 
+from docket.core.tiny_models import build_tiny_text_lm, build_tiny_vlm
 from docket.methods.decoding.chat import media_kinds, render_messages, render_multimodal
 from docket.methods.decoding.local_hf import LocalHFModelAPI, UnreadableInputError
 from docket.methods.decoding.vision import open_image
-from docket.methods.distill.tiny_vlm import build_tiny_text_lm, build_tiny_vlm
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"

@@ -25,8 +25,9 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any, Any, A
     """Backbone (trained on in-context QA, frozen) + SHINE hypernet, both saved to a folder."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from docket.core.tiny_models import build_tiny_lm
     from docket.methods.adaptation import shine
-    from docket.methods.adaptation.tiny import build_tiny_lm, train_lm
+    from docket.methods.adaptation.tiny import train_lm
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)

@@ -12,7 +12,7 @@ from inspect_ai.log import list_eval_logs, read_eval_log
 from inspect_ai.model import get_model
 
 from docket.core.inspect_private import PrerequisiteError
-from docket.methods.distill.tiny_vlm import build_tiny_text_lm
+from docket.core.tiny_models import build_tiny_text_lm
 
 
 @pytest.fixture(scope="module")
