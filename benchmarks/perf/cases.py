@@ -62,8 +62,7 @@ def sandbox_exec(quick: bool) -> Measurement | Skipped:
     """Latency of `exec(['true'])`: one round trip to the sample's long-lived bwrap sandbox
     (a fresh pid namespace, /proc, seccomp filter and rlimits per call) vs Inspect's `local`
     sandbox (a plain subprocess)."""
-    from inspect_ai.util._sandbox.local import LocalSandboxEnvironment
-
+    from docket.core.inspect_private import LocalSandboxEnvironment
     from docket.sandboxes.bwrap.sandbox import BwrapSandboxEnvironment
 
     loop = asyncio.new_event_loop()
@@ -104,8 +103,7 @@ def sandbox_exec(quick: bool) -> Measurement | Skipped:
 
 def sandbox_sample(quick: bool) -> Measurement | Skipped:
     """A whole sample's sandbox: sample_init + 10 execs + sample_cleanup, bwrap vs local."""
-    from inspect_ai.util._sandbox.local import LocalSandboxEnvironment
-
+    from docket.core.inspect_private import LocalSandboxEnvironment
     from docket.sandboxes.bwrap.sandbox import BwrapSandboxEnvironment
 
     def sample(kind: type[Any]) -> Callable[[Any], object]:

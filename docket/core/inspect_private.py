@@ -14,6 +14,14 @@ from inspect_ai._util.logger import warn_once
 from inspect_ai._util.registry import registry_lookup
 from inspect_ai.model._generate_config import active_generate_config
 from inspect_ai.model._model import active_model
+from inspect_ai.scorer._classification import max_f1_score
+from inspect_ai.util._sandbox.compose import parse_compose_yaml
+from inspect_ai.util._sandbox.environment import deserialize_sandbox_specific_config
+from inspect_ai.util._sandbox.limits import (
+    override_max_exec_output_size,
+    override_max_read_file_size,
+)
+from inspect_ai.util._sandbox.local import LocalSandboxEnvironment
 
 try:
     from inspect_ai.util._sandbox._cli import SANDBOX_CLI
@@ -27,12 +35,18 @@ except ImportError:  # pragma: no cover - older/newer Inspect layouts
 
 __all__ = [
     "SANDBOX_CLI",
+    "LocalSandboxEnvironment",
     "PrerequisiteError",
     "active_generate_config",
     "active_model",
+    "deserialize_sandbox_specific_config",
     "inspect_logger",
+    "max_f1_score",
     "max_subprocesses_context_var",
+    "override_max_exec_output_size",
+    "override_max_read_file_size",
     "parse_cli_args",
+    "parse_compose_yaml",
     "registry_lookup",
     "warn_once",
 ]

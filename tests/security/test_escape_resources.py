@@ -7,11 +7,11 @@ import time
 import pytest
 from bwrap_support import bwrap_sandbox, requires_bwrap
 from inspect_ai.util import OutputLimitExceededError
-from inspect_ai.util._sandbox.limits import (
+
+from docket.core.inspect_private import (
     override_max_exec_output_size,
     override_max_read_file_size,
 )
-
 from docket.sandboxes.bwrap.config import BwrapConfig
 
 pytestmark = requires_bwrap

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 import torch
 from inspect_ai import eval as inspect_eval
-from inspect_ai.scorer._classification import max_f1_score
 
 from docket.benchmarks.context_qa.dataset import generate, write
 from docket.benchmarks.context_qa.prompts import render
+from docket.core.inspect_private import max_f1_score
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
