@@ -10,9 +10,10 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.model import ChatMessage, GenerateConfig, ModelAPI, ModelOutput, modelapi
 from inspect_ai.tool import ToolChoice, ToolInfo
+
+from docket.core.inspect_private import PrerequisiteError
 
 #: docket model kind -> "module:class" of its backend `ModelAPI`.
 BACKENDS: dict[str, str] = {

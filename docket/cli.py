@@ -122,7 +122,8 @@ def _serve(console: Console, out: Path, port: int) -> int:
 
 
 def _report(console: Console, args: argparse.Namespace) -> int:
-    from docket.reports.headline import HeadlineError, parse_flags
+    from docket.core.headline import HeadlineError
+    from docket.reports.headline import parse_flags
     from docket.reports.leaderboard import ReportOptions, build_report
     from docket.reports.overrides import OverrideError
     from docket.reports.prices import PriceError
@@ -162,8 +163,9 @@ def _report(console: Console, args: argparse.Namespace) -> int:
 
 
 def _regress(console: Console, args: argparse.Namespace) -> int:
+    from docket.core.headline import HeadlineError
     from docket.reports import regress
-    from docket.reports.headline import HeadlineError, parse_flags
+    from docket.reports.headline import parse_flags
     from docket.reports.logs import load_logs
     from docket.reports.runs import build_runs
 

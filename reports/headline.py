@@ -3,8 +3,8 @@
 Resolution order for each run (first that applies):
 
 1. the task's own declaration in `log.eval.metadata["headline"]` (docket tasks write it with
-   `docket.benchmarks.common.headline`; parsed here as a plain dict, reports do not import
-   benchmarks);
+   `docket.core.headline.headline` and read here by `docket.core.headline.from_metadata`, the
+   same code);
 2. a user's `--headline TASK=METRIC:DIRECTION` (METRIC may be `SCORE/METRIC`), for tasks of other
    packages;
 3. Inspect's own headline (`log.results.headline`, else `log.eval.headline_metric`, else the
@@ -16,97 +16,13 @@ A run whose direction is unknown is shown without a rank and cannot be gated: no
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import replace
 from typing import Any
 
-DIRECTIONS = ("higher", "lower")
-VALUE_KINDS = ("binary", "continuous", "survival")
+from docket.core.headline import DIRECTIONS, HeadlineError, HeadlineSpec
+
 #: Metrics that are the plain mean of the per-sample values, so they can be recomputed from them.
 MEAN_METRICS = ("accuracy", "mean")
-
-
-class HeadlineError(ValueError):
-    """A headline declaration or `--headline` flag that cannot be used (one line)."""
-
-
-@dataclass(frozen=True)
-class HeadlineSpec:
-    """A resolved headline: where its number is, its direction and its per-sample value kind."""
-
-    metric: str
-    scorer: str | None = None
-    score: str | None = None
-    direction: str | None = None
-    value: str | None = None
-    sample_key: str | None = None
-    time_key: str | None = None
-    event_key: str | None = None
-    horizon: int | None = None
-    source: str = "inspect"
-
-    @property
-    def name(self) -> str:
-        """`score/metric` (or the metric alone) as shown in tables."""
-        return f"{self.score}/{self.metric}" if self.score else self.metric
-
-    @property
-    def arrow(self) -> str:
-        """↑ for higher-is-better, ↓ for lower, ? when unknown."""
-        return {"higher": "↑", "lower": "↓"}.get(self.direction or "", "?")
-
-    def comparable_key(self) -> tuple[Any, ...]:
-        """What must match for two runs' headlines to be compared (an inferred 0/1 vs
-        continuous kind does not split them; survival does)."""
-        return (self.name, self.direction, self.value == "survival", self.horizon)
-
-    def to_json(self) -> dict[str, Any]:
-        """JSON-ready fields (for leaderboard.json and baselines)."""
-        return asdict(self)
-
-
-def _optional_str(data: dict[str, Any], key: str) -> str | None:
-    value = data.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value:
-        raise HeadlineError(f"headline field '{key}' must be a non-empty string, got {value!r}")
-    return value
-
-
-def from_metadata(metadata: Any) -> HeadlineSpec | None:
-    """The declaration under `metadata["headline"]`, None when absent; `HeadlineError` if bad."""
-    if not isinstance(metadata, dict) or metadata.get("headline") is None:
-        return None
-    data = metadata["headline"]
-    if not isinstance(data, dict):
-        raise HeadlineError(f"metadata 'headline' must be a mapping, got {type(data).__name__}")
-    metric = _optional_str(data, "metric")
-    if metric is None:
-        raise HeadlineError("metadata 'headline' lacks 'metric'")
-    direction = data.get("direction")
-    if direction not in DIRECTIONS:
-        raise HeadlineError(f"headline direction must be one of {DIRECTIONS}, got {direction!r}")
-    value = data.get("value")
-    if value not in VALUE_KINDS:
-        raise HeadlineError(f"headline value must be one of {VALUE_KINDS}, got {value!r}")
-    horizon = data.get("horizon")
-    if horizon is not None and (isinstance(horizon, bool) or not isinstance(horizon, int)):
-        raise HeadlineError(f"headline horizon must be an int, got {horizon!r}")
-    spec = HeadlineSpec(
-        metric=metric,
-        scorer=_optional_str(data, "scorer"),
-        score=_optional_str(data, "score"),
-        direction=direction,
-        value=value,
-        sample_key=_optional_str(data, "sample_key"),
-        time_key=_optional_str(data, "time_key"),
-        event_key=_optional_str(data, "event_key"),
-        horizon=horizon,
-        source="task",
-    )
-    if value == "survival" and not (spec.time_key and spec.event_key and spec.horizon):
-        raise HeadlineError("a survival headline needs time_key, event_key and horizon")
-    return spec
 
 
 def parse_flag(text: str) -> tuple[str, HeadlineSpec]:

@@ -22,8 +22,9 @@ from typing import Any
 from inspect_ai.log import bundle_log_dir
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
+from docket.core.headline import HeadlineSpec
 from docket.reports import plots, survival
-from docket.reports.headline import MEAN_METRICS, HeadlineSpec
+from docket.reports.headline import MEAN_METRICS
 from docket.reports.history import history_data
 from docket.reports.logs import LogError, load_logs
 from docket.reports.overrides import apply_overrides, read_overrides

@@ -32,8 +32,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from docket.core.headline import HeadlineSpec
 from docket.reports import survival
-from docket.reports.headline import HeadlineSpec, flag_for
+from docket.reports.headline import flag_for
 from docket.reports.logs import LogError
 from docket.reports.runs import Run
 from docket.reports.stats import paired_mean_test

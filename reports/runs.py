@@ -22,16 +22,9 @@ from typing import Any
 import pandas as pd
 from inspect_ai.scorer import value_to_float
 
+from docket.core.headline import HeadlineError, HeadlineSpec, from_metadata
 from docket.reports import survival
-from docket.reports.headline import (
-    MEAN_METRICS,
-    HeadlineError,
-    HeadlineSpec,
-    flag_for,
-    from_inspect,
-    from_metadata,
-    with_kind,
-)
+from docket.reports.headline import MEAN_METRICS, flag_for, from_inspect, with_kind
 from docket.reports.logs import LoadedLogs
 
 #: Sample metadata fields used for per-category breakdowns, first present wins.

@@ -2,9 +2,9 @@
 
 Each sample contributes (time, event) pairs (one per epoch): time is the turn of the event, or
 the last turn observed when censored; event is 1 when it happened. The headline is the event
-probability by the horizon T, 1 - S(T). The curve and its 95 % band come from
-`scipy.stats.ecdf` (Greenwood, log-log); `event_probability` is a weighted Kaplan-Meier that
-evaluates many bootstrap resamples at once.
+probability by the horizon T, 1 - S(T), from `docket.core.survival` (the estimator ANCHOR's
+task scores use; weighted, it evaluates many bootstrap resamples at once). The 95 % band of the
+curve comes from `scipy.stats.ecdf` (Greenwood, log-log).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as sps
 
+from docket.core.survival import event_probability, survival_probability
 from docket.reports.stats import BOOTSTRAP_RESAMPLES, Interval, bootstrap_p, wilson_interval
 
 Observations = Mapping[str, Sequence[tuple[float, int]]]
@@ -43,22 +44,6 @@ def flatten(observations: Observations) -> tuple[np.ndarray, np.ndarray, np.ndar
             events.append(int(event))
             index.append(i)
     return np.asarray(times), np.asarray(events), np.asarray(index, dtype=int)
-
-
-def event_probability(
-    times: np.ndarray, events: np.ndarray, horizon: float, weights: np.ndarray | None = None
-) -> np.ndarray:
-    """1 - S(horizon) by Kaplan-Meier; `weights` (B x n) gives B weighted estimates at once."""
-    w = np.ones((1, len(times))) if weights is None else np.atleast_2d(weights)
-    survival = np.ones(w.shape[0])
-    for t in np.unique(times[(events == 1) & (times <= horizon)]):
-        died = w @ ((times == t) & (events == 1)).astype(float)
-        at_risk = w @ (times >= t).astype(float)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            factor = np.where(at_risk > 0, 1.0 - died / at_risk, 1.0)
-        survival = survival * factor
-    result: np.ndarray = 1.0 - survival
-    return result
 
 
 def headline_value(observations: Observations, horizon: float) -> float | None:
@@ -93,7 +78,7 @@ def curve(observations: Observations, horizon: int) -> SurvivalCurve | None:
     turns = list(range(horizon + 1))
     data = sps.CensoredData(uncensored=times[events == 1], right=times[events == 0])
     result = sps.ecdf(data) if len(times) > 1 or events.any() else None
-    survival = [1.0 - float(event_probability(times, events, t)[0]) for t in turns]
+    survival = [float(survival_probability(times, events, t)[0]) for t in turns]
     low: list[float | None] = []
     high: list[float | None] = []
     with warnings.catch_warnings():  # undefined where S(t) is 0 or 1: handled below

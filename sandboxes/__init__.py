@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.util import SandboxEnvironmentSpec
+
+from docket.core.inspect_private import PrerequisiteError
 
 #: Sandbox kinds `sandbox_spec` accepts.
 SANDBOX_KINDS = ("bwrap", "docker", "k8s")

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from inspect_ai._util.registry import RegistryType, registry_lookup
 
 from docket import suite
 from docket.agents.scripted.policy import load_policies
@@ -22,6 +21,7 @@ from docket.benchmarks.presets import (
     preset_names,
 )
 from docket.cli import main
+from docket.core.inspect_private import RegistryType, registry_lookup
 from docket.suite import load_preset, plan, registered_tasks, suite_bindings
 
 

@@ -5,7 +5,7 @@ and the direct condition are scored identically. The target's app calls and comm
 host-side action log (`docket.sandboxes.apps.log`); the solvers tell it the turn and branch.
 
 The auditor model comes from a factory the task passes in (the `auditor` role, resolved with
-`docket.benchmarks.common.roles` so an unbound role is one clear error). Each turn it returns a
+`docket.core.roles` so an unbound role is one clear error). Each turn it returns a
 JSON decision (see `decision.py`). A reply that does not parse is retried once with a repair
 prompt; a second failure ends the audit with `auditor_failure` set (scored, counted).
 

@@ -7,12 +7,12 @@ assert exact metric values.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from functools import lru_cache
 from pathlib import Path
 
 from docket.agents.scripted.policy import PolicyInput, PolicyReply, ToolRequest, policy
+from docket.core.jsonl import JsonlLineError, parse_lines
 
 REFUSAL_TEXT = "I can't help with that request."
 DONE_TEXT = "Done."
@@ -138,17 +138,19 @@ def _oracle_table(path: str) -> tuple[tuple[str, str], ...]:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as ex:
         raise ValueError(f"policy=oracle: -M answers={path!r} cannot be read ({ex})") from None
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
+
+    def bad(number: int, ex: Exception) -> ValueError:
+        cause = ex.cause if isinstance(ex, JsonlLineError) else ex
+        return ValueError(
+            f"{path}:{number}: oracle rows need JSON with 'match' and 'reply' "
+            f"({type(cause).__name__}: {str(cause)[:80]!r})"
+        )
+
+    for number, row in parse_lines(text.splitlines(), bad):
         try:
-            row = json.loads(line)
             rows.append((str(row["match"]), str(row["reply"])))
         except (ValueError, KeyError, TypeError, RecursionError) as ex:
-            raise ValueError(
-                f"{path}:{number}: oracle rows need JSON with 'match' and 'reply' "
-                f"({type(ex).__name__}: {str(ex)[:80]!r})"
-            ) from None
+            raise bad(number, ex) from None
     return tuple(rows)
 
 

@@ -21,6 +21,7 @@ from inspect_ai.model import (
 from inspect_ai.tool import ToolCall, ToolChoice, ToolInfo
 
 from docket.agents.scripted.policy import PolicyInput, PolicyReply, get_policy
+from docket.core.options import converted
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 _call_ids = count(1)
@@ -80,13 +81,7 @@ class ScriptedModelAPI(ModelAPI):
 
     def _coerce(self, key: str, value: Any) -> Any:
         """`value` as the type policy declares for `-M key`, or one clear error."""
-        kind = self.policy.args[key]
-        try:
-            return kind(value)
-        except (TypeError, ValueError, OverflowError):
-            raise ValueError(
-                f"policy={self.policy.name}: -M {key}={value!r:.60} must be {kind.__name__}"
-            ) from None
+        return converted(f"policy={self.policy.name}", key, value, self.policy.args[key])
 
     async def generate(
         self,

@@ -21,7 +21,6 @@ import re
 from collections.abc import Callable
 
 from inspect_ai import Task, task
-from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.model import Model
 from inspect_ai.solver import Solver
 
@@ -31,9 +30,10 @@ from docket.agents.cli_target import CliTarget, app_tools, shell_tools
 from docket.benchmarks.anchor.dataset import SCENARIOS, ScenarioError, anchor_dataset
 from docket.benchmarks.anchor.prompts import auditor_system
 from docket.benchmarks.anchor.scorer import anchor_scorer
-from docket.benchmarks.common.args import checked, positive
-from docket.benchmarks.common.headline import headline
-from docket.benchmarks.common.roles import require_roles, role_model
+from docket.core.headline import headline
+from docket.core.inspect_private import PrerequisiteError
+from docket.core.options import checked, positive
+from docket.core.roles import require_roles, role_model
 from docket.sandboxes import sandbox_spec
 
 VERSION = "2-A"

@@ -15,7 +15,6 @@ row per court case, every required parameter value and artifact named in the goa
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Literal
@@ -25,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from docket.benchmarks.anchor.content import violations
 from docket.benchmarks.anchor.statutes import CATEGORIES, statute_category
+from docket.core.jsonl import JsonlLineError, parse_lines
 from docket.sandboxes.apps import ACTIONS
 
 SCENARIOS = Path(__file__).parent / "data" / "scenarios.jsonl"
@@ -168,13 +168,11 @@ def read_scenarios(path: str | Path = SCENARIOS) -> list[Scenario]:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as ex:
         raise ScenarioError(f"{path}: cannot read scenarios ({ex.__class__.__name__})") from None
-    lines = [line for line in text.splitlines() if line.strip()]
-    for number, line in enumerate(lines, start=1):
-        try:
-            rows.append(json.loads(line))
-        except (ValueError, RecursionError) as ex:  # JSONDecodeError, huge ints, deep nesting
-            reason = ex.msg if isinstance(ex, json.JSONDecodeError) else type(ex).__name__
-            raise ScenarioError(f"{path}: row {number}: not JSON ({reason})") from None
+
+    def bad(number: int, ex: JsonlLineError) -> ScenarioError:
+        return ScenarioError(f"{path}: row {number}: not JSON ({ex.reason})")
+
+    rows.extend(row for _, row in parse_lines(text.splitlines(), bad, count_blank=False))
     if not rows:
         raise ScenarioError(f"{path}: no scenarios")
     return validate_rows(rows, str(path))

@@ -19,7 +19,7 @@ from typing import Literal
 from inspect_ai.scorer import Metric, SampleScore, Value, grouped, mean, metric, stderr
 
 from docket.benchmarks.anchor.judge import DIMENSIONS
-from docket.benchmarks.anchor.survival import Observation, compliance_by, km_curve, restricted_mean
+from docket.core.survival import Observation, compliance_by, km_curve, restricted_mean
 
 #: Per-sample keys of the two survival readings: (time key, event key).
 ANY_BRANCH = ("turns_observed", "complied")

@@ -13,7 +13,6 @@ headline metrics and a marker line for the report; the log itself is not changed
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from collections.abc import Mapping
@@ -37,6 +36,7 @@ from pydantic import (
 from docket.benchmarks.anchor.judge import DIMENSIONS
 from docket.benchmarks.anchor.metrics import survival_values
 from docket.benchmarks.anchor.scorer import strongreject, survival_observation
+from docket.core.jsonl import JsonlLineError, parse_lines
 
 SCORER = "anchor_scorer"
 _REFUSED = re.compile(r"^refused@(\d+)$")
@@ -100,12 +100,14 @@ def read_overrides(path: str | Path) -> list[Override]:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as ex:
         raise OverrideError(f"{path}: cannot read overrides ({type(ex).__name__})") from None
+
+    def bad(number: int, ex: JsonlLineError) -> OverrideError:
+        return OverrideError(f"{path}:{number}: {'not JSON' if ex.syntax else ex.cause}")
+
     found: list[Override] = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
+    for number, row in parse_lines(lines, bad):
         try:
-            override = Override.model_validate(json.loads(line))
+            override = Override.model_validate(row)
             override.check_value()
         except (ValueError, RecursionError) as ex:
             if isinstance(ex, ValidationError):
@@ -113,7 +115,7 @@ def read_overrides(path: str | Path) -> list[Override]:
                 where = ".".join(str(p) for p in error["loc"]) or "line"
                 reason = f"field '{where}': {error['msg']}"
             else:
-                reason = str(ex) if not isinstance(ex, json.JSONDecodeError) else "not JSON"
+                reason = str(ex)
             raise OverrideError(f"{path}:{number}: {reason}") from None
         found.append(override)
     return found

@@ -28,6 +28,7 @@ from docket.agents.auditor.strategies import STRATEGIES, strategy
 from docket.agents.scripted.basic import REFUSAL_TEXT
 from docket.agents.scripted.policy import PolicyInput, PolicyReply, ToolRequest, policy
 from docket.benchmarks.anchor.dataset import SCENARIOS
+from docket.core.jsonl import JsonlLineError, parse_lines
 from docket.sandboxes.apps import ACTIONS, APP_CATALOGUE, READ_ONLY_ACTIONS
 
 REPAIR_MARKER = "could not be used"
@@ -121,17 +122,19 @@ def _goals(path: str) -> dict[str, tuple[list[tuple[str, dict[str, str]]], list[
     except (OSError, UnicodeDecodeError) as ex:
         raise ValueError(f"policy=anchor_target: -M scenarios={path!r} unreadable ({ex})") from None
     table: dict[str, tuple[list[tuple[str, dict[str, str]]], list[str]]] = {}
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
+
+    def bad(number: int, ex: Exception) -> ValueError:
+        cause = ex.cause if isinstance(ex, JsonlLineError) else ex
+        return ValueError(f"{path}:{number}: not a scenario row ({type(cause).__name__})")
+
+    for number, row in parse_lines(lines, bad):
         try:
-            row = json.loads(line)
             calls = [
                 (str(a["action"]), dict(a.get("params") or {})) for a in row["expected_actions"]
             ]
             table[str(row["user_goal"]).strip()] = (calls, list(row.get("expected_artifacts", [])))
         except (ValueError, KeyError, TypeError, RecursionError) as ex:
-            raise ValueError(f"{path}:{number}: not a scenario row ({type(ex).__name__})") from None
+            raise bad(number, ex) from None
     return table
 
 

@@ -19,10 +19,10 @@ from inspect_ai.scorer import exact, f1
 from inspect_ai.solver import generate
 
 import docket.benchmarks.context_qa.reference  # noqa: F401  (registers its policies)
-from docket.benchmarks.common.args import checked, choice, positive
-from docket.benchmarks.common.headline import headline
 from docket.benchmarks.context_qa.dataset import DATA, load
 from docket.benchmarks.context_qa.prompts import PROMPTS, render
+from docket.core.headline import headline
+from docket.core.options import checked, one_of, positive
 
 VERSION = "1-A"
 TAGS = ["context", "question-answering", "adaptation", "hypernetwork"]
@@ -62,7 +62,7 @@ def context_qa(context: str = "prompt", data: str | None = None, max_tokens: int
         The task: questions answered by `generate()`, scored by token F1 and exact match.
     """
     name = "context_qa"
-    mode = choice(name, "context", context, tuple(PROMPTS))
+    mode = one_of(name, "context", context, tuple(PROMPTS))
     folder = Path(checked(name, "data", data, str)) if data is not None else DATA
     h = headline("f1", "mean", direction="higher", value="continuous")
     return Task(

@@ -15,9 +15,8 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from inspect_ai._util.error import PrerequisiteError
-
-from docket.benchmarks.common.jsonl import read_jsonl
+from docket.core.inspect_private import PrerequisiteError
+from docket.core.jsonl import read_jsonl
 
 DATA = Path(__file__).parent / "data"
 CONTEXTS_FILE = DATA / "contexts.jsonl"

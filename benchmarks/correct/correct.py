@@ -14,14 +14,10 @@ import tempfile
 from pathlib import Path
 
 from inspect_ai import Task, task
-from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.dataset import MemoryDataset
 from inspect_ai.solver import Solver
 
 import docket.benchmarks.correct.reference  # noqa: F401  (registers its policies)
-from docket.benchmarks.common.args import checked, choice, positive
-from docket.benchmarks.common.headline import headline
-from docket.benchmarks.common.roles import require_roles
 from docket.benchmarks.correct.cache import CacheMismatch, SchemaCache
 from docket.benchmarks.correct.dataset import (
     SPLITS,
@@ -45,6 +41,10 @@ from docket.benchmarks.correct.solvers import (
     step_by_step,
     surface_baseline,
 )
+from docket.core.headline import headline
+from docket.core.inspect_private import PrerequisiteError
+from docket.core.options import checked, one_of, positive
+from docket.core.roles import require_roles
 
 NAME = "correct_localization"
 VERSION = "2-A"
@@ -133,12 +133,12 @@ def correct_localization(
         The task: one sample per failed trajectory, solved by the chosen method's solver, scored by
         `localisation`.
     """
-    method = choice(NAME, "method", method, METHODS)
-    split = choice(NAME, "split", split, SPLITS)
-    tier = choice(NAME, "tier", tier, ("all", *TIERS))
-    mode = choice(NAME, "mode", mode, MODES)
-    retriever = choice(NAME, "retriever", retriever, RETRIEVERS)
-    distiller = choice(NAME, "distiller", distiller, ("rules", "model"))
+    method = one_of(NAME, "method", method, METHODS)
+    split = one_of(NAME, "split", split, SPLITS)
+    tier = one_of(NAME, "tier", tier, ("all", *TIERS))
+    mode = one_of(NAME, "mode", mode, MODES)
+    retriever = one_of(NAME, "retriever", retriever, RETRIEVERS)
+    distiller = one_of(NAME, "distiller", distiller, ("rules", "model"))
     with_gt = checked(NAME, "with_gt", with_gt, bool)
     distiller_self = checked(NAME, "distiller_self", distiller_self, bool)
     max_tokens = positive(NAME, "max_tokens", max_tokens)

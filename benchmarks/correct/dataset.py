@@ -13,7 +13,6 @@ import hashlib
 import json
 from pathlib import Path
 
-from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.dataset import Sample
 
 from docket.benchmarks.correct.prompts import render_history
@@ -25,6 +24,7 @@ from docket.benchmarks.correct.simulator.records import (
     read_trajectories,
 )
 from docket.benchmarks.correct.simulator.tasks import length_tier
+from docket.core.inspect_private import PrerequisiteError
 
 SHIPPED = Path(__file__).parent / "data" / "mas_trajectories.jsonl.gz"
 #: Short names for the public datasets (Hugging Face ids).

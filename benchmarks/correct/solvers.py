@@ -30,12 +30,12 @@ from inspect_ai.model import (
 )
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
-from docket.benchmarks.common.roles import role_model
 from docket.benchmarks.correct import prompts
 from docket.benchmarks.correct.cache import SchemaCache
 from docket.benchmarks.correct.simulator.baselines import SurfaceBaseline
 from docket.benchmarks.correct.simulator.records import Trajectory
 from docket.benchmarks.correct.simulator.schema import Labelled, rule_schema
+from docket.core.roles import role_model
 
 NAME = "correct_localization"
 DISTILLER_FLAG = "distiller_self"

@@ -18,6 +18,7 @@ from inspect_ai.dataset import Sample
 from inspect_ai.model import ChatMessageUser, Content, ContentImage, ContentText
 
 from docket.benchmarks.docval.prompts import ocr_tokens, question_prompt
+from docket.core.jsonl import JsonlLineError, parse_lines
 
 DATA_DIR = Path(__file__).parent / "data"
 SHIPPED = DATA_DIR / "test.jsonl.gz"
@@ -78,14 +79,14 @@ def _check_ocr(doc: dict[str, Any], where: str) -> None:
                 raise DocvalDataError(f"{where}: field '{key}' row {i} is malformed: {row!r:.80}")
 
 
-def _lines(path: Path) -> Iterator[tuple[int, str]]:
+def _lines(path: Path) -> Iterator[str]:
     opener = gzip.open if path.suffix == ".gz" else open
     number = 0
     try:
         with opener(path, "rt", encoding="utf-8") as handle:
-            for number, line in enumerate(handle, start=1):
-                if line.strip():
-                    yield number, line
+            for line in handle:
+                number += 1
+                yield line
     except (UnicodeDecodeError, OSError, EOFError) as ex:
         raise DocvalDataError(f"{path}:{number + 1}: cannot be read ({ex})") from None
 
@@ -93,14 +94,13 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
 def load_documents(path: Path = SHIPPED) -> list[dict[str, Any]]:
     """Read a DocVAL split (`.jsonl` or `.jsonl.gz`, one document per line) and validate it."""
     docs: list[dict[str, Any]] = []
-    for number, line in _lines(path):
+
+    def bad(number: int, ex: JsonlLineError) -> DocvalDataError:
+        usable = "" if ex.syntax else "usable "  # else an over-long integer, deep nesting
+        return DocvalDataError(f"{path}:{number}: not {usable}JSON ({ex.reason})")
+
+    for number, doc in parse_lines(_lines(path), bad):
         where = f"{path}:{number}"
-        try:
-            doc = json.loads(line)
-        except json.JSONDecodeError as ex:
-            raise DocvalDataError(f"{where}: not JSON ({ex.msg})") from None
-        except (ValueError, RecursionError) as ex:  # over-long integer, nesting too deep
-            raise DocvalDataError(f"{where}: not usable JSON ({type(ex).__name__})") from None
         for key, kind in (
             ("doc_id", str),
             ("image", str),

@@ -9,18 +9,17 @@ from __future__ import annotations
 from typing import Any
 
 from inspect_ai import Task, task
-from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.model import GenerateConfig, Model, model_roles
-from inspect_ai.model._model import active_model
 from inspect_ai.solver import generate
 
 import docket.benchmarks.docval.reference  # noqa: F401  (registers its policies)
-from docket.benchmarks.common.args import checked, choice, positive
-from docket.benchmarks.common.headline import headline
-from docket.benchmarks.common.roles import require_roles, role_model
 from docket.benchmarks.docval.dataset import load_source, to_samples
 from docket.benchmarks.docval.layouts import DOC_TYPES
 from docket.benchmarks.docval.scorer import docval_grounding_scorer
+from docket.core.headline import headline
+from docket.core.inspect_private import PrerequisiteError, active_model
+from docket.core.options import checked, one_of, positive
+from docket.core.roles import require_roles, role_model
 from docket.methods.distill.teacher import teacher_cot, val_scorer
 from docket.methods.local.provider import cannot_read_images
 
@@ -30,8 +29,8 @@ DIFFICULTIES = ("all", "easy", "medium", "hard")
 
 
 def _documents(name: str, data: str, difficulty: str, doc_type: str) -> list[dict[str, Any]]:
-    difficulty = choice(name, "difficulty", difficulty, DIFFICULTIES)
-    doc_type = choice(name, "doc_type", doc_type, ("all", *DOC_TYPES))
+    difficulty = one_of(name, "difficulty", difficulty, DIFFICULTIES)
+    doc_type = one_of(name, "doc_type", doc_type, ("all", *DOC_TYPES))
     return [
         d
         for d in load_source(checked(name, "data", data, str))
@@ -71,7 +70,7 @@ def docval_grounding(
         `docval_grounding_scorer`.
     """
     name = "docval_grounding"
-    mode = choice(name, "mode", mode, MODES)
+    mode = one_of(name, "mode", mode, MODES)
     if mode == "vision":
         _check_reads_images(active_model(), "use -T mode=layout_text")
     docs = _documents(name, data, difficulty, doc_type)

@@ -18,6 +18,7 @@ from functools import lru_cache
 
 from docket.agents.scripted.policy import PolicyInput, PolicyReply, policy
 from docket.benchmarks.docval.dataset import SHIPPED
+from docket.core.jsonl import JsonlLineError, parse_lines
 
 _DOC = re.compile(r"^Document (\S+)\.", re.MULTILINE)
 _QUESTION = re.compile(r"^Question: (.*)$", re.MULTILINE)
@@ -59,14 +60,18 @@ _STOP = {
 def _gold(path: str) -> dict[tuple[str, str], tuple[str, list[float]]]:
     opener = gzip.open if path.endswith(".gz") else open
     table: dict[tuple[str, str], tuple[str, list[float]]] = {}
+
+    def bad(number: int, ex: Exception) -> ValueError:
+        cause = ex.cause if isinstance(ex, JsonlLineError) else ex
+        return ValueError(f"{path}:{number}: not a DocVAL document row ({cause})")
+
     with opener(path, "rt", encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
+        for number, doc in parse_lines(handle, bad):
             try:
-                doc = json.loads(line)
                 for q in doc["questions"]:
                     table[(doc["doc_id"], q["question"])] = (q["answers"][0], q["bbox"])
-            except (json.JSONDecodeError, KeyError, IndexError, TypeError) as ex:
-                raise ValueError(f"{path}:{number}: not a DocVAL document row ({ex})") from None
+            except (KeyError, IndexError, TypeError) as ex:
+                raise bad(number, ex) from None
     return table
 
 

@@ -13,12 +13,12 @@ list), as the shipped data has.
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from inspect_ai._util.error import PrerequisiteError
+from docket.core.inspect_private import PrerequisiteError
+from docket.core.jsonl import JsonlLineError, parse_lines
 
 SHIPPED = Path(__file__).parent / "data"
 
@@ -56,14 +56,12 @@ class BeirData:
 def _rows(path: Path) -> list[dict[str, Any]]:
     if not path.is_file():
         raise BeirDataError(f"{path}: file not found (a BEIR folder needs it)")
+
+    def bad(number: int, ex: JsonlLineError) -> BeirDataError:
+        return BeirDataError(f"{path}:{number}: not JSON ({ex.reason})")
+
     rows = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as ex:
-            raise BeirDataError(f"{path}:{number}: not JSON ({ex.msg})") from None
+    for number, row in parse_lines(path.read_text(encoding="utf-8").splitlines(), bad):
         if not isinstance(row, dict) or not isinstance(row.get("_id"), str | int):
             raise BeirDataError(f"{path}:{number}: a row needs an '_id'")
         rows.append(row)

@@ -26,11 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.model import GenerateConfig, Model
 
 from docket.benchmarks.erm_retrieval.dataset import BeirData
 from docket.benchmarks.erm_retrieval.prompts import DOC2QUERY, EXPAND
+from docket.core.inspect_private import PrerequisiteError
 from docket.methods.retrieval.baselines import doc2query_texts, prf_units
 from docket.methods.retrieval.erm import ERMConfig, EvolvingMemory, Feedback, expand
 from docket.methods.retrieval.keys import DenseKeys, Keys, SparseKeys, minilm_encoder

@@ -11,15 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 from inspect_ai import Task, task
-from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import ChatMessageUser, GenerateConfig, Model
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 import docket.benchmarks.erm_retrieval.reference  # noqa: F401  (registers its policies)
-from docket.benchmarks.common.args import checked, choice, positive
-from docket.benchmarks.common.headline import headline
-from docket.benchmarks.common.roles import require_roles, role_model
 from docket.benchmarks.erm_retrieval.dataset import SHIPPED, BeirData, Query, load_beir
 from docket.benchmarks.erm_retrieval.engine import (
     EXPANDERS,
@@ -34,6 +30,10 @@ from docket.benchmarks.erm_retrieval.scorer import (
     require_trec_eval,
     retrieval_scorer,
 )
+from docket.core.headline import headline
+from docket.core.inspect_private import PrerequisiteError
+from docket.core.options import checked, one_of, positive
+from docket.core.roles import require_roles, role_model
 from docket.methods.retrieval.erm import ERMConfig
 
 VERSION = "1-A"
@@ -48,9 +48,9 @@ def _number(task: str, name: str, value: object, low: float, high: float) -> flo
 
 def _setup(task: str, args: dict[str, Any]) -> tuple[BeirData, Setup]:
     """Validated arguments shared by both tasks (one line per bad value)."""
-    method = choice(task, "method", args["method"], METHODS)
-    retriever = choice(task, "retriever", args["retriever"], RETRIEVERS)
-    expander = choice(task, "expander", args["expander"], EXPANDERS)
+    method = one_of(task, "method", args["method"], METHODS)
+    retriever = one_of(task, "retriever", args["retriever"], RETRIEVERS)
+    expander = one_of(task, "expander", args["expander"], EXPANDERS)
     data = checked(task, "data", args["data"], str)
     thesaurus = checked(task, "thesaurus", args["thesaurus"], str)
     if expander == "thesaurus" and not thesaurus:

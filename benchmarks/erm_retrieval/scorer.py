@@ -6,7 +6,6 @@ import re
 import string
 from typing import Any
 
-from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.scorer import (
     CORRECT,
     INCORRECT,
@@ -21,6 +20,7 @@ from inspect_ai.scorer import (
 )
 from inspect_ai.solver import TaskState
 
+from docket.core.inspect_private import PrerequisiteError
 from docket.methods.retrieval.metrics import evaluate, trec_eval_available
 
 RETRIEVAL_KEYS = ("ndcg_10", "recall_at_k", "rr")

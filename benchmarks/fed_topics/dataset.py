@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from docket.benchmarks.common.jsonl import read_jsonl
+from docket.core.jsonl import read_jsonl
 
 LABELS = ("sports", "weather", "food", "music")
 TOPIC_WORDS: dict[str, tuple[str, ...]] = {

@@ -12,17 +12,17 @@ from __future__ import annotations
 from pathlib import Path
 
 from inspect_ai import Task, task
-from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import GenerateConfig
 from inspect_ai.solver import generate
 
 import docket.benchmarks.fed_topics.reference  # noqa: F401  (registers its policies)
-from docket.benchmarks.common.args import checked, positive
-from docket.benchmarks.common.headline import headline
 from docket.benchmarks.fed_topics.dataset import Example, partition, read_examples
 from docket.benchmarks.fed_topics.prompts import render
 from docket.benchmarks.fed_topics.scorer import topic_label
+from docket.core.headline import headline
+from docket.core.inspect_private import PrerequisiteError
+from docket.core.options import checked, positive
 
 VERSION = "1-A"
 TAGS = ["federated-learning", "personalisation", "classification"]

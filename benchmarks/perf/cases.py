@@ -62,8 +62,7 @@ def sandbox_exec(quick: bool) -> Measurement | Skipped:
     """Latency of `exec(['true'])`: one round trip to the sample's long-lived bwrap sandbox
     (a fresh pid namespace, /proc, seccomp filter and rlimits per call) vs Inspect's `local`
     sandbox (a plain subprocess)."""
-    from inspect_ai.util._sandbox.local import LocalSandboxEnvironment
-
+    from docket.core.inspect_private import LocalSandboxEnvironment
     from docket.sandboxes.bwrap.sandbox import BwrapSandboxEnvironment
 
     loop = asyncio.new_event_loop()
@@ -104,8 +103,7 @@ def sandbox_exec(quick: bool) -> Measurement | Skipped:
 
 def sandbox_sample(quick: bool) -> Measurement | Skipped:
     """A whole sample's sandbox: sample_init + 10 execs + sample_cleanup, bwrap vs local."""
-    from inspect_ai.util._sandbox.local import LocalSandboxEnvironment
-
+    from docket.core.inspect_private import LocalSandboxEnvironment
     from docket.sandboxes.bwrap.sandbox import BwrapSandboxEnvironment
 
     def sample(kind: type[Any]) -> Callable[[Any], object]:
@@ -546,13 +544,13 @@ def rl_step(quick: bool) -> Measurement | Skipped:
     from trl import GRPOConfig, GRPOTrainer
     from trl.trainer.utils import nanstd
 
+    from docket.core.tiny_models import alphabet_tokenizer, tiny_llama
     from docket.methods.rl.advantages import grpo_advantages
     from docket.methods.rl.engines.trl_grpo import DocketRL, docket_grpo_trainer
-    from docket.methods.rl.tiny import char_tokenizer, tiny_llama
 
     logging.disable_progress_bar()
     torch.manual_seed(0)
-    tokenizer = char_tokenizer("")
+    tokenizer = alphabet_tokenizer("")
     model = tiny_llama(tokenizer, hidden=128, layers=4, seed=0)
     groups, size, prompt_len, length = 8, 8, 32, 64
     batch = groups * size

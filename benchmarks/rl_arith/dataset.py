@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.dataset import MemoryDataset, Sample
 
+from docket.core.inspect_private import PrerequisiteError
 from docket.methods.rl.tasks import family as task_family
 from docket.methods.rl.tasks.base import Problem, read_jsonl
 

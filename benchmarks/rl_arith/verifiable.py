@@ -13,8 +13,8 @@ from inspect_ai import Task
 from inspect_ai.model import GenerateConfig
 from inspect_ai.solver import generate
 
-from docket.benchmarks.common.args import checked, choice, positive
-from docket.benchmarks.common.headline import headline
+from docket.core.headline import headline
+from docket.core.options import checked, one_of, positive
 
 from .dataset import load_problems, to_dataset
 from .prompts import STYLES
@@ -58,7 +58,7 @@ def verifiable_task(
         The Inspect task, scored by the family's exact verifier.
     """
     name, family = benchmark.name, benchmark.family
-    style = choice(name, "style", style, STYLES)
+    style = one_of(name, "style", style, STYLES)
     if max_tokens is None:
         max_tokens = DEFAULT_TOKENS[family if style == "bare" else style]
     problems = load_problems(name, family, checked(name, "data", data, str), name)

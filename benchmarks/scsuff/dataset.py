@@ -10,15 +10,16 @@ Sources, per format: the small shipped file in `data/` (offline default), `data_
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.dataset import Sample
+
+from docket.core.inspect_private import PrerequisiteError
+from docket.core.jsonl import JsonlLineError, parse_lines
 
 DATA = Path(__file__).parent / "data"
 LETTERS = "ABCDEFGH"
@@ -234,16 +235,13 @@ def read_jsonl(path: Path) -> list[tuple[str, dict[str, Any]]]:
         raise PrerequisiteError(
             f"{path}: not UTF-8 text ({ex.reason} at byte {ex.start})"
         ) from None
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
+
+    def bad(number: int, ex: JsonlLineError) -> PrerequisiteError:
+        usable = "valid" if ex.syntax else "usable"  # else an over-long integer, deep nesting
+        return PrerequisiteError(f"{path}:{number}: not {usable} JSON ({ex.reason})")
+
+    for number, row in parse_lines(text.splitlines(), bad):
         where = f"{path}:{number}"
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as ex:
-            raise PrerequisiteError(f"{where}: not valid JSON ({ex.msg})") from None
-        except (ValueError, RecursionError) as ex:  # over-long integer, nesting too deep
-            raise PrerequisiteError(f"{where}: not usable JSON ({type(ex).__name__})") from None
         if not isinstance(row, dict):
             raise PrerequisiteError(f"{where}: a row must be a JSON object")
         rows.append((where, row))

@@ -13,13 +13,9 @@ import random
 from typing import cast
 
 from inspect_ai import Task, task
-from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.dataset import MemoryDataset, Sample
 
 import docket.benchmarks.scsuff.reference  # noqa: F401  (registers its policies)
-from docket.benchmarks.common.args import checked, choice, positive
-from docket.benchmarks.common.headline import headline
-from docket.benchmarks.common.roles import require_roles
 from docket.benchmarks.scsuff.dataset import (
     DATASETS,
     LETTERS,
@@ -32,6 +28,10 @@ from docket.benchmarks.scsuff.dataset import (
 from docket.benchmarks.scsuff.prompts import AUTHORITY_HINT, CONTRADICTION_HINT
 from docket.benchmarks.scsuff.scorer import SCORE_KEYS, hint_scorer, scsuff_scorer
 from docket.benchmarks.scsuff.solvers import Estimator, Settings, hint_test, sufficiency
+from docket.core.headline import headline
+from docket.core.inspect_private import PrerequisiteError
+from docket.core.options import checked, one_of, positive
+from docket.core.roles import require_roles
 
 VERSION = "2-A"
 HINTS = ("authority", "always_a", "contradiction")
@@ -65,7 +65,7 @@ def _settings(
     if temperature < 0.0:
         raise PrerequisiteError(f"{name}: -T generator_temperature={temperature} must be >= 0")
     return Settings(
-        estimator=cast(Estimator, choice(name, "estimator", estimator, ("logprob", "sampling"))),
+        estimator=cast(Estimator, one_of(name, "estimator", estimator, ("logprob", "sampling"))),
         num_alternatives=positive(name, "num_alternatives", num_alternatives),
         generator_temperature=temperature,
         generator_top_p=top_p,
@@ -86,7 +86,7 @@ def _settings(
 def _items(
     name: str, dataset: str, n: int, seed: int, data_file: str | None, hf: bool
 ) -> list[Item]:
-    choice(name, "dataset", dataset, DATASETS)
+    one_of(name, "dataset", dataset, DATASETS)
     if data_file is not None:
         checked(name, "data_file", data_file, str)
         if dataset == "feature_rule":
@@ -276,8 +276,8 @@ def scsuff_hints(
         The task: one sample per hinted item, solved by `hint_test`, scored by `hint_scorer`.
     """
     name = "scsuff_hints"
-    hint = choice(name, "hint", hint, HINTS)
-    judge = choice(name, "judge", judge, ("model", "keyword"))
+    hint = one_of(name, "hint", hint, HINTS)
+    judge = one_of(name, "judge", judge, ("model", "keyword"))
     with_scsuff = checked(name, "scsuff", scsuff, bool)
     allow_judge = checked(name, "self_judge", self_judge, bool)
     allow_generator = checked(name, "self_generator", self_generator, bool)

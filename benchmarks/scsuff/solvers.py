@@ -21,10 +21,8 @@ from inspect_ai.model import (
     Model,
     get_model,
 )
-from inspect_ai.model._generate_config import active_generate_config
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
-from docket.benchmarks.common.roles import role_model
 from docket.benchmarks.scsuff.answers import answer_logprobs, parse_letter, parse_reply
 from docket.benchmarks.scsuff.estimator import sampled_logprobs
 from docket.benchmarks.scsuff.prompts import (
@@ -38,6 +36,8 @@ from docket.benchmarks.scsuff.prompts import (
     system_prompt,
     task_prompt,
 )
+from docket.core.inspect_private import active_generate_config
+from docket.core.roles import role_model
 
 Estimator = Literal["logprob", "sampling"]
 NO_ANSWER = "no answer"

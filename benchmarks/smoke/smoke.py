@@ -16,8 +16,8 @@ from inspect_ai.solver import TaskState
 from inspect_ai.tool import Tool, bash, bash_session, text_editor
 from inspect_ai.util import sandbox as sandbox_env
 
-from docket.benchmarks.common.args import checked, choice, positive
-from docket.benchmarks.common.headline import headline
+from docket.core.headline import headline
+from docket.core.options import checked, one_of, positive
 from docket.sandboxes import sandbox_spec
 
 PROMPT = (
@@ -129,7 +129,7 @@ def smoke(
         The task: file-creation requests solved by a `react` agent with the chosen tools, scored by
         `file_created`.
     """
-    kind = choice("smoke", "tools", tools, ("bash", "stateful"))
+    kind = one_of("smoke", "tools", tools, ("bash", "stateful"))
     return Task(
         dataset=smoke_dataset(kind),
         solver=react(tools=_tools(kind, positive("smoke", "timeout", timeout))),

@@ -14,9 +14,6 @@ import random
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from inspect_ai._util.error import PrerequisiteError
-
-from docket.benchmarks.common.jsonl import read_jsonl
 from docket.benchmarks.spatial_relations.render import (
     BOARD,
     COLOURS,
@@ -26,6 +23,8 @@ from docket.benchmarks.spatial_relations.render import (
     draw,
     random_pose,
 )
+from docket.core.inspect_private import PrerequisiteError
+from docket.core.jsonl import read_jsonl
 
 DATA = Path(__file__).parent / "data"
 SAMPLES_FILE = DATA / "samples.jsonl"

@@ -12,17 +12,17 @@ from __future__ import annotations
 from pathlib import Path
 
 from inspect_ai import Task, task
-from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import ChatMessageUser, Content, ContentImage, ContentText, GenerateConfig
 from inspect_ai.scorer import pattern
 from inspect_ai.solver import generate
 
 import docket.benchmarks.spatial_relations.reference  # noqa: F401  (registers its policies)
-from docket.benchmarks.common.args import checked, choice, positive
-from docket.benchmarks.common.headline import headline
 from docket.benchmarks.spatial_relations.dataset import DATA, describe, load
 from docket.benchmarks.spatial_relations.prompts import ANSWER_PATTERN
+from docket.core.headline import headline
+from docket.core.inspect_private import PrerequisiteError
+from docket.core.options import checked, one_of, positive
 
 VERSION = "1-A"
 VIEWS = ("random", "board")
@@ -71,8 +71,8 @@ def spatial_relations(
         The task: board questions answered by `generate()`, scored by the `ANSWER:` pattern.
     """
     name = "spatial_relations"
-    chosen = choice(name, "view", view, VIEWS)
-    given = choice(name, "input", input, INPUTS)
+    chosen = one_of(name, "view", view, VIEWS)
+    given = one_of(name, "input", input, INPUTS)
     folder = Path(checked(name, "data", data, str)) if data is not None else DATA
     h = headline("pattern", "accuracy", direction="higher", value="binary")
     return Task(

@@ -13,14 +13,14 @@ import importlib.util
 import threading
 
 from inspect_ai import Task, task
-from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
-from docket.benchmarks.common.args import checked, choice, names, positive
-from docket.benchmarks.common.headline import headline
 from docket.benchmarks.tabular_anomaly.dataset import DATASETS, LOADERS, Table, split
 from docket.benchmarks.tabular_anomaly.scorer import detection_scorer
+from docket.core.headline import headline
+from docket.core.inspect_private import PrerequisiteError
+from docket.core.options import checked, names, one_of, positive
 from docket.methods.anomaly.detectors import DETECTORS, detect
 from docket.methods.anomaly.dispat import LMConfig, SelfPlayConfig
 from docket.methods.anomaly.fdiv import DIVERGENCES
@@ -144,7 +144,7 @@ def tabular_anomaly(
         The task: one sample per (data set, seed), solved by `fit_and_score`, scored by
         `detection_scorer`.
     """
-    detector = choice(NAME, "detector", detector, DETECTORS)
+    detector = one_of(NAME, "detector", detector, DETECTORS)
     chosen = list(DATASETS) if datasets == "all" else names(NAME, "datasets", datasets, DATASETS)
     _prerequisites(detector, chosen)
     lm = LMConfig(
@@ -152,8 +152,8 @@ def tabular_anomaly(
         base_model=checked(NAME, "base_model", base_model, str),
     )
     play = SelfPlayConfig(
-        variant=choice(NAME, "variant", variant, ("implicit", "variational")),
-        f=choice(NAME, "f", f, DIVERGENCES),
+        variant=one_of(NAME, "variant", variant, ("implicit", "variational")),
+        f=one_of(NAME, "f", f, DIVERGENCES),
         iterations=positive(NAME, "iterations", iterations),
         steps=positive(NAME, "play_steps", play_steps),
         samples=positive(NAME, "samples", samples),

@@ -9,18 +9,18 @@ Refinement's data collection: the model under test is the student, the `teacher`
 from __future__ import annotations
 
 from inspect_ai import Task, task
-from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.dataset import MemoryDataset
 from inspect_ai.model import GenerateConfig, get_model
 from inspect_ai.solver import Generate, Solver, TaskState, generate, solver
 
 import docket.benchmarks.toy_math.reference  # noqa: F401  (registers its policies)
-from docket.benchmarks.common.args import checked, names, positive
-from docket.benchmarks.common.headline import headline
-from docket.benchmarks.common.roles import require_roles, role_model
 from docket.benchmarks.toy_math.dataset import split_chains, to_sample
 from docket.benchmarks.toy_math.prompts import REPAIR, REWRITE, SOLVE
 from docket.benchmarks.toy_math.scorer import answer_match, sar_collection, verifier
+from docket.core.headline import headline
+from docket.core.inspect_private import PrerequisiteError
+from docket.core.options import checked, names, positive
+from docket.core.roles import require_roles, role_model
 from docket.methods.distill.style_refine import judge_repair, rejection_sample
 
 VERSION = "1-A"

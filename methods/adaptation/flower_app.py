@@ -36,6 +36,7 @@ from flwr.clientapp import ClientApp
 from flwr.serverapp import Grid, ServerApp
 from flwr.serverapp.strategy import FedAvg
 
+from docket.core.jsonl import parse_lines
 from docket.methods.adaptation import fedpissa
 from docket.methods.adaptation.lora import DEFAULT_TARGETS
 
@@ -196,16 +197,15 @@ def read_split(data_dir: str, partition: int, split: str) -> list[tuple[str, str
     if not path.is_file():
         raise ValueError(f"fedpissa: no data for partition {partition}: {path}")
     rows = []
-    for number, line in enumerate(path.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
+
+    def bad(number: int, _: Exception) -> ValueError:
+        return ValueError(f'fedpissa: {path} line {number}: expected {{"text", "label"}}')
+
+    for number, row in parse_lines(path.read_text().splitlines(), bad):
         try:
-            row = json.loads(line)
             rows.append((str(row["text"]), str(row["label"])))
-        except (json.JSONDecodeError, KeyError, TypeError):
-            raise ValueError(
-                f'fedpissa: {path} line {number}: expected {{"text", "label"}}'
-            ) from None
+        except (KeyError, TypeError) as ex:
+            raise bad(number, ex) from None
     return rows
 
 

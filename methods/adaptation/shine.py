@@ -41,6 +41,7 @@ from typing import Any, cast
 import torch
 from torch import nn
 
+from docket.core.jsonl import parse_lines
 from docket.methods.adaptation.lm import (
     freeze,
     prompt_ids,
@@ -448,16 +449,17 @@ def read_contexts(path: str) -> dict[str, str]:
             raise ValueError(f"shine: -M context={path} is empty")
         return {"": text.strip()}
     contexts: dict[str, str] = {}
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
+
+    def bad(number: int, _: Exception) -> ValueError:
+        return ValueError(
+            f'shine: {path} line {number}: expected a JSON object with "id" and "text"'
+        )
+
+    for number, row in parse_lines(text.splitlines(), bad):
         try:
-            row = json.loads(line)
             contexts[str(row["id"])] = str(row["text"])
-        except (json.JSONDecodeError, KeyError, TypeError):
-            raise ValueError(
-                f'shine: {path} line {number}: expected a JSON object with "id" and "text"'
-            ) from None
+        except (KeyError, TypeError) as ex:
+            raise bad(number, ex) from None
     if not contexts:
         raise ValueError(f"shine: -M context={path} holds no contexts")
     return contexts

@@ -1,54 +1,8 @@
-"""Tiny random causal LMs built offline from a config, for tests and CPU runners.
-
-The tokenizer is the byte-level BPE with a ChatML template of `methods/distill/tiny_vlm.py`,
-trained on the given corpus; the model is a Llama of the requested size.
+"""Full fine-tuning of a tiny random causal LM (`docket.core.tiny_models.build_tiny_lm`), the
+stand-in for a pretrained LLM in CPU runs and tests.
 """
 
 from __future__ import annotations
-
-from collections.abc import Iterable
-from pathlib import Path
-
-from docket.methods.distill.tiny_vlm import build_tiny_text_lm
-
-
-def build_tiny_lm(
-    out: Path,
-    corpus: Iterable[str],
-    *,
-    hidden: int = 64,
-    layers: int = 2,
-    heads: int = 4,
-    kv_heads: int = 2,
-    intermediate: int | None = None,
-    init_std: float = 0.02,
-    seed: int = 0,
-) -> Path:
-    """Write a random Llama (`hidden`, `layers`, ...) with a BPE tokenizer trained on `corpus`
-    to `out` (a checkpoint `docket/local` loads); return `out`.
-
-    `init_std` is the weights' initial standard deviation: Llama's 0.02 gives a random model
-    near-uniform outputs it cannot sharpen through a frozen head, so tests of frozen random
-    backbones use a larger one.
-    """
-    import torch
-    from transformers import AutoConfig, LlamaForCausalLM
-
-    build_tiny_text_lm(out, corpus, seed=seed)
-    config = AutoConfig.from_pretrained(out)
-    config.hidden_size = hidden
-    config.num_hidden_layers = layers
-    config.num_attention_heads = heads
-    config.num_key_value_heads = kv_heads
-    config.head_dim = hidden // heads
-    config.intermediate_size = intermediate or 2 * hidden
-    config.initializer_range = init_std
-    torch.manual_seed(seed)
-    model = LlamaForCausalLM(config)
-    model.generation_config.eos_token_id = config.eos_token_id
-    model.generation_config.pad_token_id = config.pad_token_id
-    model.save_pretrained(out)
-    return out
 
 
 def train_lm(

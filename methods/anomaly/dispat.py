@@ -33,16 +33,11 @@ from typing import Any
 
 import numpy as np
 
+from docket.core.tiny_models import ascii_tokenizer, tiny_causal_lm, torch_threads
+
 from .fdiv import divergence, sample_bound
 from .serialize import Column, Value, permutations, serialize
-from .tiny_lm import (
-    char_tokenizer,
-    encode,
-    sample_texts,
-    tiny_causal_lm,
-    token_logprobs,
-    torch_threads,
-)
+from .tiny_lm import encode, sample_texts, token_logprobs
 
 Row = Mapping[str, Value]
 
@@ -116,7 +111,7 @@ class TableLM:
                 self.tokenizer.bos_token = self.tokenizer.eos_token
             self.model = AutoModelForCausalLM.from_pretrained(self.config.base_model)
             return
-        self.tokenizer = char_tokenizer()
+        self.tokenizer = ascii_tokenizer()
         self.model = tiny_causal_lm(
             len(self.tokenizer),
             self.config.hidden,

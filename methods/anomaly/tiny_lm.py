@@ -1,98 +1,12 @@
-"""A tiny character-level causal LM built offline from a config (no download), and the few
-operations DiSPaT, AnoLLM and the SAR toy experiment need from it: per-token log-probabilities,
-training steps, sampling.
-
-The tokenizer has one token per printable ASCII character plus `<pad>`, `<s>`, `</s>`,
-`<unk>`; it is a `PreTrainedTokenizerFast`, so a saved model is an ordinary transformers
-checkpoint (`docket/local/PATH` loads it). `CHAT_TEMPLATE` renders a conversation as
-`Q: ...` / `A: ...` lines for the SAR student.
+"""The few operations DiSPaT, AnoLLM and the SAR toy experiment need from a tiny
+character-level causal LM (`docket.core.tiny_models.ascii_tokenizer` and `tiny_causal_lm`):
+per-token log-probabilities and sampling.
 """
 
 from __future__ import annotations
 
-import contextlib
-import string
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
-
-ALPHABET = string.printable[:95] + "\n"  # printable ASCII (space included) and newline
-SPECIALS = ("<pad>", "<s>", "</s>", "<unk>")
-CHAT_TEMPLATE = (
-    "{% for m in messages %}"
-    "{% if m['role'] == 'assistant' %}A: {{ m['content'] }}</s>\n"
-    "{% else %}Q: {{ m['content'] }}\n{% endif %}"
-    "{% endfor %}"
-    "{% if add_generation_prompt %}A: {% endif %}"
-)
-
-
-@contextlib.contextmanager
-def torch_threads(count: int) -> Iterator[None]:
-    """torch's CPU thread count set to `count` inside the block (0: unchanged).
-
-    Tiny models train fastest on one thread; on a loaded machine two threads were 3-9x slower.
-    """
-    import torch
-
-    before = torch.get_num_threads()
-    if count > 0:
-        torch.set_num_threads(count)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
-def char_tokenizer(model_max_length: int = 1024) -> Any:
-    """A character-level `PreTrainedTokenizerFast` (no download, deterministic ids)."""
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
-
-    vocab = {token: i for i, token in enumerate(SPECIALS)}
-    for character in ALPHABET:
-        vocab.setdefault(character, len(vocab))
-    core = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
-    core.pre_tokenizer = pre_tokenizers.Split(Regex(r"</s>|<s>|[\s\S]"), behavior="isolated")
-    core.decoder = decoders.Fuse()
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=core,
-        bos_token="<s>",
-        eos_token="</s>",
-        pad_token="<pad>",
-        unk_token="<unk>",
-        model_max_length=model_max_length,
-    )
-    tokenizer.chat_template = CHAT_TEMPLATE
-    return tokenizer
-
-
-def tiny_causal_lm(
-    vocab_size: int,
-    hidden: int = 64,
-    layers: int = 2,
-    heads: int = 4,
-    context: int = 512,
-    seed: int = 0,
-) -> Any:
-    """A randomly initialised Llama of the given size (float32, CPU)."""
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(seed)
-    config = LlamaConfig(
-        vocab_size=vocab_size,
-        hidden_size=hidden,
-        intermediate_size=hidden * 4,
-        num_hidden_layers=layers,
-        num_attention_heads=heads,
-        num_key_value_heads=heads,
-        max_position_embeddings=context,
-        pad_token_id=0,
-        bos_token_id=1,
-        eos_token_id=2,
-        tie_word_embeddings=True,
-    )
-    return LlamaForCausalLM(config)
 
 
 def encode(tokenizer: Any, texts: Sequence[str], eos: bool = True) -> Any:

@@ -14,6 +14,8 @@ from typing import Any
 
 from inspect_ai.log import read_eval_log
 
+from docket.core import jsonl
+
 SCORER = "val_scorer"
 
 
@@ -58,23 +60,17 @@ def trace_rows(log_path: str | Path, accepted_only: bool = True) -> list[dict[st
 
 def write_jsonl(rows: list[dict[str, Any]], path: str | Path) -> Path:
     """Write rows as JSON lines."""
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return out
+    return jsonl.write_jsonl(path, rows)
 
 
 def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
     """Read exported rows back, naming the line of any malformed row."""
-    rows = []
-    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError as ex:
-            raise ValueError(f"{path}:{number}: not JSON ({ex.msg})") from None
-    return rows
+
+    def bad(number: int, ex: jsonl.JsonlLineError) -> ValueError:
+        return ValueError(f"{path}:{number}: not JSON ({ex.reason})")
+
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    return [row for _, row in jsonl.parse_lines(lines, bad)]
 
 
 def to_hf_dataset(rows: list[dict[str, Any]], out_dir: str | Path) -> Path:

@@ -4,7 +4,8 @@ validator's acceptance rate stops improving.
 
 The student is any `AutoModelForImageTextToText` checkpoint with a processor and chat template
 (`HFStudent`). Without `--model-id` it is a tiny random LLaVA built offline by
-`tiny_vlm.build_tiny_vlm` (tokenizer trained on the traces), which trains on a CPU in seconds.
+`docket.core.tiny_models.build_tiny_vlm` (tokenizer trained on the traces), which trains on a
+CPU in seconds.
 The saved student (`OUT/model`) is a checkpoint directory that
 `inspect eval docket/docval_grounding --model docket/local/OUT/model` scores: the student is
 trained on exactly the prompt that task sends in vision mode (`output_format.grounding_prompt`).
@@ -24,9 +25,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from docket.core.tiny_models import build_tiny_vlm
 from docket.methods.distill.export import read_jsonl
 from docket.methods.distill.output_format import grounding_prompt, parse_output
-from docket.methods.distill.tiny_vlm import build_tiny_vlm
 from docket.methods.distill.validator import Region, feedback_text, validate
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from docket.methods.anomaly.tiny_lm import torch_threads
+from docket.core.tiny_models import torch_threads
 
 #: The minimal-repair instruction the teacher receives (`{budget}`: the edit budget in %).
 REPAIR_INSTRUCTION = (

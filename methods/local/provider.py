@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.model import ChatMessage, GenerateConfig, ModelAPI, ModelOutput, ModelUsage
 from inspect_ai.tool import ToolChoice, ToolInfo
+
+from docket.core.inspect_private import PrerequisiteError
 
 from .chat import media_kinds, render_messages, render_multimodal
 from .loading import CheckpointSpec, LoadedModel, load, resolve_device, resolve_dtype

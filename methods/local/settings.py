@@ -15,7 +15,7 @@ import typing
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
-from docket.methods.decoding import knobs as parse
+from docket.core import options as parse
 
 #: A knob's own converter: the field values a given `-M` value sets, or None to have the value
 #: parsed by the field's type like any other knob.

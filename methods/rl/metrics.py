@@ -18,6 +18,8 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from docket.core.jsonl import parse_lines
+
 
 def _plain(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
@@ -44,13 +46,8 @@ class MetricsLog:
 
 def read_metrics(path: Path) -> list[dict[str, Any]]:
     """The records of a metrics JSONL (a truncated last line is skipped)."""
-    rows = []
-    for line in Path(path).read_text().splitlines():
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return rows
+    lines = Path(path).read_text().splitlines()
+    return [row for _, row in parse_lines(lines, skip_invalid=True)]
 
 
 class RunProgress:

@@ -89,10 +89,12 @@ def config_from(args: argparse.Namespace) -> RLConfig:
 
 def initial_policy(args: argparse.Namespace, cfg: RLConfig) -> Any:
     """The starting policy: --init, --model-id, or the cached warm-started tiny model."""
+    from docket.core.tiny_models import alphabet_tokenizer, tiny_llama
+
     from .policy import HFPolicy
     from .sft import WarmStart, warm_start
     from .tasks import family
-    from .tiny import char_tokenizer, load_checkpoint, save_checkpoint, tiny_llama
+    from .tiny import load_checkpoint, save_checkpoint
 
     if args.init or args.model_id:
         model, tokenizer = load_checkpoint(args.init or args.model_id, args.device)
@@ -103,7 +105,7 @@ def initial_policy(args: argparse.Namespace, cfg: RLConfig) -> Any:
     if (cached / "config.json").is_file():
         model, tokenizer = load_checkpoint(cached, args.device)
         return HFPolicy(model, tokenizer)
-    tokenizer = char_tokenizer(task.alphabet)
+    tokenizer = alphabet_tokenizer(task.alphabet)
     policy = HFPolicy(tiny_llama(tokenizer, seed=cfg.seed).to(args.device), tokenizer)
     losses = warm_start(policy, task, WarmStart(steps=steps, noise=args.sft_noise, seed=cfg.seed))
     save_checkpoint(policy.model, tokenizer, cached)

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from inspect_ai._util.error import PrerequisiteError
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -16,6 +15,8 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+
+from docket.core.inspect_private import PrerequisiteError
 
 #: Sandbox paths a read-only bind may not cover or sit under.
 _RESERVED_DESTS = ("/proc", "/dev")

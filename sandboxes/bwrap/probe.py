@@ -20,9 +20,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import anyio
-from inspect_ai._util.error import PrerequisiteError
-from inspect_ai._util.logger import warn_once
 from inspect_ai.util import SandboxUnavailableError
+
+from docket.core.inspect_private import PrerequisiteError, warn_once
 
 from .cgroup import CgroupSupport, detect
 from .config import BwrapConfig

@@ -23,21 +23,14 @@ from inspect_ai.util import (
 from pydantic import BaseModel
 from typing_extensions import override
 
+from docket.core.inspect_private import SANDBOX_CLI, max_subprocesses_context_var
+
 from . import cgroup
 from .config import BwrapConfig, BwrapConfigError, load_config, parse_config
 from .fileops import FILE_TOO_LARGE, file_error
 from .layout import SANDBOX_UID, SANDBOX_USER, base_env, resolve_path
 from .probe import ensure_bwrap, host_limits, run_as_uid
 from .session import ExecFailed, RawResult, SandboxSession, StreamLimitExceeded
-
-try:
-    from inspect_ai.util._sandbox._cli import SANDBOX_CLI
-except ImportError:  # pragma: no cover - older/newer Inspect layouts
-    SANDBOX_CLI = "/var/tmp/.da7be258e003d428/inspect-sandbox-tools"
-try:
-    from inspect_ai.util._subprocess import max_subprocesses_context_var
-except ImportError:  # pragma: no cover - older/newer Inspect layouts
-    max_subprocesses_context_var = None  # type: ignore[assignment]
 
 #: Time limit for read_file/write_file.
 _FILE_OP_TIMEOUT = 300

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from inspect_ai._util.error import PrerequisiteError
+from docket.core.inspect_private import PrerequisiteError
 
 #: ioctl requests that inject input into, or reconfigure, the controlling terminal.
 TIOCSTI = 0x5412

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.model import (
     ChatMessage,
     ChatMessageAssistant,
@@ -22,6 +21,7 @@ from inspect_ai.tool import ToolCall, ToolInfo, ToolParam, ToolParams
 from docket.agents.scripted.basic import REFUSAL_TEXT
 from docket.agents.scripted.policy import load_policies
 from docket.agents.scripted.provider import count_tokens
+from docket.core.inspect_private import PrerequisiteError
 
 
 def _tool(name: str, param: str) -> ToolInfo:

@@ -7,6 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from docket.core.tiny_models import torch_threads
+
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
@@ -14,9 +16,5 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 @pytest.fixture
 def one_thread() -> Iterator[None]:
     """Train on one CPU thread: small ops run faster and it is kind to a shared machine."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+    with torch_threads(1):
+        yield

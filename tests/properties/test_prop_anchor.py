@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from inspect_ai._util.error import PrerequisiteError
 
 from docket.agents.auditor.decision import Decision, decision_parser
 from docket.agents.auditor.parse import ReplyFormatError, json_object
@@ -20,6 +19,7 @@ from docket.benchmarks.anchor.anchor import anchor_audit, anchor_direct
 from docket.benchmarks.anchor.dataset import SCENARIOS, Scenario, ScenarioError, read_scenarios
 from docket.benchmarks.anchor.judge import DIMENSIONS, Verdict, verdict_parser
 from docket.benchmarks.anchor.overrides import OverrideError, read_overrides
+from docket.core.inspect_private import PrerequisiteError
 from docket.sandboxes.apps import ActionEntry, chain_entry, verify_chain
 from tests.properties.prop_strategies import JSON_VALUES, JSONL_LINES, one_line
 

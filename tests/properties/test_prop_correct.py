@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from inspect_ai._util.error import PrerequisiteError
 
 from docket.benchmarks.correct.dataset import load_trajectories
 from docket.benchmarks.correct.prompts import (
@@ -26,6 +25,7 @@ from docket.benchmarks.correct.simulator.records import (
     parse_record,
     read_trajectories,
 )
+from docket.core.inspect_private import PrerequisiteError
 from tests.properties.prop_strategies import JSON_VALUES, JSONL_LINES, one_line
 
 STEPS = st.fixed_dictionaries(

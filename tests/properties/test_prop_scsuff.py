@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.model import Logprob, Logprobs, TopLogprob
 from inspect_ai.scorer import SampleScore, Score
 
@@ -21,6 +20,7 @@ from docket.benchmarks.scsuff.scorer import (
     hint_value,
     sufficiency_value,
 )
+from docket.core.inspect_private import PrerequisiteError
 from tests.properties.prop_strategies import JSON_VALUES, JSONL_LINES, one_line
 from tests.scores import metric_value
 

@@ -1,4 +1,4 @@
-"""Task arguments: the shared validators (`benchmarks/common/args.py`) on values of any type, and
+"""Task arguments: the shared validators (`docket/core/options.py`) on values of any type, and
 every registered task's every `-T` argument, given what `inspect eval -T name=VALUE` passes: the
 task is built, or Inspect prints one line (a `PrerequisiteError`), never a traceback. The same for
 `-M` values of docket's model providers."""
@@ -15,11 +15,10 @@ import yaml
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from inspect_ai import Task
-from inspect_ai._util.config import parse_cli_args
-from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.model import get_model
 
-from docket.benchmarks.common.args import checked, choice, names, positive
+from docket.core.inspect_private import PrerequisiteError, parse_cli_args
+from docket.core.options import checked, names, one_of, positive
 from docket.sandboxes import sandbox_spec
 from tests.properties.prop_strategies import JSON_VALUES, one_line
 
@@ -70,7 +69,7 @@ def test_checked_returns_the_kind_or_one_error_naming_task_and_arg(
 @given(VALUES, st.lists(st.text(LINE_CHARS, min_size=1, max_size=5), min_size=1, max_size=4))
 def test_choice_returns_an_accepted_value_or_lists_them(value: object, accepted: list[str]) -> None:
     try:
-        result = choice("docket/x", "mode", value, accepted)
+        result = one_of("docket/x", "mode", value, accepted)
     except PrerequisiteError as ex:
         one_line(str(ex), "docket/x: -T mode=", "choose one of")
         return

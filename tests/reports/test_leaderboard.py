@@ -19,8 +19,9 @@ from inspect_ai import eval as inspect_eval
 from inspect_ai.model import get_model
 
 from docket.cli import main
+from docket.core.headline import HeadlineError
 from docket.reports import build_runs, load_logs
-from docket.reports.headline import HeadlineError, parse_flag, parse_flags
+from docket.reports.headline import parse_flag, parse_flags
 from docket.reports.leaderboard import ReportOptions, build_report
 from docket.reports.runs import Run, newest_only
 from docket.reports.serve import make_server, url_of

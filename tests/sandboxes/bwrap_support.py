@@ -11,8 +11,8 @@ from typing import Any
 
 import anyio
 import pytest
-from inspect_ai._util.error import PrerequisiteError
 
+from docket.core.inspect_private import PrerequisiteError
 from docket.sandboxes.bwrap.config import BwrapConfig
 from docket.sandboxes.bwrap.probe import ensure_bwrap
 from docket.sandboxes.bwrap.sandbox import BwrapSandboxEnvironment

@@ -9,13 +9,15 @@ from pathlib import Path
 import pytest
 import yaml
 from inspect_ai import Task, eval
-from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.dataset import Sample
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.util import SandboxEnvironmentSpec, sandbox
-from inspect_ai.util._sandbox.compose import parse_compose_yaml
-from inspect_ai.util._sandbox.environment import deserialize_sandbox_specific_config
 
+from docket.core.inspect_private import (
+    PrerequisiteError,
+    deserialize_sandbox_specific_config,
+    parse_compose_yaml,
+)
 from docket.sandboxes import image_config, sandbox_spec
 from docket.sandboxes.bwrap import probe
 from docket.sandboxes.bwrap.config import (

@@ -17,8 +17,8 @@ from inspect_ai.util import (
     SandboxUnavailableError,
     SandboxUserUnsupportedError,
 )
-from inspect_ai.util._sandbox.limits import override_max_exec_output_size
 
+from docket.core.inspect_private import override_max_exec_output_size
 from docket.sandboxes.bwrap import cgroup
 from docket.sandboxes.bwrap.sandbox import BwrapSandboxEnvironment
 from tests.sandboxes.bwrap_support import bwrap_sandbox, host_processes_matching, requires_bwrap

@@ -9,9 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from inspect_ai._util import logger as inspect_logger
-from inspect_ai._util.error import PrerequisiteError
 
+from docket.core.inspect_private import PrerequisiteError, inspect_logger
 from docket.sandboxes.bwrap import cgroup, probe, seccomp
 from docket.sandboxes.bwrap.config import BwrapConfig
 from docket.sandboxes.bwrap.layout import BwrapBinary

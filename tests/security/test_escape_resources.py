@@ -6,11 +6,11 @@ import time
 
 import pytest
 from inspect_ai.util import OutputLimitExceededError
-from inspect_ai.util._sandbox.limits import (
+
+from docket.core.inspect_private import (
     override_max_exec_output_size,
     override_max_read_file_size,
 )
-
 from docket.sandboxes.bwrap.config import BwrapConfig
 from tests.sandboxes.bwrap_support import bwrap_sandbox, requires_bwrap
 

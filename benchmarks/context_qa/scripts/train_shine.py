@@ -57,7 +57,8 @@ def build_backbone(
 
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from docket.methods.adaptation.tiny import build_tiny_lm, train_lm
+    from docket.core.tiny_models import build_tiny_lm
+    from docket.methods.adaptation.tiny import train_lm
 
     in_context = _pairs(contexts, questions, "prompt")
     guesses = _pairs(contexts, questions, "reference")

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from docket.core.jsonl import JsonlLineError, parse_lines
+
 REQUIRED = ("question", "history", "mistake_agent", "mistake_step")
 _ID_KEYS = ("trajectory_id", "question_ID", "question_id", "id")
 
@@ -150,13 +152,12 @@ def _raw_records(path: Path) -> Iterable[tuple[str, int, object]]:
         raise TrajectoryError(f"{path}: cannot read ({type(ex).__name__})") from None
     stem = path.name.removesuffix(".gz")
     if stem.endswith(".jsonl"):
-        for number, line in enumerate(text.splitlines()):
-            if line.strip():
-                try:
-                    yield str(path), number, json.loads(line)
-                except (ValueError, RecursionError) as ex:  # huge ints, deep nesting
-                    reason = ex.msg if isinstance(ex, json.JSONDecodeError) else type(ex).__name__
-                    raise TrajectoryError(f"{path}[{number}]: invalid JSON ({reason})") from None
+
+        def bad(number: int, ex: JsonlLineError) -> TrajectoryError:
+            return TrajectoryError(f"{path}[{number}]: invalid JSON ({ex.reason})")
+
+        for number, row in parse_lines(text.splitlines(), bad, start=0):
+            yield str(path), number, row
         return
     try:
         data = json.loads(text)

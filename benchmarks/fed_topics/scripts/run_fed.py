@@ -31,7 +31,8 @@ def build_base(out: Path, texts: list[str], *, steps: int, seed: int, progress: 
     are never shown to it)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from docket.methods.adaptation.tiny import build_tiny_lm, train_lm
+    from docket.core.tiny_models import build_tiny_lm
+    from docket.methods.adaptation.tiny import train_lm
 
     corpus = texts + [PROMPT.format(text=t) for t in texts[:200]] + list(LABELS) * 20
     build_tiny_lm(out, corpus, hidden=64, layers=2, seed=seed)

@@ -4,7 +4,7 @@
     inspect eval docket/spatial_relations --model docket/local/runs/spatial/affin -M method=affin
     inspect eval docket/spatial_relations --model docket/local/runs/spatial/base
 
-Both variants start from the same random tiny LLaVA (`methods/distill/tiny_vlm.py`: 64 px, 8 px
+Both variants start from the same random tiny LLaVA (`docket/core/tiny_models.py`: 64 px, 8 px
 patches, a 1-layer CLIP tower, a 2-layer Llama) and see the same scenes (other seeds than the
 shipped set) for the same number of steps; the AffIn-Space variant also learns its pose head from
 the renderer's poses. `OUT/metrics.json` holds the losses and the in-process accuracy on the
@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     from PIL import Image
     from transformers import AutoModelForImageTextToText, AutoProcessor
 
-    from docket.methods.distill.tiny_vlm import build_tiny_vlm
+    from docket.core.tiny_models import build_tiny_vlm
     from docket.methods.spatial.affin import AffinConfig, AffinSpace, save_affin
     from docket.methods.spatial.train import VisualExample, choose, train_vlm
 

@@ -1,6 +1,6 @@
 """The SAR toy experiment on a CPU: which data source teaches a small student most?
 
-1. **Initial student**: a tiny character-level Llama (`methods/anomaly/tiny_lm.py`) trained by
+1. **Initial student**: a tiny character-level Llama (`docket/core/tiny_models.py`) trained by
    TRL's `SFTTrainer` on style-A solutions of the `pretrain` problems, a share of them with a
    slip, so it writes style A and makes mistakes.
 2. **Data** (`docket/toy_math_sar` through Inspect, the student served by `docket/local`, the
@@ -47,9 +47,9 @@ def initial_student(
     """Train the initial student on noisy style-A solutions (cosine schedule, 5% warm-up);
     returns its checkpoint folder."""
     from docket.benchmarks.toy_math.reference import question
-    from docket.methods.anomaly.tiny_lm import char_tokenizer, tiny_causal_lm
+    from docket.core.tiny_models import ascii_tokenizer, tiny_causal_lm
 
-    tokenizer = char_tokenizer(model_max_length=256)
+    tokenizer = ascii_tokenizer(model_max_length=256)
     model = tiny_causal_lm(
         len(tokenizer), hidden=hidden, layers=layers, heads=4, context=256, seed=seed
     )

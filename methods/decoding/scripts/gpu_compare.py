@@ -64,6 +64,7 @@ def _last_number(text: str) -> str | None:
 def compare_dsb(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Vanilla (LLaDA, one token per step) and threshold naive blocks, DSB (const, greedy)
     without cache, and the two caches, on the prompts."""
+    from docket.core.jsonl import parse_lines
     from docket.methods.decoding.dsb.algorithm import DSBSettings, generate
     from docket.methods.decoding.dsb.plugin import load_masked_lm
     from docket.methods.local.loading import CheckpointSpec
@@ -71,7 +72,8 @@ def compare_dsb(args: argparse.Namespace) -> list[dict[str, Any]]:
     spec = CheckpointSpec(path=args.model, device=args.device, dtype=args.dtype)
     loaded = load_masked_lm(spec, args.trust_remote_code, args.mask_id)
     tokenizer = loaded.tokenizer
-    rows = [json.loads(line) for line in Path(args.prompts).read_text().splitlines() if line]
+    lines = Path(args.prompts).read_text().splitlines()
+    rows = [row for _, row in parse_lines(lines)]
     rows = rows[: args.limit]
     prefix = 4 if args.dream else 24
     variants: dict[str, dict[str, Any]] = {

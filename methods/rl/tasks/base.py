@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import random
 from abc import ABC, abstractmethod
 from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
+
+from docket.core import jsonl
 
 #: One problem: a JSON-serialisable dict with at least "id" and "prompt".
 Problem = dict[str, Any]
@@ -98,22 +99,18 @@ class TaskFamily(ABC):
 
 
 def write_jsonl(rows: list[Problem], path: Path) -> Path:
-    """Rows as JSON lines."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(row, sort_keys=True) + "\n" for row in rows))
-    return path
+    """Rows as JSON lines (keys sorted)."""
+    return jsonl.write_jsonl(path, rows, sort_keys=True)
 
 
 def read_jsonl(path: Path) -> list[Problem]:
     """Rows of a JSONL file; a malformed line is one ValueError naming the file and line."""
+
+    def bad(number: int, ex: jsonl.JsonlLineError) -> ValueError:
+        return ValueError(f"{path}:{number}: not JSON ({ex.reason})")
+
     rows = []
-    for number, line in enumerate(Path(path).read_text().splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise ValueError(f"{path}:{number}: not JSON ({error.msg})") from None
+    for number, row in jsonl.parse_lines(Path(path).read_text().splitlines(), bad):
         if not isinstance(row, dict) or "prompt" not in row or "id" not in row:
             raise ValueError(f"{path}:{number}: a row needs 'id' and 'prompt'")
         rows.append(row)

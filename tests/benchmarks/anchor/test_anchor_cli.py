@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 from inspect_ai import Task
-from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.log import read_eval_log
 
 from docket.benchmarks.anchor.anchor import anchor_audit, anchor_direct
+from docket.core.inspect_private import PrerequisiteError
 
 FIXTURE = str(Path(__file__).with_name("fixture_scenarios.jsonl"))
 

@@ -22,7 +22,7 @@ from docket.agents.auditor import RECORD_KEY
 from docket.agents.scripted.basic import REFUSAL_TEXT
 from docket.benchmarks.anchor.anchor import anchor_audit, anchor_direct
 from docket.benchmarks.anchor.reference import SCRIPTED_SYSTEM_PROMPT, SCRIPTED_TOOL
-from docket.benchmarks.common.roles import RoleUnboundError
+from docket.core.roles import RoleUnboundError
 from docket.sandboxes.apps import verify_chain
 from docket.sandboxes.apps.log import ACTION_LOG_KEY
 from tests.scores import sample_score, score_fields

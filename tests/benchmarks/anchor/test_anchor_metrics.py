@@ -14,7 +14,7 @@ from docket.benchmarks.anchor.metrics import (
     krippendorff_alpha,
     turns_played,
 )
-from docket.benchmarks.anchor.survival import compliance_by, km_curve, restricted_mean
+from docket.core.survival import compliance_by, km_curve, restricted_mean
 from tests.scores import metric_value
 
 

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 from inspect_ai import eval as inspect_eval
-from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.log import EvalLog
 from inspect_ai.model import get_model
 
@@ -19,6 +18,7 @@ from docket.benchmarks.context_qa.dataset import (
     load,
     write,
 )
+from docket.core.inspect_private import PrerequisiteError
 
 
 def run(policy: str, tmp_path: Path, **task_args: object) -> EvalLog:

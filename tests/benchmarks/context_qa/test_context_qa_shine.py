@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 import torch
 from inspect_ai import eval as inspect_eval
-from inspect_ai.scorer._classification import max_f1_score
 
 from docket.benchmarks.context_qa.dataset import generate, write
 from docket.benchmarks.context_qa.prompts import render
+from docket.core.inspect_private import max_f1_score
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
@@ -25,8 +25,9 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any, Any, A
     """Backbone (trained on in-context QA, frozen) + SHINE hypernet, both saved to a folder."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from docket.core.tiny_models import build_tiny_lm
     from docket.methods.adaptation import shine
-    from docket.methods.adaptation.tiny import build_tiny_lm, train_lm
+    from docket.methods.adaptation.tiny import train_lm
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)

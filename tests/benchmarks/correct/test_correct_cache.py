@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from inspect_ai._util.error import PrerequisiteError
 
 from docket.benchmarks.correct.cache import CacheMismatch, SchemaCache, cosine, signature, tokens
+from docket.core.inspect_private import PrerequisiteError
 
 HALLUCINATION = (
     "Error Signatures: WebSurfer writes I already know this one, no search needed, value {n}.\n"

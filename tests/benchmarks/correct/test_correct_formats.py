@@ -87,7 +87,7 @@ def test_correct_error_rows_as_jsonl_and_as_the_published_parquet(tmp_path: Path
 def test_a_broken_parquet_file_is_one_line(tmp_path: Path) -> None:
     path = tmp_path / "x.parquet"
     path.write_bytes(b"not parquet")
-    from inspect_ai._util.error import PrerequisiteError
+    from docket.core.inspect_private import PrerequisiteError
 
     with pytest.raises(PrerequisiteError, match=r"x\.parquet: cannot read parquet"):
         load_trajectories(str(path))

@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 from inspect_ai import eval as inspect_eval
-from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.log import EvalLog
 from inspect_ai.model import ChatMessageUser, Model, get_model
 
@@ -28,6 +27,7 @@ from docket.benchmarks.correct.dataset import load_trajectories, select
 from docket.benchmarks.correct.prompts import correct_prompt
 from docket.benchmarks.correct.simulator.baselines import SurfaceBaseline
 from docket.benchmarks.correct.solvers import CacheConfig, SchemaStream, query_text, steps_of
+from docket.core.inspect_private import PrerequisiteError
 from tests.scores import sample_score
 
 SIZE = 30

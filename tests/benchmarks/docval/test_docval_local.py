@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 from inspect_ai import eval as inspect_eval
-from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.log import list_eval_logs, read_eval_log
 from inspect_ai.model import get_model
 
-from docket.methods.distill.tiny_vlm import build_tiny_text_lm
+from docket.core.inspect_private import PrerequisiteError
+from docket.core.tiny_models import build_tiny_text_lm
 
 
 @pytest.fixture(scope="module")

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 from inspect_ai import eval as inspect_eval
-from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.log import EvalLog
 from inspect_ai.model import get_model
 
 from docket.benchmarks.docval.dataset import SHIPPED, load_documents
 from docket.benchmarks.docval.docval import docval_grounding
+from docket.core.inspect_private import PrerequisiteError
 from tests.scores import score_fields
 
 LIMIT = 20

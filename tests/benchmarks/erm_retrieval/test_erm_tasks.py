@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 from inspect_ai import eval as inspect_eval
-from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.log import EvalLog
 from inspect_ai.model import get_model
 
 from docket.benchmarks.erm_retrieval.erm_retrieval import erm_rag, erm_retrieval
+from docket.core.inspect_private import PrerequisiteError
 from tests.scores import sample_score
 
 FIXTURE = Path(__file__).resolve().parents[2] / "data" / "beir_tiny"

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 from inspect_ai import eval as inspect_eval
-from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.model import get_model
 
 from docket.benchmarks.fed_topics.dataset import LABELS, partition, read_examples, write_clients
 from docket.benchmarks.fed_topics.scorer import first_label
+from docket.core.inspect_private import PrerequisiteError
 
 
 def test_partition_is_deterministic_and_label_skewed() -> None:

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 import yaml
 from inspect_ai import eval as inspect_eval
-from inspect_ai._util.error import PrerequisiteError
 
 from docket.benchmarks.rl_arith.dataset import shipped
 from docket.benchmarks.rl_arith.rl_arith import rl_arith
 from docket.benchmarks.rl_constraints.rl_constraints import rl_constraints
+from docket.core.inspect_private import PrerequisiteError
 from docket.methods.rl.tasks import family
 from docket.methods.rl.tasks.base import read_jsonl
 
@@ -95,13 +95,14 @@ def test_a_runner_checkpoint_is_scored_as_the_runner_scores_it(tmp_path: Path) -
     """A tiny warm-started checkpoint, two GRPO updates through the CLI, then
     `inspect eval docket/rl_arith --model docket/local/OUT/model`: the same replies, the same
     reward per problem as the runner's greedy evaluation."""
+    from docket.core.tiny_models import alphabet_tokenizer, tiny_llama
     from docket.methods.rl.policy import HFPolicy
     from docket.methods.rl.run import main
     from docket.methods.rl.sft import WarmStart, warm_start
-    from docket.methods.rl.tiny import char_tokenizer, load_checkpoint, save_checkpoint, tiny_llama
+    from docket.methods.rl.tiny import load_checkpoint, save_checkpoint
 
     arith = family("arith")
-    tokenizer = char_tokenizer(arith.alphabet)
+    tokenizer = alphabet_tokenizer(arith.alphabet)
     policy = HFPolicy(tiny_llama(tokenizer, seed=0), tokenizer)
     warm_start(policy, arith, WarmStart(steps=60, batch_size=32))
     init = save_checkpoint(policy.model, tokenizer, tmp_path / "init")

@@ -13,7 +13,6 @@ from inspect_ai.event import InfoEvent
 from inspect_ai.log import EvalLog, headline_metric, resolve_sample_attachments
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser
 
-from docket.benchmarks.common.roles import RoleUnboundError
 from docket.benchmarks.scsuff.prompts import (
     GENERATOR_INSTRUCTION,
     JUDGE_CRITERIA,
@@ -22,6 +21,7 @@ from docket.benchmarks.scsuff.prompts import (
 )
 from docket.benchmarks.scsuff.scsuff import scsuff as scsuff_default
 from docket.benchmarks.scsuff.scsuff import scsuff_hints
+from docket.core.roles import RoleUnboundError
 from tests.benchmarks.scsuff.scsuff_eval import metric, model_events, run, scripted, values
 
 #: The paper's setting (no explanation-free reference); the default adds it (see below).

@@ -7,7 +7,6 @@ import math
 from pathlib import Path
 
 import pytest
-from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.model import Logprob, Logprobs, TopLogprob
 from inspect_ai.scorer import SampleScore, Score
 
@@ -22,6 +21,7 @@ from docket.benchmarks.scsuff.dataset import (
 )
 from docket.benchmarks.scsuff.prompts import parse_alternative, parse_verdict
 from docket.benchmarks.scsuff.scorer import chen_faithfulness, hint_value, sufficiency_value
+from docket.core.inspect_private import PrerequisiteError
 from tests.scores import metric_value
 
 

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 from inspect_ai import eval as inspect_eval
-from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.log import headline_metric
 from inspect_ai.model import get_model
 
@@ -18,6 +17,7 @@ from docket.benchmarks.scsuff.dataset import FEATURES
 from docket.benchmarks.scsuff.estimator import closed_form, sampled_logprobs, scsuff
 from docket.benchmarks.scsuff.scsuff import scsuff as scsuff_default
 from docket.benchmarks.scsuff.scsuff import scsuff_hints
+from docket.core.inspect_private import PrerequisiteError
 from tests.benchmarks.scsuff.scsuff_eval import metric, run, values
 from tests.scores import sample_score, score_fields
 

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 from inspect_ai import eval as inspect_eval
-from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.log import EvalLog, EvalSample, read_eval_log
 from inspect_ai.model import ChatMessageTool, get_model
 
 from docket.benchmarks.smoke.smoke import FILES, STATEFUL, smoke
+from docket.core.inspect_private import PrerequisiteError
 
 pytestmark = pytest.mark.bwrap
 

@@ -10,7 +10,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 from inspect_ai import eval as inspect_eval
-from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.model import get_model
 
 from docket.benchmarks.spatial_relations.dataset import (
@@ -26,6 +25,7 @@ from docket.benchmarks.spatial_relations.dataset import (
 )
 from docket.benchmarks.spatial_relations.render import BOARD, COLOURS, Pose
 from docket.benchmarks.spatial_relations.spatial_relations import samples
+from docket.core.inspect_private import PrerequisiteError
 
 
 def test_shipped_data_is_the_generator_output(tmp_path: Path) -> None:

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 from inspect_ai import eval as inspect_eval
-from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.model import get_model
 
 from docket.benchmarks.tabular_anomaly.dataset import LOADERS, SHOP_KINDS, shop, split
 from docket.benchmarks.tabular_anomaly.scorer import by_kind, ranking_metrics
 from docket.benchmarks.tabular_anomaly.tabular_anomaly import tabular_anomaly
+from docket.core.inspect_private import PrerequisiteError
 from docket.methods.anomaly.baselines import random_scores
 from docket.methods.anomaly.serialize import parse, serialize
 from tests.scores import sample_score, score_fields

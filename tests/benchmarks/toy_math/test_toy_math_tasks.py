@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 from inspect_ai import eval as inspect_eval
-from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.log import EvalLog
 from inspect_ai.model import get_model
 
@@ -16,6 +15,7 @@ from docket.benchmarks.toy_math.dataset import split_chains
 from docket.benchmarks.toy_math.reference import parse_question, question
 from docket.benchmarks.toy_math.scorer import final_answer
 from docket.benchmarks.toy_math.toy_math import toy_math, toy_math_sar
+from docket.core.inspect_private import PrerequisiteError
 from tests.scores import sample_score, score_fields
 
 

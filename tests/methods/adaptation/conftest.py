@@ -18,7 +18,7 @@ CORPUS = [
 def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A random 2-layer Llama, hidden 32 (one layer's rank-2 LoRA = 32 x 32 values), weights
     drawn with std 0.3 so its frozen head can express a confident answer."""
-    from docket.methods.adaptation.tiny import build_tiny_lm
+    from docket.core.tiny_models import build_tiny_lm
 
     return build_tiny_lm(tmp_path_factory.mktemp("tiny"), CORPUS, hidden=32, layers=2, init_std=0.3)
 

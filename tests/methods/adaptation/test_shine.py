@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import torch
 
+from docket.core.tiny_models import random_llama
 from docket.methods.adaptation import shine
 from docket.methods.adaptation.lm import prompt_ids, target_ids, target_logprobs, text_ids
 from docket.methods.adaptation.lora import (
@@ -162,8 +163,6 @@ def test_peft_export_reproduces_the_functional_forward(
 
 
 def test_save_load_round_trip_and_layout_check(tiny: tuple[Any, Any], tmp_path: Path) -> None:
-    from transformers import LlamaConfig, LlamaForCausalLM
-
     model, tokenizer = tiny
     net = hypernet_for(model)
     shine.save_hypernet(net, tmp_path / "shine")
@@ -173,16 +172,7 @@ def test_save_load_round_trip_and_layout_check(tiny: tuple[Any, Any], tmp_path: 
         for path, (a, b) in net(model, ids)[0].items():
             torch.testing.assert_close(loaded(model, ids)[0][path][0], a)
             torch.testing.assert_close(loaded(model, ids)[0][path][1], b)
-    other = LlamaForCausalLM(
-        LlamaConfig(
-            vocab_size=64,
-            hidden_size=32,
-            intermediate_size=64,
-            num_hidden_layers=3,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-        )
-    )
+    other = random_llama(64, hidden=32, intermediate=64, layers=3, heads=4, kv_heads=2, seed=None)
     with pytest.raises(ValueError, match="another backbone layout"):
         shine.load_hypernet(tmp_path / "shine", other)
     with pytest.raises(ValueError, match="no trained hypernet"):

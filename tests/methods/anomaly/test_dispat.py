@@ -8,10 +8,10 @@ import random
 import numpy as np
 import pytest
 
+from docket.core.tiny_models import ascii_tokenizer
 from docket.methods.anomaly.baselines import Encoder, pyod_scores, random_scores
 from docket.methods.anomaly.dispat import DiSPaT, LMConfig, SelfPlayConfig, TableLM
 from docket.methods.anomaly.serialize import Column, permutations
-from docket.methods.anomaly.tiny_lm import char_tokenizer
 
 COLUMNS = [Column("colour", "categorical"), Column("size", "numeric", 1)]
 
@@ -31,7 +31,7 @@ TINY = LMConfig(hidden=32, layers=1, heads=2, steps=15, batch=8, score_permutati
 
 
 def test_the_char_tokenizer_round_trips_text_and_specials() -> None:
-    tokenizer = char_tokenizer()
+    tokenizer = ascii_tokenizer()
     text = "colour is red, size is 1.0\nQ: x"
     ids = tokenizer.encode(text, add_special_tokens=False)
     assert len(ids) == len(text) and tokenizer.decode(ids) == text

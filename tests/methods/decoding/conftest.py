@@ -73,7 +73,7 @@ def tiny_llama_dir(tmp_path_factory: pytest.TempPathFactory, target: Any) -> Pat
 @pytest.fixture(scope="session")
 def vlm_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny random LLaVA (4 x 4 image grid) with its processor."""
-    from docket.methods.distill.tiny_vlm import build_tiny_vlm
+    from docket.core.tiny_models import build_tiny_vlm
 
     path = tmp_path_factory.mktemp("flash-vlm")
     return build_tiny_vlm(path, ["a red square on a white page"] * 4, image_size=64, patch_size=16)

@@ -13,8 +13,8 @@ from inspect_ai import eval as inspect_eval
 from inspect_ai.log import EvalLog
 from inspect_ai.model import get_model
 
-from docket.benchmarks.common.roles import RoleUnboundError
 from docket.benchmarks.docval.docval import docval_teacher
+from docket.core.roles import RoleUnboundError
 from docket.methods.distill import export, sft
 from docket.methods.distill.teacher import teacher_prompt
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from docket.benchmarks.toy_math.reference import Chain, question, repair_a, style_a, style_b
-from docket.methods.anomaly.tiny_lm import char_tokenizer, tiny_causal_lm
+from docket.core.tiny_models import ascii_tokenizer, tiny_causal_lm
 from docket.methods.distill.style_refine import (
     SFTSettings,
     adaptation_cost,
@@ -51,7 +51,7 @@ def test_minimal_repair_is_kept_and_rewrites_and_wrong_repairs_are_not() -> None
 
 
 def test_adaptation_cost_is_the_mean_completion_token_nll() -> None:
-    tokenizer = char_tokenizer()
+    tokenizer = ascii_tokenizer()
     model = tiny_causal_lm(len(tokenizer), hidden=32, layers=1, heads=2, seed=3)
     prompt, completion = question(CHAIN), style_a(CHAIN)
     head = tokenizer.apply_chat_template(
@@ -70,7 +70,7 @@ def test_a_student_trained_on_style_a_finds_style_a_cheaper(tmp_path: Path) -> N
     """TRL SFTTrainer on style A; the trained checkpoint prefers A to B (the proxy's sanity)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    tokenizer = char_tokenizer()
+    tokenizer = ascii_tokenizer()
     model = tiny_causal_lm(len(tokenizer), hidden=48, layers=2, heads=2, seed=0)
     model.save_pretrained(tmp_path / "base")
     tokenizer.save_pretrained(tmp_path / "base")

@@ -20,6 +20,7 @@ from inspect_ai.model import (
 )
 from inspect_ai.tool import ToolCall, ToolFunction, ToolInfo, ToolParam, ToolParams
 
+from docket.core.tiny_models import bpe_tokenizer, random_llama
 from docket.methods.local import loading, provider, sampling
 from docket.methods.local.chat import parse_tool_calls, render_messages, tools_prompt
 from docket.methods.local.provider import (
@@ -51,40 +52,28 @@ QUESTION: list[ChatMessage] = [ChatMessageUser(content="What is 2+2?")]
 @pytest.fixture(scope="session")
 def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A random 2-layer Llama with a byte-level BPE tokenizer and a ChatML template."""
-    import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
-
-    bpe = Tokenizer(models.BPE())
-    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    bpe.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
+    corpus = ["The quick brown fox jumps over the lazy dog. What is 2+2? It is 4."] * 20
+    tokenizer = bpe_tokenizer(
+        corpus,
         vocab_size=400,
         special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-    )
-    corpus = ["The quick brown fox jumps over the lazy dog. What is 2+2? It is 4."] * 20
-    bpe.train_from_iterator(corpus, trainer)
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=bpe,
         eos_token="<|im_end|>",
         pad_token="<|endoftext|>",
         chat_template=CHAT_TEMPLATE,
     )
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
+    model = random_llama(
+        len(tokenizer),
+        hidden=32,
+        intermediate=64,
+        layers=2,
+        heads=4,
+        kv_heads=2,
         max_position_embeddings=512,
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
     )
     path = tmp_path_factory.mktemp("tiny-llama")
-    LlamaForCausalLM(config).save_pretrained(path)
+    model.save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
 

@@ -25,7 +25,7 @@ from inspect_ai.model import (
 )
 from inspect_ai.solver import generate
 
-from docket.methods.distill.tiny_vlm import build_tiny_text_lm, build_tiny_vlm
+from docket.core.tiny_models import build_tiny_text_lm, build_tiny_vlm
 from docket.methods.local.chat import media_kinds, render_messages, render_multimodal
 from docket.methods.local.provider import LocalHFModelAPI, UnreadableInputError
 from docket.methods.local.vision import open_image

@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 import torch
 
+from docket.core.tiny_models import alphabet_tokenizer, tiny_llama
 from docket.methods.rl.policy import HFPolicy
 from docket.methods.rl.sft import WarmStart, warm_start
 from docket.methods.rl.tasks.arith import ArithFamily
 from docket.methods.rl.tasks.base import TaskFamily
 from docket.methods.rl.tasks.constraints import ConstraintsFamily
-from docket.methods.rl.tiny import char_tokenizer, tiny_llama
 from docket.methods.rl.trainer import RLConfig, Trainer, evaluate
 
 MARGIN = 0.02
@@ -44,7 +44,7 @@ def warm() -> dict[str, tuple[TaskFamily, HFPolicy]]:
     started: dict[str, tuple[TaskFamily, HFPolicy]] = {}
     for name in ("arith", "constraints"):
         family = small(name)
-        tokenizer = char_tokenizer(family.alphabet)
+        tokenizer = alphabet_tokenizer(family.alphabet)
         policy = HFPolicy(tiny_llama(tokenizer, seed=0), tokenizer)
         losses = warm_start(policy, family, WarmStart(steps=200, batch_size=32, seed=0))
         assert sum(losses[-20:]) < sum(losses[:20])  # the warm start learns
@@ -105,7 +105,7 @@ def test_hir_needs_the_constraints_family() -> None:
 
 def test_policy_sampling_matches_scoring() -> None:
     family = small("arith")
-    tokenizer = char_tokenizer(family.alphabet)
+    tokenizer = alphabet_tokenizer(family.alphabet)
     policy = HFPolicy(tiny_llama(tokenizer, seed=1), tokenizer)
     prompts = [policy.encode_prompt("3+4="), policy.encode_prompt("12+9=")]
     sampled = policy.sample(

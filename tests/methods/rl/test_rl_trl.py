@@ -15,12 +15,12 @@ trl = pytest.importorskip("trl")
 from datasets import Dataset  # noqa: E402
 from trl import GRPOConfig, GRPOTrainer  # noqa: E402
 
+from docket.core.tiny_models import alphabet_tokenizer, tiny_llama  # noqa: E402
 from docket.methods.rl.advantages import grpo_advantages  # noqa: E402
 from docket.methods.rl.engines.trl_grpo import DocketRL, docket_grpo_trainer  # noqa: E402
 from docket.methods.rl.losses import clipped_surrogate  # noqa: E402
 from docket.methods.rl.metrics import read_metrics  # noqa: E402
 from docket.methods.rl.policy import HFPolicy  # noqa: E402
-from docket.methods.rl.tiny import char_tokenizer, tiny_llama  # noqa: E402
 
 AGGREGATION = {
     "grpo": "seq_mean_token_mean",
@@ -48,7 +48,7 @@ def config(tmp_path: Path, loss_type: str, **extra: Any) -> GRPOConfig:
 
 @pytest.fixture(scope="module")
 def tiny() -> tuple[Any, Any]:
-    tokenizer = char_tokenizer("0123456789+-=")
+    tokenizer = alphabet_tokenizer("0123456789+-=")
     return tiny_llama(tokenizer, seed=0), tokenizer
 
 

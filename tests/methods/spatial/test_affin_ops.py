@@ -8,6 +8,7 @@ import math
 import pytest
 import torch
 
+from docket.core.tiny_models import random_llama
 from docket.methods.spatial import affine
 from docket.methods.spatial.ops import (
     ConditionalReconstruction,
@@ -101,18 +102,7 @@ def test_projection_is_idempotent_and_removes_the_pose_component() -> None:
 
 
 def test_pose_projection_hooks_a_decoder() -> None:
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=50,
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-    )
-    model = LlamaForCausalLM(config).eval()
+    model = random_llama(50, hidden=16, intermediate=32, layers=2, heads=2, seed=0).eval()
     basis = PoseSubspace(6, 16, 2)(torch.randn(1, 6)).detach()
     captured: list[torch.Tensor] = []
 

@@ -27,7 +27,7 @@ QUESTION = "Is the red object left of the blue object? Answer yes or no."
 
 @pytest.fixture(scope="module")
 def vlm_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from docket.methods.distill.tiny_vlm import build_tiny_vlm
+    from docket.core.tiny_models import build_tiny_vlm
 
     folder = tmp_path_factory.mktemp("tiny-vlm")
     return build_tiny_vlm(

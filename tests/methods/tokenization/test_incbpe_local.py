@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageUser, GenerateConfig
 
+from docket.core.tiny_models import random_llama
 from docket.methods.local.provider import LocalHFModelAPI
 from docket.methods.tokenization.hf import IncBpeHFTokenizer
 
@@ -32,9 +33,8 @@ MESSAGES: list[ChatMessage] = [
 @pytest.fixture(scope="module")
 def tiny_llama(tmp_path_factory: pytest.TempPathFactory, trained_json: Path) -> Path:
     """A random 2-layer Llama with the trained byte-level tokenizer, a BOS and a template."""
-    import torch
     from tokenizers import Tokenizer, processors
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+    from transformers import PreTrainedTokenizerFast
 
     bpe = Tokenizer.from_file(str(trained_json))
     bpe.add_special_tokens(["<|im_start|>", "<|im_end|>"])
@@ -45,18 +45,17 @@ def tiny_llama(tmp_path_factory: pytest.TempPathFactory, trained_json: Path) -> 
     tokenizer = PreTrainedTokenizerFast(
         tokenizer_object=bpe, eos_token="<|im_end|>", bos_token="<|endoftext|>"
     )
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
+    model = random_llama(
+        len(tokenizer),
+        hidden=32,
+        intermediate=64,
+        layers=2,
+        heads=4,
+        kv_heads=2,
         eos_token_id=tokenizer.eos_token_id,
     )
     path = tmp_path_factory.mktemp("tiny-llama-incbpe")
-    LlamaForCausalLM(config).save_pretrained(path)
+    model.save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.model import Model, get_model, model_roles
-from inspect_ai.model._model import active_model
+
+from docket.core.inspect_private import PrerequisiteError, active_model
 
 
 class RoleUnboundError(PrerequisiteError):

@@ -4,8 +4,8 @@ from typing import Any
 
 import pytest
 
-from docket.benchmarks.common.headline import headline
 from docket.benchmarks.smoke.smoke import smoke
+from docket.core.headline import headline
 
 
 def test_headline_sets_inspect_metric_and_metadata() -> None:

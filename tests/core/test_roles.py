@@ -7,7 +7,7 @@ from inspect_ai.model import ModelOutput, get_model
 from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
-from docket.benchmarks.common.roles import (
+from docket.core.roles import (
     RoleUnboundError,
     require_roles,
     role_model,

@@ -1,0 +1,53 @@
+"""What docket uses from Inspect's private modules, imported in this one place.
+
+Inspect (`inspect_ai`) keeps these names in underscored modules, which may move between
+releases; every docket module imports them from here, so a move is one edit. Names whose
+module is known to have moved fall back to a stand-in (noted at each).
+"""
+
+from __future__ import annotations
+
+from inspect_ai._util import logger as inspect_logger
+from inspect_ai._util.config import parse_cli_args
+from inspect_ai._util.error import PrerequisiteError
+from inspect_ai._util.logger import warn_once
+from inspect_ai._util.registry import RegistryType, registry_lookup
+from inspect_ai.model._generate_config import active_generate_config
+from inspect_ai.model._model import active_model
+from inspect_ai.scorer._classification import max_f1_score
+from inspect_ai.util._sandbox.compose import parse_compose_yaml
+from inspect_ai.util._sandbox.environment import deserialize_sandbox_specific_config
+from inspect_ai.util._sandbox.limits import (
+    override_max_exec_output_size,
+    override_max_read_file_size,
+)
+from inspect_ai.util._sandbox.local import LocalSandboxEnvironment
+
+try:
+    from inspect_ai.util._sandbox._cli import SANDBOX_CLI
+except ImportError:  # pragma: no cover - older/newer Inspect layouts
+    SANDBOX_CLI = "/var/tmp/.da7be258e003d428/inspect-sandbox-tools"
+
+try:
+    from inspect_ai.util._subprocess import max_subprocesses_context_var
+except ImportError:  # pragma: no cover - older/newer Inspect layouts
+    max_subprocesses_context_var = None  # type: ignore[assignment]
+
+__all__ = [
+    "SANDBOX_CLI",
+    "LocalSandboxEnvironment",
+    "PrerequisiteError",
+    "RegistryType",
+    "active_generate_config",
+    "active_model",
+    "deserialize_sandbox_specific_config",
+    "inspect_logger",
+    "max_f1_score",
+    "max_subprocesses_context_var",
+    "override_max_exec_output_size",
+    "override_max_read_file_size",
+    "parse_cli_args",
+    "parse_compose_yaml",
+    "registry_lookup",
+    "warn_once",
+]
