@@ -7,7 +7,7 @@ used, so a run on the scripted models never imports torch.
 
 from __future__ import annotations
 
-import importlib
+from collections.abc import Callable
 from typing import Any
 
 from inspect_ai.model import ChatMessage, GenerateConfig, ModelAPI, ModelOutput, modelapi
@@ -15,25 +15,64 @@ from inspect_ai.tool import ToolChoice, ToolInfo
 
 from docket.core.inspect_private import PrerequisiteError
 
-#: docket model kind -> "module:class" of its backend `ModelAPI`.
-BACKENDS: dict[str, str] = {
-    "scripted": "docket.agents.scripted.provider:ScriptedModelAPI",
-    "smollm2": "docket.methods.local.provider:SmolLM2ModelAPI",
-    "local": "docket.methods.local.provider:LocalHFModelAPI",
+
+def _scripted() -> type[ModelAPI]:
+    from docket.agents.scripted.provider import ScriptedModelAPI
+
+    return ScriptedModelAPI
+
+
+def _smollm2() -> type[ModelAPI]:
+    from docket.methods.local.provider import SmolLM2ModelAPI
+
+    return SmolLM2ModelAPI
+
+
+def _local() -> type[ModelAPI]:
+    from docket.methods.local.provider import LocalHFModelAPI
+
+    return LocalHFModelAPI
+
+
+#: docket model kind -> the function importing its backend `ModelAPI` (on first use only).
+BACKENDS: dict[str, Callable[[], type[ModelAPI]]] = {
+    "scripted": _scripted,
+    "smollm2": _smollm2,
+    "local": _local,
 }
 
 
-def _backend_class(kind: str) -> type[ModelAPI]:
+def backend_class(kind: str) -> type[ModelAPI]:
+    """The backend `ModelAPI` of a docket model kind, imported now.
+
+    Args:
+        kind: The first segment of the model name (`scripted`, `smollm2`, `local`).
+
+    Returns:
+        Its class.
+
+    Raises:
+        PrerequisiteError: An unknown kind (one line listing the accepted models).
+    """
     if kind not in BACKENDS:
         accepted = ", ".join(f"docket/{name}" for name in BACKENDS)
         raise PrerequisiteError(f"Unknown docket model 'docket/{kind}'; accepted: {accepted}")
-    module_name, class_name = BACKENDS[kind].split(":")
-    backend: type[ModelAPI] = getattr(importlib.import_module(module_name), class_name)
-    return backend
+    return BACKENDS[kind]()
 
 
 class DocketModelAPI(ModelAPI):
-    """Forwards every call to the backend chosen by the first segment of the model name."""
+    """Forwards every call to the backend chosen by the first segment of the model name.
+
+    Args:
+        model_name: `scripted`, `smollm2`, `local/<path>` (what follows `docket/`).
+        base_url: Passed to the backend.
+        api_key: Passed to the backend.
+        config: The run's generation config.
+        **model_args: The backend's `-M` arguments.
+
+    Raises:
+        PrerequisiteError: An unknown model, or the backend refused its arguments (one line).
+    """
 
     def __init__(
         self,
@@ -45,9 +84,9 @@ class DocketModelAPI(ModelAPI):
     ) -> None:
         super().__init__(model_name=model_name, base_url=base_url, api_key=api_key, config=config)
         kind = model_name.split("/", 1)[0]
-        backend_class = _backend_class(kind)
+        backend = backend_class(kind)
         try:
-            self.backend = backend_class(
+            self.backend = backend(
                 model_name=model_name,
                 base_url=base_url,
                 api_key=api_key,
@@ -67,23 +106,52 @@ class DocketModelAPI(ModelAPI):
         tool_choice: ToolChoice,
         config: GenerateConfig,
     ) -> ModelOutput | tuple[ModelOutput | Exception, Any]:
-        """Generate with the backend."""
+        """Generate with the backend.
+
+        Args:
+            input: The conversation so far.
+            tools: The tools offered.
+            tool_choice: Inspect's tool choice.
+            config: The generation config.
+
+        Returns:
+            The backend's output (with its call record when it gives one).
+        """
         return await self.backend.generate(input, tools, tool_choice, config)
 
     def max_tokens(self) -> int | None:
-        """The backend's default max_tokens."""
+        """The backend's default max_tokens.
+
+        Returns:
+            What the backend says (None: no limit of its own).
+        """
         return self.backend.max_tokens()
 
     def max_connections(self) -> int:
-        """The backend's concurrency."""
+        """The backend's concurrency.
+
+        Returns:
+            The concurrent calls the backend allows.
+        """
         return self.backend.max_connections()
 
     def connection_key(self) -> str:
-        """Share connection limits per backend model."""
+        """Share connection limits per backend model.
+
+        Returns:
+            `docket/<model name>`.
+        """
         return f"docket/{self.model_name}"
 
     def should_retry(self, ex: Exception) -> bool:
-        """Retry only what the backend says is transient."""
+        """Retry only what the backend says is transient.
+
+        Args:
+            ex: The error of a call.
+
+        Returns:
+            The backend's answer.
+        """
         return bool(self.backend.should_retry(ex))
 
     async def aclose(self) -> None:
@@ -93,5 +161,9 @@ class DocketModelAPI(ModelAPI):
 
 @modelapi(name="docket")
 def docket_model_api() -> type[ModelAPI]:
-    """Register the `docket` provider (imported lazily by Inspect)."""
+    """Register the `docket` provider (imported lazily by Inspect).
+
+    Returns:
+        `DocketModelAPI`.
+    """
     return DocketModelAPI

@@ -8,7 +8,6 @@ cannot be compared.
 from __future__ import annotations
 
 import argparse
-import importlib
 from pathlib import Path
 
 from rich.console import Console
@@ -57,13 +56,8 @@ def _list(console: Console) -> int:
     other.add_column("kind", no_wrap=True)
     other.add_column("name", no_wrap=True)
     other.add_column("what")
-    for kind, target in models.BACKENDS.items():
-        module, cls = target.split(":")
-        other.add_row(
-            "model",
-            f"docket/{kind}",
-            _first_doc_line(getattr(importlib.import_module(module), cls)),
-        )
+    for kind in models.BACKENDS:
+        other.add_row("model", f"docket/{kind}", _first_doc_line(models.backend_class(kind)))
     for name in registry.REGISTERED["sandboxenv"]:
         other.add_row("sandbox", name, "-T sandbox=" + name.split("/", 1)[1])
     for name in preset_names():

@@ -137,9 +137,17 @@ class ScriptedModelAPI(ModelAPI):
         )
 
     def max_tokens(self) -> int | None:
-        """Scripted replies are short; no provider limit applies."""
+        """Scripted replies are short; no provider limit applies.
+
+        Returns:
+            None.
+        """
         return None
 
     def max_connections(self) -> int:
-        """Pure Python and instant: allow plenty of concurrency."""
+        """Pure Python and instant: allow plenty of concurrency.
+
+        Returns:
+            64.
+        """
         return 64

