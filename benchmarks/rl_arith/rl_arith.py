@@ -6,12 +6,19 @@ scored with `inspect eval docket/rl_arith --model docket/local/OUT/model`.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from inspect_ai import Task, task
 
 import docket.benchmarks.rl_arith.reference  # noqa: F401  (registers its policies)
-from docket.benchmarks.rl_arith.verifiable import VerifiableBenchmark, verifiable_task
+from docket.methods.rl.verifiable.task import VerifiableBenchmark, verifiable_task
 
-ARITH = VerifiableBenchmark(name="rl_arith", family="arith", tags=("rl", "math", "verifiable"))
+ARITH = VerifiableBenchmark(
+    name="rl_arith",
+    family="arith",
+    tags=("rl", "math", "verifiable"),
+    shipped=Path(__file__).parent / "data" / "test.jsonl",
+)
 
 
 @task

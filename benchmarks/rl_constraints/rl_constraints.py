@@ -5,15 +5,18 @@ The benchmark of `python -m docket.methods.rl.run --task constraints` (variants 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from inspect_ai import Task, task
 
 import docket.benchmarks.rl_constraints.reference  # noqa: F401  (registers its policies)
-from docket.benchmarks.rl_arith.verifiable import VerifiableBenchmark, verifiable_task
+from docket.methods.rl.verifiable.task import VerifiableBenchmark, verifiable_task
 
 CONSTRAINTS = VerifiableBenchmark(
     name="rl_constraints",
     family="constraints",
     tags=("rl", "instruction-following", "verifiable"),
+    shipped=Path(__file__).parent / "data" / "test.jsonl",
 )
 
 

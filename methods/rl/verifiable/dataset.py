@@ -1,6 +1,6 @@
 """Problems of a verifiable-reward family as Inspect samples.
 
-The shipped file (`data/test.jsonl` of each benchmark) is the family's deterministic test split
+A benchmark's shipped file (its own `data/test.jsonl`) is the family's deterministic test split
 (`TaskFamily.split("test", 200)`; the runner never trains on these prompts and evaluates on
 them). `-T data=PATH` reads another JSONL with the same fields; a malformed row is one line
 naming the file and row.
@@ -19,14 +19,23 @@ from docket.methods.rl.tasks.base import Problem, read_jsonl
 from .prompts import render
 
 
-def shipped(benchmark: str) -> Path:
-    """The shipped test split of `benchmark` (rl_arith or rl_constraints)."""
-    return Path(__file__).resolve().parents[1] / benchmark / "data" / "test.jsonl"
+def load_problems(task: str, family: str, data: str, shipped: Path) -> list[Problem]:
+    """Rows of `data` (default: the benchmark's shipped split), checked against the family's
+    fields.
 
+    Args:
+        task: The task's name, which starts every error line.
+        family: The task family whose checker reads the rows.
+        data: `-T data=`: '' for the shipped split, or a JSONL path with the same fields.
+        shipped: The benchmark's shipped test split.
 
-def load_problems(task: str, family: str, data: str, benchmark: str) -> list[Problem]:
-    """Rows of `data` (default: the shipped split), checked against the family's fields."""
-    path = Path(data) if data else shipped(benchmark)
+    Returns:
+        The problems.
+
+    Raises:
+        PrerequisiteError: The file is missing or empty, or a row is malformed (one line).
+    """
+    path = Path(data) if data else shipped
     if not path.is_file():
         raise PrerequisiteError(f"{task}: -T data={data!r} is not a file")
     try:

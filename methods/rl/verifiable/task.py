@@ -1,13 +1,14 @@
-"""The Task shared by the verifiable-reward benchmarks (`docket/rl_arith`, `docket/rl_constraints`).
+"""The Task of a verifiable-reward benchmark (`docket/rl_arith`, `docket/rl_constraints`).
 
-Each benchmark names itself with a `VerifiableBenchmark` (its task name, which is also its folder
-and its shipped data's home, and the `docket.methods.rl` task family that verifies its answers)
-and builds its task with `verifiable_task`.
+Each benchmark names itself with a `VerifiableBenchmark` (its task name, the `docket.methods.rl`
+task family that verifies its answers, its own shipped test split) and builds its task with
+`verifiable_task`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from inspect_ai import Task
 from inspect_ai.model import GenerateConfig
@@ -33,14 +34,16 @@ class VerifiableBenchmark:
     """A verifiable-reward benchmark.
 
     Attributes:
-        name: The task name without `docket/`; also the benchmark folder holding `data/`.
+        name: The task name without `docket/`.
         family: The `docket.methods.rl` task family that renders and verifies its problems.
         tags: The task's tags.
+        shipped: The benchmark's shipped test split (a JSONL file in its own folder).
     """
 
     name: str
     family: str
     tags: tuple[str, ...]
+    shipped: Path
 
 
 def verifiable_task(
@@ -61,7 +64,7 @@ def verifiable_task(
     style = one_of(name, "style", style, STYLES)
     if max_tokens is None:
         max_tokens = DEFAULT_TOKENS[family if style == "bare" else style]
-    problems = load_problems(name, family, checked(name, "data", data, str), name)
+    problems = load_problems(name, family, checked(name, "data", data, str), benchmark.shipped)
     h = headline(
         "verifiable_reward",
         "mean",

@@ -12,21 +12,21 @@ import pytest
 import yaml
 from inspect_ai import eval as inspect_eval
 
-from docket.benchmarks.rl_arith.dataset import shipped
-from docket.benchmarks.rl_arith.rl_arith import rl_arith
-from docket.benchmarks.rl_constraints.rl_constraints import rl_constraints
+from docket.benchmarks.rl_arith.rl_arith import ARITH, rl_arith
+from docket.benchmarks.rl_constraints.rl_constraints import CONSTRAINTS, rl_constraints
 from docket.core.inspect_private import PrerequisiteError
 from docket.methods.rl.tasks import family
 from docket.methods.rl.tasks.base import read_jsonl
 
 ROOT = Path(__file__).resolve().parents[3] / "benchmarks"
+SHIPPED = {"rl_arith": ARITH.shipped, "rl_constraints": CONSTRAINTS.shipped}
 
 
 @pytest.mark.parametrize(
     ("benchmark", "name"), [("rl_arith", "arith"), ("rl_constraints", "constraints")]
 )
 def test_shipped_split_is_the_families_test_split(benchmark: str, name: str) -> None:
-    rows = read_jsonl(shipped(benchmark))
+    rows = read_jsonl(SHIPPED[benchmark])
     generated = family(name).split("test", 200)
     assert rows == json.loads(json.dumps(generated))
     train = {p["prompt"] for p in family(name).split("train", 100, seed=0)}
