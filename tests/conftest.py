@@ -1,4 +1,5 @@
-"""Hypothesis profiles for every property test (`HYPOTHESIS_PROFILE=dev` for a wider search).
+"""Hypothesis profiles for every property test (`HYPOTHESIS_PROFILE=dev` for a wider search),
+and an environment that one test cannot leak into the next.
 
 `ci` (the default) is derandomized, so a CI run is deterministic and reproducible; `dev` draws
 fresh random examples and more of them.
@@ -7,7 +8,9 @@ fresh random examples and more of them.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -25,3 +28,16 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture(autouse=True)
+def _restore_pythonpath() -> Iterator[None]:
+    """Put PYTHONPATH back after each test: Flower's Ray backend writes the test process's
+    sys.path (the checkout included) into it, and later subprocesses (fresh venvs) would import
+    docket from the checkout instead of what they installed."""
+    before = os.environ.get("PYTHONPATH")
+    yield
+    if before is None:
+        os.environ.pop("PYTHONPATH", None)
+    else:
+        os.environ["PYTHONPATH"] = before

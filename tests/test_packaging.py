@@ -21,6 +21,12 @@ CARD_FOLDERS = ("agents", "benchmarks", "methods", "reports", "sandboxes")
 COPY_IGNORE = (".git", ".venv", "build", "dist", "logs", "*.egg-info", "__pycache__", ".*_cache")
 
 
+def clean_env() -> dict[str, str]:
+    """The environment of a fresh venv's subprocess: no PYTHONPATH, so nothing outside the venv
+    (a checkout on the path) can stand in for what was installed."""
+    return {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+
+
 def source_packages() -> set[str]:
     """Every folder with an `__init__.py` under `docket/` (links followed), as an import name."""
     names: set[str] = set()
@@ -176,7 +182,7 @@ def test_packages_import_from_a_fresh_venv(wheel: Path, tmp_path: Path) -> None:
         f"print('imported', len({modules!r}))\n"
     )
     result = subprocess.run(
-        [str(python), "-c", script], capture_output=True, text=True, cwd=tmp_path
+        [str(python), "-c", script], capture_output=True, text=True, cwd=tmp_path, env=clean_env()
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip() == f"imported {len(modules)}"
@@ -209,7 +215,7 @@ def test_editable_install_imports_from_the_tree(tmp_path: Path) -> None:
         "print(a.__file__); print(b.__file__); print(r.__file__)\n"
     )
     result = subprocess.run(
-        [str(python), "-c", script], capture_output=True, text=True, cwd=tmp_path
+        [str(python), "-c", script], capture_output=True, text=True, cwd=tmp_path, env=clean_env()
     )
     assert result.returncode == 0, result.stderr[-2000:]
     expected = [
@@ -283,5 +289,6 @@ def test_readme_install_lines_work_in_a_fresh_venv(wheel: Path, tmp_path: Path) 
             capture_output=True,
             text=True,
             cwd=tmp_path,
+            env=clean_env(),
         )
         assert result.returncode == 0, (line, result.stdout[-500:], result.stderr[-2000:])
