@@ -1,18 +1,18 @@
 """SHINE: a hypernetwork that turns a context into a LoRA adapter in one forward pass.
 
-Pipeline ([CODE] = as in the authors' released code, MuLabPKU/SHINE; [RECON] = our
-reconstruction):
+Pipeline ("as released" = as in the authors' released code, MuLabPKU/SHINE; "ours" = our
+reconstruction where the paper and the code leave a choice open):
 
-1. Memory extraction [CODE]: `M` learned memory embeddings are appended after the context
+1. Memory extraction (as released): `M` learned memory embeddings are appended after the context
    tokens and the *frozen* LLM reads them with a trainable low-rank meta-LoRA active; forward
    hooks on every decoder layer collect the hidden states at the memory positions,
    `[n, L, M, d]`.
-2. M2P transformer [CODE]: learned layer and slot positions are added, then encoder layers
+2. M2P transformer (as released): learned layer and slot positions are added, then encoder layers
    alternate the attention axis (across layers for each slot, then across slots within each
    layer; `layer_first`), post-norm, GELU, no dropout.
-3. Decoding [CODE]: each layer's `M*d` output is read as `[A | B]` blocks of the targets in
+3. Decoding (as released): each layer's `M*d` output is read as `[A | B]` blocks of the targets in
    order (q, k, v, o, gate, up, down), both times sqrt(scale), so the update is
-   `scale * (x A) B`; `M = numel_per_layer / d` exactly (knob `pad_memory` rounds up [RECON]).
+   `scale * (x A) B`; `M = numel_per_layer / d` exactly (knob `pad_memory` rounds up, ours).
 4. Answering: the frozen LLM with the generated adapter (functional, one per sample) and the
    question alone in the prompt.
 5. Training: reconstruction/completion pretraining and QA instruction tuning, next-token cross
@@ -80,9 +80,9 @@ class ShineConfig:
     m2p_layers: int = 4  # [CODE: 4]
     m2p_heads: int = 0  # 0: the largest of 32, 16, 8, 4, 2, 1 dividing the hidden size [CODE: 32]
     m2p_ffn: int = 0  # 0: twice the hidden size [CODE: 8192 for d=4096]
-    layer_first: bool = True  # the first M2P layer attends across layers [CODE]
-    pad_memory: bool = False  # round M up when the layout does not divide [RECON]
-    memory_init_std: float = 0.0  # memory embeddings start at zero [CODE]
+    layer_first: bool = True  # the first M2P layer attends across layers (as released)
+    pad_memory: bool = False  # round M up when the layout does not divide (ours)
+    memory_init_std: float = 0.0  # memory embeddings start at zero (as released)
     max_context_tokens: int = 1024  # [CODE: ~1141]
 
     @classmethod

@@ -4,7 +4,7 @@ The paper: arXiv 2606.24957 (only its abstract and summaries were read; no code)
 there: verification is the bottleneck of long-context speculative decoding because the target
 reads its whole KV cache; Dustin scores context tokens by combining the draft's *lookahead*
 attention with the target's *historical* attention, estimated on a minimal subset of heads,
-and verifies against the selected entries only. The rest is a reconstruction **[inferred]**,
+and verifies against the selected entries only. The rest is our reconstruction (the paper leaves it open),
 with every choice exposed as a knob:
 
 - draft: the target's first `draft_layers` layers with its final norm and LM head
@@ -63,7 +63,7 @@ VERIFY_MODES = ("sparse", "dense")
 
 @dataclass(frozen=True)
 class DustinSettings:
-    """The knobs of `-M method=dustin` ([inferred] defaults: the reconstruction above)."""
+    """The knobs of `-M method=dustin` (defaults: our reconstruction above)."""
 
     draft_tokens: int = knob(4, "γ: tokens the draft proposes per round", minimum=1, maximum=64)
     draft_layers: int = knob(8, "the self-draft: the target's first N layers", minimum=1)

@@ -5,7 +5,7 @@ Stated there: training-free, contrastive-decoding-free; a *Spectral Vortex Score
 "visual heads"; *adaptive spectral modulation* of those heads rectifies the visual information
 flow during decoding, against *Localized Fixation* (attention collapsed onto a few patches)
 and *Perceptual-Semantic Dissociation* (the right region, too little mass). Everything below
-is a reconstruction **[inferred]**, each choice a knob:
+is our reconstruction (the paper leaves it open), each choice a knob:
 
 - visual map: at a decoding step, a head's post-softmax attention of the current query over
   one image's tokens, reshaped to its patch grid (a square run of image tokens; otherwise 1×n);
@@ -95,7 +95,7 @@ def layers_knob(value: Any) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class FlashSettings:
-    """The knobs of `-M method=flash` ([inferred] defaults: the reconstruction above)."""
+    """The knobs of `-M method=flash` (defaults: our reconstruction above)."""
 
     heads: int = knob(
         8,
@@ -136,7 +136,7 @@ def _radius(shape: tuple[int, int], device: Any) -> torch.Tensor:
 
 
 def spectral_score(maps: torch.Tensor, low_radius: float = 0.25) -> torch.Tensor:
-    """SVS [inferred] of attention maps `[..., H, W]`: mass × low-frequency energy fraction
+    """SVS (our reconstruction) of attention maps `[..., H, W]`: mass × low-frequency energy fraction
     of the mean-removed map (0 for a constant map)."""
     wide = maps.double()
     mass = wide.sum(dim=(-2, -1))

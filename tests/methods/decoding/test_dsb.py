@@ -1,5 +1,9 @@
-"""DSB: the schedule and transfer rule as pure functions, and the decoding loop's invariants
-(digest (b).6) on a small random mask predictor."""
+"""DSB: the schedule and transfer rule as pure functions, and the decoding loop's invariants on a
+small random mask predictor: every answer position ends unmasked, nothing outside the window is
+ever unmasked and the window stays within S_max; tau 1 with S_max 1 is left-to-right decoding;
+forced block boundaries give the naive schedule; the cache with a full prefix window and a
+refresh every step gives the same tokens; NFE counts global and window forwards; temperature 0
+is deterministic."""
 
 from __future__ import annotations
 
