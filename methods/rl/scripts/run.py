@@ -1,4 +1,4 @@
-"""`python -m docket.methods.rl.run --variant grpo|replay|nsr|stratified|echo|hir ...`
+"""`python methods/rl/scripts/run.py --variant grpo|replay|nsr|stratified|echo|hir ...`
 
 Trains one variant on a verifiable-reward task family and saves a checkpoint that
 `inspect eval docket/rl_arith --model docket/local/OUT/model` (or `docket/rl_constraints`)
@@ -23,8 +23,8 @@ from dataclasses import asdict, fields, replace
 from pathlib import Path
 from typing import Any
 
-from .echo.branching import TreeConfig
-from .trainer import VARIANTS, RLConfig
+from docket.methods.rl.echo.branching import TreeConfig
+from docket.methods.rl.trainer import VARIANTS, RLConfig
 
 DEFAULT_SFT = {"arith": 1000, "constraints": 600}
 
@@ -57,7 +57,7 @@ def overrides(items: list[str], base: Any) -> dict[str, Any]:
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m docket.methods.rl.run", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python methods/rl/scripts/run.py", description=__doc__)
     parser.add_argument("--variant", required=True, choices=VARIANTS)
     parser.add_argument("--task", default="arith", choices=("arith", "constraints"))
     parser.add_argument("--seed", type=int, default=0)
@@ -91,10 +91,10 @@ def initial_policy(args: argparse.Namespace, cfg: RLConfig) -> Any:
     """The starting policy: --init, --model-id, or the cached warm-started tiny model."""
     from docket.core.tiny_models import alphabet_tokenizer, tiny_llama
 
-    from .policy import HFPolicy
-    from .sft import WarmStart, warm_start
-    from .tasks import family
-    from .tiny import load_checkpoint, save_checkpoint
+    from docket.methods.rl.policy import HFPolicy
+    from docket.methods.rl.sft import WarmStart, warm_start
+    from docket.methods.rl.tasks import family
+    from docket.methods.rl.tiny import load_checkpoint, save_checkpoint
 
     if args.init or args.model_id:
         model, tokenizer = load_checkpoint(args.init or args.model_id, args.device)
@@ -122,10 +122,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     import torch
 
-    from .metrics import MetricsLog
-    from .tasks import family
-    from .tiny import save_checkpoint
-    from .trainer import Trainer
+    from docket.methods.rl.metrics import MetricsLog
+    from docket.methods.rl.tasks import family
+    from docket.methods.rl.tiny import save_checkpoint
+    from docket.methods.rl.trainer import Trainer
 
     if args.threads:
         torch.set_num_threads(args.threads)

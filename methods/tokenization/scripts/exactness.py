@@ -2,7 +2,7 @@
 on a 10 MB corpus and on >= 10^5 random and adversarial strings drawn by hypothesis, plus every
 prefix and the eager output of the byte-level encoder.
 
-    python -m docket.methods.tokenization.exactness [--examples 100000] [--corpus-mb 10]
+    python methods/tokenization/scripts/exactness.py [--examples 100000] [--corpus-mb 10]
 
 Vocabularies: the 50k byte-level BPE trained here (benchmarks' vocabulary; HF, and tiktoken on
 its ranks), SmolLM2-135M-Instruct's tokenizer from its GGUF (HF), cl100k_base and o200k_base
@@ -21,8 +21,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from .corpus import adversarial_strings, stdlib_text
-from .tokenizer import Tokenizer
+from docket.methods.tokenization.corpus import adversarial_strings, stdlib_text
+from docket.methods.tokenization.tokenizer import Tokenizer
 
 Check = Callable[[str], tuple[list[int], list[int]]]
 
@@ -45,9 +45,9 @@ def pairs(folder: Path) -> dict[str, Check]:
     import tiktoken
     from tokenizers import Tokenizer as HFTokenizer
 
-    from . import bench
-    from .corpus import smollm2_tokenizer_json
-    from .sources import QUICKTOK_PATTERNS, read_quicktok_ranks
+    from docket.methods.tokenization import bench
+    from docket.methods.tokenization.corpus import smollm2_tokenizer_json
+    from docket.methods.tokenization.sources import QUICKTOK_PATTERNS, read_quicktok_ranks
 
     s = bench.setup(1000)
     smol_json = smollm2_tokenizer_json(folder / "smollm2")
@@ -138,7 +138,7 @@ def run_strings(checks: dict[str, Check], examples: int, report: Report) -> None
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m docket.methods.tokenization.exactness")
+    parser = argparse.ArgumentParser(prog="python methods/tokenization/scripts/exactness.py")
     parser.add_argument("--examples", type=int, default=100_000)
     parser.add_argument("--corpus-mb", type=float, default=10.0)
     args = parser.parse_args(argv)
