@@ -90,7 +90,6 @@ def config_from(args: argparse.Namespace) -> RLConfig:
 def initial_policy(args: argparse.Namespace, cfg: RLConfig) -> Any:
     """The starting policy: --init, --model-id, or the cached warm-started tiny model."""
     from docket.core.tiny_models import alphabet_tokenizer, tiny_llama
-
     from docket.methods.rl.policy import HFPolicy
     from docket.methods.rl.sft import WarmStart, warm_start
     from docket.methods.rl.tasks import family
