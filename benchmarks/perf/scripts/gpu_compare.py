@@ -293,6 +293,14 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one method's comparison and print its JSON lines.
+
+    Args:
+        argv: The arguments without the program name (`None`: `sys.argv[1:]`).
+
+    Returns:
+        The exit status: 0.
+    """
     args = parser().parse_args(argv)
     {"dsb": compare_dsb, "dustin": compare_dustin, "flash": compare_flash}[args.method](args)
     return 0

@@ -42,7 +42,18 @@ def _coerce(value: str, like: Any) -> Any:
 
 
 def overrides(items: list[str], base: Any) -> dict[str, Any]:
-    """`key=value` pairs for the dataclass `base`, typed like its fields (one clear error)."""
+    """`key=value` pairs for the dataclass `base`, typed like its fields (one clear error).
+
+    Args:
+        items: The `KEY=VALUE` strings of `--set` or `--tree`.
+        base: The dataclass instance whose fields (and their types) the keys name.
+
+    Returns:
+        The typed values by field name, for `dataclasses.replace(base, **...)`.
+
+    Raises:
+        ValueError: A key is not a field of `base`, or a value does not parse as its type.
+    """
     known = {f.name: getattr(base, f.name) for f in fields(base)}
     out: dict[str, Any] = {}
     for item in items:
@@ -57,6 +68,14 @@ def overrides(items: list[str], base: Any) -> dict[str, Any]:
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
+    """The runner's command line.
+
+    Args:
+        argv: The arguments without the program name (`None`: `sys.argv[1:]`).
+
+    Returns:
+        The parsed options.
+    """
     parser = argparse.ArgumentParser(prog="python methods/rl/scripts/run.py", description=__doc__)
     parser.add_argument("--variant", required=True, choices=VARIANTS)
     parser.add_argument("--task", default="arith", choices=("arith", "constraints"))
@@ -78,6 +97,17 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 
 def config_from(args: argparse.Namespace) -> RLConfig:
+    """The validated `RLConfig` of the options, `--set` and `--tree` applied.
+
+    Args:
+        args: The parsed command line.
+
+    Returns:
+        The run's configuration.
+
+    Raises:
+        ValueError: An unknown or malformed setting, or a configuration `validate` rejects.
+    """
     base = RLConfig(
         variant=args.variant, task=args.task, seed=args.seed, steps=args.steps, lr=args.lr
     )
@@ -88,7 +118,15 @@ def config_from(args: argparse.Namespace) -> RLConfig:
 
 
 def initial_policy(args: argparse.Namespace, cfg: RLConfig) -> Any:
-    """The starting policy: --init, --model-id, or the cached warm-started tiny model."""
+    """The starting policy: --init, --model-id, or the cached warm-started tiny model.
+
+    Args:
+        args: The parsed command line.
+        cfg: The run's configuration (task and seed of the warm start).
+
+    Returns:
+        An `HFPolicy` on `args.device`.
+    """
     from docket.core.tiny_models import alphabet_tokenizer, tiny_llama
     from docket.methods.rl.policy import HFPolicy
     from docket.methods.rl.sft import WarmStart, warm_start
@@ -113,6 +151,14 @@ def initial_policy(args: argparse.Namespace, cfg: RLConfig) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Train one variant and write its metrics, summary, configuration and checkpoint.
+
+    Args:
+        argv: The arguments without the program name (`None`: `sys.argv[1:]`).
+
+    Returns:
+        The exit status: 0, or 2 for an invalid setting.
+    """
     args = parse(argv)
     try:
         cfg = config_from(args)

@@ -29,15 +29,18 @@ Check = Callable[[str], tuple[list[int], list[int]]]
 
 @dataclass
 class Report:
+    """Checks passed and seconds taken, by name."""
+
     checks: dict[str, int] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
 
     def count(self, name: str, n: int = 1) -> None:
+        """Add `n` passed checks to `name`."""
         self.checks[name] = self.checks.get(name, 0) + n
 
 
 class Mismatch(AssertionError):
-    pass
+    """Our ids differ from the peer's (the message names the check and the input)."""
 
 
 def pairs(folder: Path) -> dict[str, Check]:
@@ -98,6 +101,16 @@ def _pair(ours: Tokenizer, peer: Any, text: str) -> tuple[list[int], list[int]]:
 
 
 def run_corpus(checks: dict[str, Check], text: str, report: Report) -> None:
+    """Every check but the quadratic prefix one on the whole corpus, timed.
+
+    Args:
+        checks: The checks of `pairs`.
+        text: The corpus.
+        report: Where the token counts and seconds go.
+
+    Raises:
+        Mismatch: At the first token where a check's two sides differ.
+    """
     for name, check in checks.items():
         if name.startswith("BPE-only: every"):
             continue  # quadratic in the text by design; the strings cover it
@@ -111,6 +124,16 @@ def run_corpus(checks: dict[str, Check], text: str, report: Report) -> None:
 
 
 def run_strings(checks: dict[str, Check], examples: int, report: Report) -> None:
+    """Every check on `examples` random and adversarial strings drawn by hypothesis.
+
+    Args:
+        checks: The checks of `pairs`.
+        examples: How many strings hypothesis draws.
+        report: Where the counts and seconds go.
+
+    Raises:
+        Mismatch: On the first string where a check's two sides differ.
+    """
     from hypothesis import HealthCheck, given, settings
 
     strings = adversarial_strings(80)
@@ -138,6 +161,14 @@ def run_strings(checks: dict[str, Check], examples: int, report: Report) -> None
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the corpus and string checks and print the counts and timings.
+
+    Args:
+        argv: The arguments without the program name (`None`: `sys.argv[1:]`).
+
+    Returns:
+        The exit status: 0 when every id is identical, 1 on the first mismatch.
+    """
     parser = argparse.ArgumentParser(prog="python methods/tokenization/scripts/exactness.py")
     parser.add_argument("--examples", type=int, default=100_000)
     parser.add_argument("--corpus-mb", type=float, default=10.0)
