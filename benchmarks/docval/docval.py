@@ -108,7 +108,7 @@ def docval_teacher(
 
     The teacher is the model bound to the `teacher` role (`--model-role teacher=...`); an
     unbound role stops the eval unless `self_teacher` lets the evaluated model be the teacher.
-    Export accepted traces with `python -m docket.methods.distill.export LOG OUT.jsonl`.
+    Export accepted traces with `python methods/distill/scripts/export.py LOG OUT.jsonl`.
 
     Args:
         data: As for docval_grounding (questions need a ground-truth box).

@@ -1,5 +1,5 @@
 """Timing harness of Dustin's verification step (the `dustin_verify` case and
-`methods/decoding/scripts/gpu_compare.py dustin`): sparse and dense verification over a cache of
+`benchmarks/perf/scripts/gpu_compare.py dustin`): sparse and dense verification over a cache of
 a chosen length, without decoding anything."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """`docket/rl_arith`: multi-digit arithmetic (`347+8=`, `90-6=`) scored by an exact verifier.
 
-The benchmark of `python -m docket.methods.rl.run --task arith`: a checkpoint it writes is
+The benchmark of `python methods/rl/scripts/run.py --task arith`: a checkpoint it writes is
 scored with `inspect eval docket/rl_arith --model docket/local/OUT/model`.
 """
 

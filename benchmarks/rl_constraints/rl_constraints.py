@@ -1,6 +1,6 @@
 """`docket/rl_constraints`: a word under 2-3 mechanically checkable constraints (HiR's setting).
 
-The benchmark of `python -m docket.methods.rl.run --task constraints` (variants grpo and hir).
+The benchmark of `python methods/rl/scripts/run.py --task constraints` (variants grpo and hir).
 """
 
 from __future__ import annotations

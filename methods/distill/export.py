@@ -1,13 +1,12 @@
 """Export VAL-validated teacher traces from an Inspect log as JSONL or a `datasets` dataset.
 
-`python -m docket.methods.distill.export LOG OUT.jsonl [--all] [--hf DIR]`: one row per sample
-that `val_scorer` accepted (every scored sample with `--all`, with its decision), carrying the
-image path, question, regions, ground truth, the trace and the verifier feedback.
+One row per sample that `val_scorer` accepted (every scored sample with `accepted_only=False`,
+with its decision), carrying the image path, question, regions, ground truth, the trace and the
+verifier feedback. The command line is `methods/distill/scripts/export.py`.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 from typing import Any
@@ -90,22 +89,3 @@ def to_hf_dataset(rows: list[dict[str, Any]], out_dir: str | Path) -> Path:
     ]
     Dataset.from_list(flat).save_to_disk(str(out_dir))
     return Path(out_dir)
-
-
-def main(argv: list[str] | None = None) -> None:
-    """Command-line entry point."""
-    parser = argparse.ArgumentParser(description="Export VAL-validated DocVAL teacher traces.")
-    parser.add_argument("log", help="an Inspect log of docket/docval_teacher")
-    parser.add_argument("out", help="output JSONL path")
-    parser.add_argument("--all", action="store_true", help="keep rejected traces too")
-    parser.add_argument("--hf", help="also save a datasets dataset to this folder")
-    args = parser.parse_args(argv)
-    rows = trace_rows(args.log, accepted_only=not args.all)
-    write_jsonl(rows, args.out)
-    if args.hf:
-        to_hf_dataset(rows, args.hf)
-    print(f"wrote {len(rows)} traces to {args.out}")
-
-
-if __name__ == "__main__":
-    main()

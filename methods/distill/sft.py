@@ -10,23 +10,20 @@ The saved student (`OUT/model`) is a checkpoint directory that
 `inspect eval docket/docval_grounding --model docket/local/OUT/model` scores: the student is
 trained on exactly the prompt that task sends in vision mode (`output_format.grounding_prompt`).
 
-CPU check: `python -m docket.methods.distill.sft --traces T.jsonl --heldout H.jsonl --out DIR`.
+CPU check: `python methods/distill/scripts/sft.py --traces T.jsonl --heldout H.jsonl --out DIR`.
 Real compact VLM on GPU: add `--model-id HuggingFaceTB/SmolVLM-256M-Instruct`; see
-`methods/distill/README.md`. Inputs are rows written by `methods/distill/export.py`.
+`methods/distill/README.md`. Inputs are rows written by `methods/distill/scripts/export.py`.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import random
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from docket.core.tiny_models import build_tiny_vlm
-from docket.methods.distill.export import read_jsonl
 from docket.methods.distill.output_format import grounding_prompt, parse_output
 from docket.methods.distill.validator import Region, feedback_text, validate
 
@@ -273,33 +270,3 @@ def run_two_stage(
     final = verify(student, heldout)
     report.final_acceptance = sum(v.accepted for _, v in final) / max(len(final), 1)
     return report
-
-
-def main(argv: list[str] | None = None) -> None:
-    """Command-line entry point."""
-    parser = argparse.ArgumentParser(description="DocVAL two-stage SFT.")
-    parser.add_argument("--traces", required=True, help="accepted traces JSONL (export.py)")
-    parser.add_argument("--heldout", required=True, help="held-out rows JSONL (export.py --all)")
-    parser.add_argument("--out", required=True, type=Path)
-    parser.add_argument(
-        "--model-id", default="", help="a VLM checkpoint or Hub id; default: tiny random LLaVA"
-    )
-    for name, value in asdict(SFTConfig()).items():
-        parser.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value)
-    args = parser.parse_args(argv)
-    cfg = SFTConfig(**{k: getattr(args, k) for k in asdict(SFTConfig())})
-    traces, heldout = read_jsonl(args.traces), read_jsonl(args.heldout)
-    args.out.mkdir(parents=True, exist_ok=True)
-    student: Student = (
-        HFStudent(args.model_id, cfg)
-        if args.model_id
-        else tiny_student(args.out / "init", traces + heldout, cfg)
-    )
-    report = run_two_stage(student, traces, heldout, cfg)
-    student.save(args.out / "model")
-    (args.out / "report.json").write_text(json.dumps(asdict(report), indent=2))
-    print(json.dumps(asdict(report)))
-
-
-if __name__ == "__main__":
-    main()

@@ -1,21 +1,16 @@
-"""`python -m docket.methods.rl.compare --out runs/rl/compare [--seeds 0 1 2] [--steps 200]`
+"""The tables of the variant comparison (`methods/rl/scripts/compare.py`, the README's numbers).
 
-Runs the README's comparison: every variant with the same seed, updates and batch size (one
-subprocess per run, each `python -m docket.methods.rl.run`), then writes `results.md` and
-`results.json` with mean ± sample std over seeds of the final held-out reward (greedy and
-sampled), the training reward of the last 10 updates, generation cost (rollouts, tokens), the
-held-out sampled reward at equal generation (the last evaluation before the task's smallest
-total of generated rollouts: replay's claim is equal reward for less generation) and the
-held-out sampled reward curve. `--table-only` rebuilds the tables from finished runs.
+From the finished runs of every variant under one folder: mean ± sample std over seeds of the
+final held-out reward (greedy and sampled), the training reward of the last 10 updates,
+generation cost (rollouts, tokens), the held-out sampled reward at equal generation (the last
+evaluation before the task's smallest total of generated rollouts: replay's claim is equal
+reward for less generation) and the held-out sampled reward curve.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -35,24 +30,19 @@ RUNS: list[tuple[str, str, str, list[str]]] = [
 
 
 def folder(out: Path, name: str, task: str, seed: int) -> Path:
+    """The run folder of one comparison row and seed.
+
+    Args:
+        out: The comparison's output folder.
+        name: The row name (first column of `RUNS`).
+        task: The task family of the row.
+        seed: The run's seed.
+
+    Returns:
+        `out / "<task>-<variant>[-gold]-seed<seed>"`.
+    """
     slug = name.split(" ")[0] + ("-gold" if "verifier" in name else "")
     return out / f"{task}-{slug}-seed{seed}"
-
-
-def run_all(out: Path, seeds: list[int], steps: int, threads: int) -> None:
-    for seed in seeds:
-        for name, task, variant, extra in RUNS:
-            target = folder(out, name, task, seed)
-            if (target / "summary.json").is_file():
-                continue
-            command = [
-                sys.executable, "-m", "docket.methods.rl.run", "--variant", variant,
-                "--task", task, "--seed", str(seed), "--steps", str(steps), "--out",
-                str(target), "--sft-cache", str(out / "sft"), "--no-progress",
-                "--threads", str(threads), "--set", *extra,
-            ]  # fmt: skip
-            print("+", " ".join(command), flush=True)
-            subprocess.run(command, check=True)
 
 
 def _spread(values: list[float], digits: int = 3, signed: bool = False) -> str:
@@ -162,24 +152,3 @@ def table(out: Path, seeds: list[int]) -> tuple[str, list[dict[str, Any]]]:
         *curves,
     ]
     return "\n".join(lines + curve_table) + "\n", rows
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m docket.methods.rl.compare")
-    parser.add_argument("--out", type=Path, default=Path("runs/rl/compare"))
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--steps", type=int, default=200)
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--table-only", action="store_true")
-    args = parser.parse_args(argv)
-    if not args.table_only:
-        run_all(args.out, args.seeds, args.steps, args.threads)
-    markdown, rows = table(args.out, args.seeds)
-    (args.out / "results.md").write_text(markdown)
-    (args.out / "results.json").write_text(json.dumps(rows, indent=2))
-    print(markdown)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -4,8 +4,8 @@ The paper: arXiv 2606.24957 (only its abstract and summaries were read; no code)
 there: verification is the bottleneck of long-context speculative decoding because the target
 reads its whole KV cache; Dustin scores context tokens by combining the draft's *lookahead*
 attention with the target's *historical* attention, estimated on a minimal subset of heads,
-and verifies against the selected entries only. The rest is our reconstruction (the paper leaves it open),
-with every choice exposed as a knob:
+and verifies against the selected entries only. The rest is our reconstruction (the paper leaves
+it open), with every choice exposed as a knob:
 
 - draft: the target's first `draft_layers` layers with its final norm and LM head
   (self-speculative, same tokenizer; `make_self_draft`), or `-M draft=DIR` (a small model with

@@ -136,8 +136,8 @@ def _radius(shape: tuple[int, int], device: Any) -> torch.Tensor:
 
 
 def spectral_score(maps: torch.Tensor, low_radius: float = 0.25) -> torch.Tensor:
-    """SVS (our reconstruction) of attention maps `[..., H, W]`: mass × low-frequency energy fraction
-    of the mean-removed map (0 for a constant map)."""
+    """SVS (our reconstruction) of attention maps `[..., H, W]`: mass × low-frequency energy
+    fraction of the mean-removed map (0 for a constant map)."""
     wide = maps.double()
     mass = wide.sum(dim=(-2, -1))
     centred = wide - wide.mean(dim=(-2, -1), keepdim=True)

@@ -1,7 +1,7 @@
 """Prompt text of the verifiable-reward tasks.
 
 `bare` (default) sends the problem exactly as the RL runner trains on it (`47+85=`,
-`len=4 start=b >`): a checkpoint from `python -m docket.methods.rl.run` is scored on its own
+`len=4 start=b >`): a checkpoint from `python methods/rl/scripts/run.py` is scored on its own
 input format. `instructed` prefixes one line saying what is asked, for general chat models.
 """
 

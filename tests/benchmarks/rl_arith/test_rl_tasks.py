@@ -5,6 +5,7 @@ exactly as the runner's own greedy evaluation scores it."""
 from __future__ import annotations
 
 import json
+import runpy
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from docket.methods.rl.tasks.base import read_jsonl
 
 ROOT = Path(__file__).resolve().parents[3] / "benchmarks"
 SHIPPED = {"rl_arith": ARITH.shipped, "rl_constraints": CONSTRAINTS.shipped}
+RUNNER = ROOT.parent / "methods" / "rl" / "scripts" / "run.py"
 
 
 @pytest.mark.parametrize(
@@ -97,10 +99,10 @@ def test_a_runner_checkpoint_is_scored_as_the_runner_scores_it(tmp_path: Path) -
     reward per problem as the runner's greedy evaluation."""
     from docket.core.tiny_models import alphabet_tokenizer, tiny_llama
     from docket.methods.rl.policy import HFPolicy
-    from docket.methods.rl.run import main
     from docket.methods.rl.sft import WarmStart, warm_start
     from docket.methods.rl.tiny import load_checkpoint, save_checkpoint
 
+    main = runpy.run_path(str(RUNNER))["main"]
     arith = family("arith")
     tokenizer = alphabet_tokenizer(arith.alphabet)
     policy = HFPolicy(tiny_llama(tokenizer, seed=0), tokenizer)

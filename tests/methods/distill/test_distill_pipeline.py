@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import runpy
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,10 @@ from docket.benchmarks.docval.docval import docval_teacher
 from docket.core.roles import RoleUnboundError
 from docket.methods.distill import export, sft
 from docket.methods.distill.teacher import teacher_prompt
+
+SCRIPTS = Path(__file__).resolve().parents[3] / "methods" / "distill" / "scripts"
+export_main = runpy.run_path(str(SCRIPTS / "export.py"))["main"]
+sft_main = runpy.run_path(str(SCRIPTS / "sft.py"))["main"]
 
 LIMIT = 12
 
@@ -68,7 +73,7 @@ def test_filter_accepts_exact_traces_and_rejects_displaced_boxes(tmp_path: Path)
     rejected = export.trace_rows(bad.location, accepted_only=False)
     assert len(rejected) == LIMIT and rejected[0]["errors"][0]["severity"] == "high"
     out = tmp_path / "traces.jsonl"
-    export.main([good.location, str(out)])
+    export_main([good.location, str(out)])
     rows = export.read_jsonl(out)
     assert rows[0]["answer"] == rows[0]["gt_answer"] and rows[0]["bbox"] == rows[0]["gt_bbox"]
     assert rows[0]["reasoning"].count("Step ") == 7
@@ -115,7 +120,7 @@ def test_two_stage_sft_runs_end_to_end_on_a_tiny_vlm(tmp_path: Path, one_thread:
     export.write_jsonl(rows[:8], traces)
     export.write_jsonl(rows[8:11], heldout)
     out = tmp_path / "run"
-    sft.main(
+    sft_main(
         [
             "--traces",
             str(traces),

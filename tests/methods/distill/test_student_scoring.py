@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import runpy
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,9 @@ from docket.methods.distill import export, sft
 
 #: A chain of thought naming all four keyword groups, so VAL accepts an exact copy of it.
 REASONING = "Step 1: locate the text region of the field; the answer value is inside its box."
+
+SCRIPTS = Path(__file__).resolve().parents[3] / "methods" / "distill" / "scripts"
+sft_main = runpy.run_path(str(SCRIPTS / "sft.py"))["main"]
 
 
 def _mean(log: EvalLog, key: str) -> float:
@@ -57,7 +61,7 @@ def test_the_sft_student_is_scored_through_docval_grounding(
     report_dir = tmp_path / "run"
     # stage 1 memorises the two traces; the held-out rows are the same two questions, so VAL
     # accepts every student output and stage 2 has nothing to correct
-    sft.main(
+    sft_main(
         [
             *("--traces", str(traces), "--heldout", str(traces), "--out", str(report_dir)),
             *("--epochs", "100", "--batch-size", "1", "--lr", "0.005"),

@@ -1,7 +1,7 @@
 """Ids identical to HF tokenizers and tiktoken: a locally trained byte-level BPE, SmolLM2's
 tokenizer (from its GGUF) and cl100k/o200k (quicktok-v1's ranks), on standard-library text and
 on random and adversarial strings. The 10^5-string and 10 MB runs are
-`python -m docket.methods.tokenization.exactness` (README); these keep CI-sized counts."""
+`python methods/tokenization/scripts/exactness.py` (README); these keep CI-sized counts."""
 
 from __future__ import annotations
 

@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
-SCRIPT = Path(__file__).parents[3] / "methods" / "decoding" / "scripts" / "gpu_compare.py"
+from tests.methods.decoding.conftest import one_thread  # noqa: F401  (one torch thread)
+
+SCRIPT = Path(__file__).parents[3] / "benchmarks" / "perf" / "scripts" / "gpu_compare.py"
 main = runpy.run_path(str(SCRIPT))["main"]
 
 

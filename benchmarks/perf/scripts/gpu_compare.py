@@ -1,10 +1,10 @@
 """The `make bench` comparisons of DSB, Dustin and FLASH on real checkpoints (a CUDA GPU).
 
-    python methods/decoding/scripts/gpu_compare.py dsb --model /models/LLaDA-8B-Instruct \\
+    python benchmarks/perf/scripts/gpu_compare.py dsb --model /models/LLaDA-8B-Instruct \\
         --trust-remote-code --prompts gsm8k.jsonl [--limit 50]
-    python methods/decoding/scripts/gpu_compare.py dustin --model /models/Qwen2.5-7B-Instruct \\
+    python benchmarks/perf/scripts/gpu_compare.py dustin --model /models/Qwen2.5-7B-Instruct \\
         [--draft /models/Qwen2.5-0.5B-Instruct | --draft-layers 8] --contexts 4096 16384 32768
-    python methods/decoding/scripts/gpu_compare.py flash --model /models/llava-1.5-7b-hf \\
+    python benchmarks/perf/scripts/gpu_compare.py flash --model /models/llava-1.5-7b-hf \\
         --image page.png [--new-tokens 64]
 
 Each prints JSON lines (one per setting) and nothing is downloaded: checkpoints are local
@@ -258,7 +258,7 @@ def compare_flash(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 def parser() -> argparse.ArgumentParser:
     """The command line (one subcommand per method)."""
-    main = argparse.ArgumentParser(prog="python methods/decoding/scripts/gpu_compare.py")
+    main = argparse.ArgumentParser(prog="python benchmarks/perf/scripts/gpu_compare.py")
     main.add_argument("--device", default="cuda")
     main.add_argument("--dtype", default="bfloat16")
     methods = main.add_subparsers(dest="method", required=True)
@@ -293,6 +293,14 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one method's comparison and print its JSON lines.
+
+    Args:
+        argv: The arguments without the program name (`None`: `sys.argv[1:]`).
+
+    Returns:
+        The exit status: 0.
+    """
     args = parser().parse_args(argv)
     {"dsb": compare_dsb, "dustin": compare_dustin, "flash": compare_flash}[args.method](args)
     return 0

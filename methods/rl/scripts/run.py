@@ -1,4 +1,4 @@
-"""`python -m docket.methods.rl.run --variant grpo|replay|nsr|stratified|echo|hir ...`
+"""`python methods/rl/scripts/run.py --variant grpo|replay|nsr|stratified|echo|hir ...`
 
 Trains one variant on a verifiable-reward task family and saves a checkpoint that
 `inspect eval docket/rl_arith --model docket/local/OUT/model` (or `docket/rl_constraints`)
@@ -23,8 +23,8 @@ from dataclasses import asdict, fields, replace
 from pathlib import Path
 from typing import Any
 
-from .echo.branching import TreeConfig
-from .trainer import VARIANTS, RLConfig
+from docket.methods.rl.echo.branching import TreeConfig
+from docket.methods.rl.trainer import VARIANTS, RLConfig
 
 DEFAULT_SFT = {"arith": 1000, "constraints": 600}
 
@@ -42,7 +42,18 @@ def _coerce(value: str, like: Any) -> Any:
 
 
 def overrides(items: list[str], base: Any) -> dict[str, Any]:
-    """`key=value` pairs for the dataclass `base`, typed like its fields (one clear error)."""
+    """`key=value` pairs for the dataclass `base`, typed like its fields (one clear error).
+
+    Args:
+        items: The `KEY=VALUE` strings of `--set` or `--tree`.
+        base: The dataclass instance whose fields (and their types) the keys name.
+
+    Returns:
+        The typed values by field name, for `dataclasses.replace(base, **...)`.
+
+    Raises:
+        ValueError: A key is not a field of `base`, or a value does not parse as its type.
+    """
     known = {f.name: getattr(base, f.name) for f in fields(base)}
     out: dict[str, Any] = {}
     for item in items:
@@ -57,7 +68,15 @@ def overrides(items: list[str], base: Any) -> dict[str, Any]:
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m docket.methods.rl.run", description=__doc__)
+    """The runner's command line.
+
+    Args:
+        argv: The arguments without the program name (`None`: `sys.argv[1:]`).
+
+    Returns:
+        The parsed options.
+    """
+    parser = argparse.ArgumentParser(prog="python methods/rl/scripts/run.py", description=__doc__)
     parser.add_argument("--variant", required=True, choices=VARIANTS)
     parser.add_argument("--task", default="arith", choices=("arith", "constraints"))
     parser.add_argument("--seed", type=int, default=0)
@@ -78,6 +97,17 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 
 def config_from(args: argparse.Namespace) -> RLConfig:
+    """The validated `RLConfig` of the options, `--set` and `--tree` applied.
+
+    Args:
+        args: The parsed command line.
+
+    Returns:
+        The run's configuration.
+
+    Raises:
+        ValueError: An unknown or malformed setting, or a configuration `validate` rejects.
+    """
     base = RLConfig(
         variant=args.variant, task=args.task, seed=args.seed, steps=args.steps, lr=args.lr
     )
@@ -88,13 +118,20 @@ def config_from(args: argparse.Namespace) -> RLConfig:
 
 
 def initial_policy(args: argparse.Namespace, cfg: RLConfig) -> Any:
-    """The starting policy: --init, --model-id, or the cached warm-started tiny model."""
-    from docket.core.tiny_models import alphabet_tokenizer, tiny_llama
+    """The starting policy: --init, --model-id, or the cached warm-started tiny model.
 
-    from .policy import HFPolicy
-    from .sft import WarmStart, warm_start
-    from .tasks import family
-    from .tiny import load_checkpoint, save_checkpoint
+    Args:
+        args: The parsed command line.
+        cfg: The run's configuration (task and seed of the warm start).
+
+    Returns:
+        An `HFPolicy` on `args.device`.
+    """
+    from docket.core.tiny_models import alphabet_tokenizer, tiny_llama
+    from docket.methods.rl.policy import HFPolicy
+    from docket.methods.rl.sft import WarmStart, warm_start
+    from docket.methods.rl.tasks import family
+    from docket.methods.rl.tiny import load_checkpoint, save_checkpoint
 
     if args.init or args.model_id:
         model, tokenizer = load_checkpoint(args.init or args.model_id, args.device)
@@ -114,6 +151,14 @@ def initial_policy(args: argparse.Namespace, cfg: RLConfig) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Train one variant and write its metrics, summary, configuration and checkpoint.
+
+    Args:
+        argv: The arguments without the program name (`None`: `sys.argv[1:]`).
+
+    Returns:
+        The exit status: 0, or 2 for an invalid setting.
+    """
     args = parse(argv)
     try:
         cfg = config_from(args)
@@ -122,10 +167,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     import torch
 
-    from .metrics import MetricsLog
-    from .tasks import family
-    from .tiny import save_checkpoint
-    from .trainer import Trainer
+    from docket.methods.rl.metrics import MetricsLog
+    from docket.methods.rl.tasks import family
+    from docket.methods.rl.tiny import save_checkpoint
+    from docket.methods.rl.trainer import Trainer
 
     if args.threads:
         torch.set_num_threads(args.threads)

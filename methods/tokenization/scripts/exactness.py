@@ -2,7 +2,7 @@
 on a 10 MB corpus and on >= 10^5 random and adversarial strings drawn by hypothesis, plus every
 prefix and the eager output of the byte-level encoder.
 
-    python -m docket.methods.tokenization.exactness [--examples 100000] [--corpus-mb 10]
+    python methods/tokenization/scripts/exactness.py [--examples 100000] [--corpus-mb 10]
 
 Vocabularies: the 50k byte-level BPE trained here (benchmarks' vocabulary; HF, and tiktoken on
 its ranks), SmolLM2-135M-Instruct's tokenizer from its GGUF (HF), cl100k_base and o200k_base
@@ -21,23 +21,26 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from .corpus import adversarial_strings, stdlib_text
-from .tokenizer import Tokenizer
+from docket.methods.tokenization.corpus import adversarial_strings, stdlib_text
+from docket.methods.tokenization.tokenizer import Tokenizer
 
 Check = Callable[[str], tuple[list[int], list[int]]]
 
 
 @dataclass
 class Report:
+    """Checks passed and seconds taken, by name."""
+
     checks: dict[str, int] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
 
     def count(self, name: str, n: int = 1) -> None:
+        """Add `n` passed checks to `name`."""
         self.checks[name] = self.checks.get(name, 0) + n
 
 
 class Mismatch(AssertionError):
-    pass
+    """Our ids differ from the peer's (the message names the check and the input)."""
 
 
 def pairs(folder: Path) -> dict[str, Check]:
@@ -45,9 +48,9 @@ def pairs(folder: Path) -> dict[str, Check]:
     import tiktoken
     from tokenizers import Tokenizer as HFTokenizer
 
-    from . import bench
-    from .corpus import smollm2_tokenizer_json
-    from .sources import QUICKTOK_PATTERNS, read_quicktok_ranks
+    from docket.methods.tokenization import bench
+    from docket.methods.tokenization.corpus import smollm2_tokenizer_json
+    from docket.methods.tokenization.sources import QUICKTOK_PATTERNS, read_quicktok_ranks
 
     s = bench.setup(1000)
     smol_json = smollm2_tokenizer_json(folder / "smollm2")
@@ -98,6 +101,16 @@ def _pair(ours: Tokenizer, peer: Any, text: str) -> tuple[list[int], list[int]]:
 
 
 def run_corpus(checks: dict[str, Check], text: str, report: Report) -> None:
+    """Every check but the quadratic prefix one on the whole corpus, timed.
+
+    Args:
+        checks: The checks of `pairs`.
+        text: The corpus.
+        report: Where the token counts and seconds go.
+
+    Raises:
+        Mismatch: At the first token where a check's two sides differ.
+    """
     for name, check in checks.items():
         if name.startswith("BPE-only: every"):
             continue  # quadratic in the text by design; the strings cover it
@@ -111,6 +124,16 @@ def run_corpus(checks: dict[str, Check], text: str, report: Report) -> None:
 
 
 def run_strings(checks: dict[str, Check], examples: int, report: Report) -> None:
+    """Every check on `examples` random and adversarial strings drawn by hypothesis.
+
+    Args:
+        checks: The checks of `pairs`.
+        examples: How many strings hypothesis draws.
+        report: Where the counts and seconds go.
+
+    Raises:
+        Mismatch: On the first string where a check's two sides differ.
+    """
     from hypothesis import HealthCheck, given, settings
 
     strings = adversarial_strings(80)
@@ -138,7 +161,15 @@ def run_strings(checks: dict[str, Check], examples: int, report: Report) -> None
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m docket.methods.tokenization.exactness")
+    """Run the corpus and string checks and print the counts and timings.
+
+    Args:
+        argv: The arguments without the program name (`None`: `sys.argv[1:]`).
+
+    Returns:
+        The exit status: 0 when every id is identical, 1 on the first mismatch.
+    """
+    parser = argparse.ArgumentParser(prog="python methods/tokenization/scripts/exactness.py")
     parser.add_argument("--examples", type=int, default=100_000)
     parser.add_argument("--corpus-mb", type=float, default=10.0)
     args = parser.parse_args(argv)
