@@ -22,7 +22,7 @@ from docket.methods.decoding.dustin.algorithm import (
     register_attention,
     select_positions,
 )
-from docket.methods.local.sampling import _forward_style
+from docket.methods.local.sampling import forward_style
 
 
 def verification_step_pair(
@@ -61,7 +61,7 @@ def verification_step_pair(
     lookahead = torch.rand(context, generator=generator).to(target.device)
     history = torch.rand(context, generator=generator).to(target.device)
     heads = estimation_heads(g.layers, g.heads, settings.est_heads)
-    name, _ = _forward_style(target)
+    name, _ = forward_style(target)
     tensor = torch.tensor([tokens], device=target.device)
 
     def step(state: Round | None) -> None:

@@ -87,8 +87,15 @@ def _first_stop(text: str, stop_seqs: tuple[str, ...]) -> int | None:
     return min(found) if found else None
 
 
-def _forward_style(model: Any) -> tuple[str, dict[str, Any]]:
-    """The KV-cache argument name (`cache` in newer transformers) and extra forward kwargs."""
+def forward_style(model: Any) -> tuple[str, dict[str, Any]]:
+    """The KV-cache argument name (`cache` in newer transformers) and extra forward kwargs.
+
+    Args:
+        model: A transformers model (or its forward function).
+
+    Returns:
+        The cache argument's name and the extra keyword arguments of a decoding forward.
+    """
     forward = getattr(model, "forward", model)
     try:
         names = set(inspect.signature(forward).parameters)
@@ -107,7 +114,7 @@ def decode_loop(
 
     device = getattr(model, "device", "cpu")
     eos = eos_token_ids(model, tokenizer)
-    cache_name, extra = _forward_style(model)
+    cache_name, extra = forward_style(model)
     ids = torch.tensor([prompt_ids], device=device)
     first = _on_device(params.prompt_inputs, device, getattr(model, "dtype", None))
     past: Any = None
@@ -127,7 +134,7 @@ def decode_loop(
             if token in eos:
                 return Generation(out, text, "stop", steps)
             if params.logprobs:
-                steps.append(_step(logits, token, params.top_logprobs))
+                steps.append(token_step(logits, token, params.top_logprobs))
             text = tokenizer.decode(out, skip_special_tokens=True)
             cut = _first_stop(text, params.stop_seqs)
             if cut is not None:
@@ -148,7 +155,17 @@ def _on_device(inputs: Mapping[str, Any], device: Any, dtype: Any) -> dict[str, 
     return moved
 
 
-def _step(logits: Any, token: int, top: int) -> TokenStep:
+def token_step(logits: Any, token: int, top: int) -> TokenStep:
+    """The chosen token's logprob and the top alternatives at one decoding step.
+
+    Args:
+        logits: The step's logits over the vocabulary.
+        token: The token chosen.
+        top: How many top alternatives to keep (0: none).
+
+    Returns:
+        The step's `TokenStep`.
+    """
     import torch
 
     logprobs = torch.log_softmax(logits, dim=-1)

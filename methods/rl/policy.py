@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ..local.sampling import _forward_style as forward_style  # the KV-cache argument name
+from ..local.sampling import forward_style  # the KV-cache argument name
 
 
 @dataclass

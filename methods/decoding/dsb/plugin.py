@@ -20,8 +20,8 @@ from docket.methods.local.sampling import (
     DecodeParams,
     Generation,
     TokenStep,
-    _step,
     eos_token_ids,
+    token_step,
 )
 
 from .algorithm import DSBResult, DSBSettings, HFMaskedLM, MaskedLM, ToyMaskedLM, generate
@@ -100,7 +100,7 @@ def to_generation(
     steps: list[TokenStep] = []
     if params.logprobs:
         for index, token in enumerate(text_ids):
-            steps.append(_step(result.step_logits[index], token, params.top_logprobs))
+            steps.append(token_step(result.step_logits[index], token, params.top_logprobs))
     trace = result.trace
     return Generation(
         kept,

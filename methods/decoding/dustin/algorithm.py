@@ -49,9 +49,9 @@ from docket.methods.local.sampling import (
     Generation,
     GenerationInterrupted,
     TokenStep,
-    _forward_style,
-    _step,
     filter_logits,
+    forward_style,
+    token_step,
 )
 from docket.methods.local.settings import knob
 
@@ -404,8 +404,8 @@ class DustinDecoder:
             if model.config._attn_implementation != ATTENTION:
                 model.set_attn_implementation(ATTENTION)
         self.geometry = geometry_of(target)
-        self.cache_name, _ = _forward_style(target)
-        self.draft_cache_name, _ = _forward_style(draft)
+        self.cache_name, _ = forward_style(target)
+        self.draft_cache_name, _ = forward_style(draft)
         self.est_heads = estimation_heads(
             self.geometry.layers, self.geometry.heads, settings.est_heads
         )
@@ -483,7 +483,7 @@ class DustinDecoder:
                     if token in eos:
                         return self._done(out, text, "stop", steps, trace, started)
                     if params.logprobs:
-                        steps.append(_step(logits[index], token, params.top_logprobs))
+                        steps.append(token_step(logits[index], token, params.top_logprobs))
                     text = decode_text(out)
                     cut = _first_stop(text, params.stop_seqs)
                     if cut is not None:
