@@ -74,6 +74,12 @@ def shell_tools(timeout: int = 30) -> list[Tool]:
 
     @tool(name="bash")
     def bash_tool() -> Tool:
+        """The `bash` tool: a command run in the sandbox workspace and logged on the host.
+
+        Returns:
+            The tool, answering with the command's output.
+        """
+
         async def execute(cmd: str) -> str:
             """Run a bash command in the workspace.
 
@@ -87,6 +93,12 @@ def shell_tools(timeout: int = 30) -> list[Tool]:
 
     @tool(name="python")
     def python_tool() -> Tool:
+        """The `python` tool: a Python 3 program run in the sandbox workspace, logged on the host.
+
+        Returns:
+            The tool, answering with the program's output.
+        """
+
         async def execute(code: str) -> str:
             """Run a Python 3 program in the workspace and return its output.
 
@@ -100,6 +112,12 @@ def shell_tools(timeout: int = 30) -> list[Tool]:
 
     @tool(name="write_file")
     def write_file_tool() -> Tool:
+        """The `write_file` tool: a text file written in the sandbox workspace, logged on the host.
+
+        Returns:
+            The tool, answering with the command's output or `wrote PATH`.
+        """
+
         async def execute(path: str, content: str) -> str:
             """Create or overwrite a text file in the workspace.
 

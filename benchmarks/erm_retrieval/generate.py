@@ -23,6 +23,7 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
+from docket.core.jsonl import write_jsonl
 from docket.methods.retrieval.text import tokenize
 
 #: (technical term used in documents, lay words used in queries).
@@ -230,8 +231,9 @@ def generate(
             qrels[split] += [(qid, d) for d in relevant]
     out.mkdir(parents=True, exist_ok=True)
     (out / "qrels").mkdir(exist_ok=True)
-    _jsonl(out / "corpus.jsonl", [{"_id": d.id, "title": "", "text": d.text} for d in corpus])
-    _jsonl(out / "queries.jsonl", queries)
+    corpus_rows = [{"_id": d.id, "title": "", "text": d.text} for d in corpus]
+    write_jsonl(out / "corpus.jsonl", corpus_rows, sort_keys=True)
+    write_jsonl(out / "queries.jsonl", queries, sort_keys=True)
     for split, rows in qrels.items():
         lines = ["query-id\tcorpus-id\tscore", *(f"{q}\t{d}\t1" for q, d in rows)]
         (out / "qrels" / f"{split}.tsv").write_text("\n".join(lines) + "\n")
@@ -239,7 +241,3 @@ def generate(
         json.dumps(thesaurus(rng, coverage, noise), indent=1, sort_keys=True) + "\n"
     )
     return {split: len({q for q, _ in rows}) for split, rows in qrels.items()}
-
-
-def _jsonl(path: Path, rows: list[dict[str, object]]) -> None:
-    path.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))

@@ -14,6 +14,7 @@ imported inside the functions: importing this module pulls none of them.
   Llama.
 - `bpe_tokenizer`: a byte-level BPE trained on a corpus (every byte stays encodable).
 - `random_llama`: the Llama behind all of them, any `LlamaConfig` field settable.
+- `random_bert_mlm`: a random BERT masked LM (a transformers masked LM that is not a Llama).
 - `build_tiny_vlm`, `build_tiny_text_lm`, `build_tiny_lm`: whole checkpoint folders (a LLaVA,
   its language model alone, a Llama of a chosen size).
 - `torch_threads`: torch's CPU thread count for a block (tiny models train fastest on one).
@@ -215,6 +216,47 @@ def random_llama(
         **config,
     )
     return LlamaForCausalLM(llama)
+
+
+def random_bert_mlm(
+    vocab_size: int,
+    *,
+    hidden: int = 64,
+    layers: int = 2,
+    heads: int = 4,
+    intermediate: int | None = None,
+    seed: int | None = 0,
+    **config: Any,
+) -> Any:
+    """A randomly initialised `BertForMaskedLM` (float32, CPU).
+
+    Args:
+        vocab_size: The vocabulary size.
+        hidden: The hidden size.
+        layers: The number of encoder layers.
+        heads: The number of attention heads.
+        intermediate: The MLP width (None: 4 x `hidden`).
+        seed: The torch seed set before the weights are drawn (None: the current RNG state).
+        **config: Further `BertConfig` fields (e.g. `max_position_embeddings`); the others keep
+            transformers' defaults.
+
+    Returns:
+        The model.
+    """
+    import torch
+    from transformers import BertConfig, BertForMaskedLM
+
+    if seed is not None:
+        torch.manual_seed(seed)
+    bert = BertConfig(
+        vocab_size=vocab_size,
+        hidden_size=hidden,
+        intermediate_size=intermediate or hidden * 4,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        **config,
+    )
+    return BertForMaskedLM(bert)
 
 
 def tiny_causal_lm(

@@ -84,7 +84,17 @@ def teacher_prompt(meta: dict[str, Any], max_regions: int = MAX_REGIONS) -> str:
 def teacher_cot(
     teacher: TeacherResolver, max_regions: int = MAX_REGIONS, with_image: bool = True
 ) -> Solver:
-    """Ask the model `teacher()` resolves (the `teacher` role) for a 7-step grounded trace."""
+    """Ask the model `teacher()` resolves (the `teacher` role) for a 7-step grounded trace.
+
+    Args:
+        teacher: Resolves the teacher model when a sample is solved.
+        max_regions: The most OCR regions the prompt lists (in reading order).
+        with_image: Whether the page image goes with the prompt (when the sample has one).
+
+    Returns:
+        A solver that replaces the messages with the teacher prompt and sets the output to the
+        teacher's reply.
+    """
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         meta = state.metadata
@@ -138,6 +148,11 @@ def val_scorer() -> Scorer:
     traces only). An empty or refusing trace scores Q = 0: without reasoning the validator's
     reasoning score is 0 (see `validator.reasoning_scores`). Stderr of `q` and `accepted` is
     clustered by document (`doc_id`), as several questions share a page.
+
+    Returns:
+        A scorer whose value holds `q`, `accepted`, `q_parsed`, `unparsed`, `refused` and the
+        Q components `q_ans`, `q_bbox`, `q_reason`, `iou`; its metadata holds the parsed trace,
+        the parse problems, the verifier's errors and its corrected output.
     """
 
     async def score(state: TaskState, target: Target) -> Score:

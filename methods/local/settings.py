@@ -13,7 +13,7 @@ import dataclasses
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from docket.core import options as parse
 
@@ -22,13 +22,6 @@ from docket.core import options as parse
 Converter = Callable[[Any], "dict[str, Any] | None"]
 
 SettingsT = TypeVar("SettingsT")
-
-
-class ResolvesKnobs(Protocol):
-    """A settings dataclass whose knobs depend on one another (see `parse_settings`)."""
-
-    def resolve_knobs(self, given: frozenset[str]) -> Any:
-        """The settings after the rules between knobs, knowing which knobs were given."""
 
 
 def knob(

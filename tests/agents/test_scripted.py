@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ from docket.agents.scripted.basic import REFUSAL_TEXT
 from docket.agents.scripted.policy import load_policies
 from docket.agents.scripted.provider import count_tokens
 from docket.core.inspect_private import PrerequisiteError
+from docket.core.jsonl import write_jsonl
 
 
 def _tool(name: str, param: str) -> ToolInfo:
@@ -107,7 +107,7 @@ async def test_random_is_deterministic_per_seed_and_prompt() -> None:
 async def test_oracle_reads_its_fixture(tmp_path: Path) -> None:
     fixture = tmp_path / "answers.jsonl"
     rows = [{"match": "capital of France", "reply": "Paris"}, {"match": "2+2", "reply": "4"}]
-    fixture.write_text("\n".join(json.dumps(r) for r in rows))
+    write_jsonl(fixture, rows)
     out = await _reply("oracle", [ChatMessageUser(content="What is 2+2?")], answers=str(fixture))
     assert out.completion == "4"
 

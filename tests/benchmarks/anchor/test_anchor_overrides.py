@@ -3,7 +3,6 @@ and one-line errors."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ from inspect_ai.model import get_model
 
 from docket.benchmarks.anchor.anchor import anchor_direct
 from docket.benchmarks.anchor.overrides import OverrideError, apply_overrides, main
+from docket.core.jsonl import write_jsonl
 
 pytestmark = pytest.mark.bwrap
 
@@ -36,7 +36,7 @@ def fooled_log(tmp_path_factory: pytest.TempPathFactory) -> EvalLog:
 
 def _file(tmp_path: Path, rows: list[dict[str, object]]) -> Path:
     path = tmp_path / "overrides.jsonl"
-    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    write_jsonl(path, rows)
     return path
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from docket.benchmarks.context_qa.dataset import (
     write,
 )
 from docket.core.inspect_private import PrerequisiteError
+from docket.core.jsonl import parse_lines
 
 
 def run(policy: str, tmp_path: Path, **task_args: object) -> EvalLog:
@@ -92,5 +92,5 @@ def test_bad_arguments_and_data_are_one_line(tmp_path: Path) -> None:
             model=get_model("docket/scripted", policy="refuse"),
             task_args={"data": str(tmp_path)},
         )
-    rows = [json.loads(line) for line in (DATA / "questions.jsonl").read_text().splitlines()]
+    rows = [row for _, row in parse_lines((DATA / "questions.jsonl").read_text().splitlines())]
     assert all(set(rows[0]) == set(r) for r in rows)

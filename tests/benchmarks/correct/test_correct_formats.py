@@ -9,7 +9,6 @@ released datasets): Who&When `Hand-Crafted/` (Magentic-One roles in `role`, stri
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ from inspect_ai.model import get_model
 from docket.benchmarks.correct.correct import correct_localization
 from docket.benchmarks.correct.dataset import load_trajectories, to_sample
 from docket.benchmarks.correct.simulator.records import read_trajectories
+from docket.core.jsonl import parse_lines
 
 FIXTURES = Path(__file__).parent / "fixtures"
 WHO_AND_WHEN = FIXTURES / "who_and_when"
@@ -78,7 +78,7 @@ def test_correct_error_rows_as_jsonl_and_as_the_published_parquet(tmp_path: Path
     _correct_error_check(read_trajectories(CORRECT_ERROR))
     import pandas as pd
 
-    frame = pd.DataFrame([json.loads(line) for line in CORRECT_ERROR.read_text().splitlines()])
+    frame = pd.DataFrame([row for _, row in parse_lines(CORRECT_ERROR.read_text().splitlines())])
     parquet = tmp_path / "test-00000-of-00001.parquet"
     frame.to_parquet(parquet)
     _correct_error_check(read_trajectories(parquet))

@@ -28,6 +28,7 @@ from docket.benchmarks.correct.prompts import correct_prompt
 from docket.benchmarks.correct.simulator.baselines import SurfaceBaseline
 from docket.benchmarks.correct.solvers import CacheConfig, SchemaStream, query_text, steps_of
 from docket.core.inspect_private import PrerequisiteError
+from docket.core.jsonl import write_jsonl
 from tests.scores import sample_score
 
 SIZE = 30
@@ -299,7 +300,7 @@ def test_a_bad_trajectory_file_is_rejected_with_file_and_index(tmp_path: Path) -
     rows = [json.loads(json.dumps(row)) for row in _rows(2)]
     rows[1]["mistake_step"] = 99
     path = tmp_path / "bad.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    write_jsonl(path, rows)
     with pytest.raises(PrerequisiteError, match=r"bad\.jsonl\[1\]: field 'mistake_step'=99"):
         correct_localization(data=str(path))
 
@@ -321,7 +322,7 @@ def test_bad_arguments_fail_with_one_line(tmp_path: Path) -> None:
 
 def _write(tmp_path: Path, rows: list[dict[str, Any]]) -> Path:
     path = tmp_path / "rows.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    write_jsonl(path, rows)
     return path
 
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import runpy
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from docket.core.jsonl import parse_lines, write_jsonl
 from tests.methods.decoding.conftest import one_thread  # noqa: F401  (one torch thread)
 
 SCRIPT = Path(__file__).parents[3] / "benchmarks" / "perf" / "scripts" / "gpu_compare.py"
@@ -16,16 +16,14 @@ main = runpy.run_path(str(SCRIPT))["main"]
 
 
 def rows(capsys: pytest.CaptureFixture[str]) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in capsys.readouterr().out.splitlines() if line]
+    return [row for _, row in parse_lines(capsys.readouterr().out.splitlines())]
 
 
 def test_dsb_comparison_covers_every_setting(
     toy_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     prompts = tmp_path / "prompts.jsonl"
-    prompts.write_text(
-        "\n".join(json.dumps({"question": q, "answer": "1"}) for q in ["copy: ab", "sort: ba"])
-    )
+    write_jsonl(prompts, [{"question": q, "answer": "1"} for q in ["copy: ab", "sort: ba"]])
     common = ["--device", "cpu", "--dtype", "float32", "dsb", "--model", str(toy_dir)]
     main([*common, "--prompts", str(prompts), "--gen-length", "8", "--block-length", "4"])
     found = rows(capsys)

@@ -16,6 +16,7 @@ from inspect_ai import eval as inspect_eval
 from docket.benchmarks.rl_arith.rl_arith import ARITH, rl_arith
 from docket.benchmarks.rl_constraints.rl_constraints import CONSTRAINTS, rl_constraints
 from docket.core.inspect_private import PrerequisiteError
+from docket.core.jsonl import parse_lines
 from docket.methods.rl.tasks import family
 from docket.methods.rl.tasks.base import read_jsonl
 
@@ -116,7 +117,7 @@ def test_a_runner_checkpoint_is_scored_as_the_runner_scores_it(tmp_path: Path) -
     ])  # fmt: skip
     assert code == 0
     summary = json.loads((out / "summary.json").read_text())
-    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    records = [row for _, row in parse_lines((out / "metrics.jsonl").read_text().splitlines())]
     assert [r["step"] for r in records] == [1, 2] and records[-1]["gen_rollouts"] == 16
     log = inspect_eval(
         "docket/rl_arith", model=f"docket/local/{out / 'model'}", limit=12, display="none",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from docket.benchmarks.scsuff.dataset import (
 from docket.benchmarks.scsuff.prompts import parse_alternative, parse_verdict
 from docket.benchmarks.scsuff.scorer import chen_faithfulness, hint_value, sufficiency_value
 from docket.core.inspect_private import PrerequisiteError
+from docket.core.jsonl import write_jsonl
 from tests.scores import metric_value
 
 
@@ -150,7 +150,7 @@ def test_snli_rows_without_gold_label_are_skipped(tmp_path: Path) -> None:
         {"premise": "p", "hypothesis": "h", "label": -1},
         {"premise": "p", "hypothesis": "h", "label": 2},
     ]
-    path.write_text("\n".join(json.dumps(r) for r in rows))
+    write_jsonl(path, rows)
     items = load_items("snli", data_file=str(path))
     assert [i.answer for i in items] == [2]
 

@@ -12,6 +12,7 @@ import pytest
 pytest.importorskip("flwr", reason="needs flwr (Python >= 3.11): pip install 'docket[adaptation]'")
 from flwr.app import ArrayRecord, Context
 
+from docket.core.jsonl import write_jsonl
 from docket.methods.adaptation import fedpissa
 from docket.methods.adaptation.flower_app import FedSettings, run_in_process
 
@@ -33,7 +34,7 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
                 for i in range(n)
                 for label in [majority if i % 4 else LABELS[1 - client]]
             ]
-            (target / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+            write_jsonl(target / f"{split}.jsonl", rows)
     return folder
 
 

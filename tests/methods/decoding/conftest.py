@@ -37,22 +37,19 @@ def toy_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def target() -> Any:
     """A random 4-layer Llama (GQA) as a speculative-decoding target."""
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
+    from docket.core.tiny_models import random_llama
 
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=300,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=4,
-        num_attention_heads=4,
-        num_key_value_heads=2,
+    return random_llama(
+        300,
+        hidden=64,
+        layers=4,
+        heads=4,
+        kv_heads=2,
+        intermediate=128,
         max_position_embeddings=2048,
         eos_token_id=299,
         pad_token_id=0,
-    )
-    return LlamaForCausalLM(config).eval()
+    ).eval()
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,6 @@ is deterministic."""
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+from docket.core.jsonl import parse_lines
 from docket.methods.decoding.dsb.algorithm import (
     UNBOUNDED,
     DSBSettings,
@@ -377,7 +377,7 @@ def test_evaluate_with_a_preamble_decodes_longer_prompts(
     args = ["--size", "2", "--gen-length", "8", "--only", "dsb", "dsb+cache"]
     evaluate_main([str(toy_dir), *args])
     evaluate_main([str(toy_dir), *args, "--preamble", "3"])
-    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    rows = [row for _, row in parse_lines(capsys.readouterr().out.splitlines())]
     plain, long = rows[:2], rows[2:]
     for short_row, long_row in zip(plain, long, strict=True):
         assert long_row["mean_processed_tokens"] > short_row["mean_processed_tokens"]

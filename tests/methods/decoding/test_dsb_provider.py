@@ -105,17 +105,12 @@ def test_bad_knobs_are_one_line(toy_dir: Path, knobs: dict[str, Any], message: s
 
 
 def test_a_causal_lm_or_gguf_is_refused_in_one_line(tmp_path: Path) -> None:
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+    from transformers import PreTrainedTokenizerFast
 
-    LlamaForCausalLM(
-        LlamaConfig(
-            vocab_size=300,
-            hidden_size=16,
-            intermediate_size=32,
-            num_hidden_layers=1,
-            num_attention_heads=2,
-            num_key_value_heads=1,
-        )
+    from docket.core.tiny_models import random_llama
+
+    random_llama(
+        300, hidden=16, layers=1, heads=2, kv_heads=1, intermediate=32, seed=None
     ).save_pretrained(tmp_path)
     tokenizer = data.build_tokenizer()
     assert isinstance(tokenizer, PreTrainedTokenizerFast)
@@ -127,20 +122,11 @@ def test_a_causal_lm_or_gguf_is_refused_in_one_line(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def bert_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A random tiny BertForMaskedLM with the toy tokenizer (a transformers masked LM)."""
-    import torch
-    from transformers import BertConfig, BertForMaskedLM
+    from docket.core.tiny_models import random_bert_mlm
 
     tokenizer: Any = data.build_tokenizer()
-    torch.manual_seed(0)
-    model = BertForMaskedLM(
-        BertConfig(
-            vocab_size=len(tokenizer),
-            hidden_size=32,
-            num_hidden_layers=2,
-            num_attention_heads=2,
-            intermediate_size=64,
-            max_position_embeddings=128,
-        )
+    model = random_bert_mlm(
+        len(tokenizer), hidden=32, layers=2, heads=2, intermediate=64, max_position_embeddings=128
     )
     path = tmp_path_factory.mktemp("bert-mlm")
     model.save_pretrained(path)

@@ -13,6 +13,7 @@ from inspect_ai import eval as inspect_eval
 from inspect_ai.log import EvalLog
 
 from docket.benchmarks.docval.dataset import SHIPPED, load_documents
+from docket.core.jsonl import write_jsonl
 from docket.methods.distill import export, sft
 
 #: A chain of thought naming all four keyword groups, so VAL accepts an exact copy of it.
@@ -72,13 +73,13 @@ def test_the_sft_student_is_scored_through_docval_grounding(
     assert report["final_acceptance"] == 1.0 and report["stage2"] == []
     # the same two questions as a DocVAL split, scored in vision mode through docket/local
     split = tmp_path / "two.jsonl"
-    lines = []
+    records = []
     for doc in docs:
         record = {k: v for k, v in doc.items() if k != "image_path"}
         record["image"] = doc["image_path"]  # absolute, so the split can live anywhere
         record["questions"] = doc["questions"][:1]
-        lines.append(json.dumps(record))
-    split.write_text("\n".join(lines) + "\n")
+        records.append(record)
+    write_jsonl(split, records)
     log = inspect_eval(
         "docket/docval_grounding",
         model=f"docket/local/{report_dir / 'model'}",

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from docket.core.jsonl import write_jsonl
 from docket.methods.rl.compare import at_budget, folder, table
 
 
@@ -24,7 +25,7 @@ def fake_run(out: Path, name: str, seed: int, per_update: int, curve: list[float
             if step % 4 == 0:
                 record["eval_sampled"] = curve[step // 4]
             records.append(record)
-    (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    write_jsonl(run / "metrics.jsonl", records)
     summary = {
         "initial_eval": evals["0"],
         "final_eval": evals[str(4 * (len(curve) - 1))],
