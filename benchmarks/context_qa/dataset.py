@@ -9,14 +9,13 @@ be guessed from the question: every value is drawn uniformly (chance = 1 / numbe
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from docket.core.inspect_private import PrerequisiteError
-from docket.core.jsonl import read_jsonl
+from docket.core.jsonl import read_jsonl, write_jsonl
 
 DATA = Path(__file__).parent / "data"
 CONTEXTS_FILE = DATA / "contexts.jsonl"
@@ -112,12 +111,8 @@ def generate(
 def write(contexts: Iterable[Context], questions: Iterable[Question], folder: Path) -> None:
     """Write `contexts.jsonl` (id, text) and `questions.jsonl` to `folder`."""
     folder.mkdir(parents=True, exist_ok=True)
-    with (folder / CONTEXTS_FILE.name).open("w") as out:
-        for c in contexts:
-            out.write(json.dumps({"id": c.id, "text": c.text}) + "\n")
-    with (folder / QUESTIONS_FILE.name).open("w") as out:
-        for q in questions:
-            out.write(json.dumps(asdict(q)) + "\n")
+    write_jsonl(folder / CONTEXTS_FILE.name, ({"id": c.id, "text": c.text} for c in contexts))
+    write_jsonl(folder / QUESTIONS_FILE.name, (asdict(q) for q in questions))
 
 
 def load(folder: Path = DATA) -> tuple[dict[str, str], list[Question]]:

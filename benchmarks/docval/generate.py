@@ -10,7 +10,6 @@ its words, segments, OCR tokens, facts and questions). The shipped split is
 from __future__ import annotations
 
 import gzip
-import json
 import random
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 from docket.benchmarks.docval.layouts import BUILDERS, DOC_TYPES
 from docket.benchmarks.docval.ocr import simulate_ocr
 from docket.benchmarks.docval.render import Augment, augment, jpeg_bytes, page_record, union
+from docket.core.jsonl import jsonl_text
 
 SHIPPED_DOCS = 210
 SHIPPED_QUESTIONS = 5
@@ -83,10 +83,12 @@ def generate(
     """Write `docs` documents (cycling through types and difficulties) under `out`."""
     (out / "images").mkdir(parents=True, exist_ok=True)
     path = out / f"{split}.jsonl.gz"
+    records = []
+    for i in range(docs):
+        difficulty = difficulties[(i // len(DOC_TYPES)) % len(difficulties)]
+        record, jpeg = make_document(seed, i, difficulty, questions)
+        (out / record["image"]).write_bytes(jpeg)
+        records.append(record)
     with gzip.open(path, "wt", encoding="utf-8") as handle:
-        for i in range(docs):
-            difficulty = difficulties[(i // len(DOC_TYPES)) % len(difficulties)]
-            record, jpeg = make_document(seed, i, difficulty, questions)
-            (out / record["image"]).write_bytes(jpeg)
-            handle.write(json.dumps(record, separators=(",", ":")) + "\n")
+        handle.write(jsonl_text(records, compact=True))
     return path

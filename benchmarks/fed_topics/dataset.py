@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from docket.core.jsonl import read_jsonl
+from docket.core.jsonl import read_jsonl, write_jsonl
 
 LABELS = ("sports", "weather", "food", "music")
 TOPIC_WORDS: dict[str, tuple[str, ...]] = {
@@ -107,8 +107,8 @@ def write_clients(clients: Sequence[Client], folder: Path) -> Path:
         target.mkdir(exist_ok=True)
         for split in ("train", "heldout"):
             rows = getattr(client, split)
-            (target / f"{split}.jsonl").write_text(
-                "".join(json.dumps({"text": e.text, "label": e.label}) + "\n" for e in rows)
+            write_jsonl(
+                target / f"{split}.jsonl", ({"text": e.text, "label": e.label} for e in rows)
             )
     return folder
 

@@ -9,7 +9,6 @@ draws its scenes from other seeds.
 
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -24,7 +23,7 @@ from docket.benchmarks.spatial_relations.render import (
     random_pose,
 )
 from docket.core.inspect_private import PrerequisiteError
-from docket.core.jsonl import read_jsonl
+from docket.core.jsonl import read_jsonl, write_jsonl
 
 DATA = Path(__file__).parent / "data"
 SAMPLES_FILE = DATA / "samples.jsonl"
@@ -103,11 +102,12 @@ def write(scenes: list[Scene], folder: Path, size: int = 64) -> None:
     board seen without a view pose) under `folder`."""
     images = folder / "images"
     images.mkdir(parents=True, exist_ok=True)
-    with (folder / SAMPLES_FILE.name).open("w") as out:
-        for scene in scenes:
-            draw(list(scene.objects), scene.pose, size).save(images / f"{scene.id}.png")
-            draw(list(scene.objects), IDENTITY, size).save(images / f"{scene.id}-board.png")
-            row = {
+    rows = []
+    for scene in scenes:
+        draw(list(scene.objects), scene.pose, size).save(images / f"{scene.id}.png")
+        draw(list(scene.objects), IDENTITY, size).save(images / f"{scene.id}-board.png")
+        rows.append(
+            {
                 "id": scene.id,
                 "question": scene.question,
                 "answer": scene.answer,
@@ -115,7 +115,8 @@ def write(scenes: list[Scene], folder: Path, size: int = 64) -> None:
                 "pose": scene.pose.as_list(),
                 "objects": [asdict(o) for o in scene.objects],
             }
-            out.write(json.dumps(row) + "\n")
+        )
+    write_jsonl(folder / SAMPLES_FILE.name, rows)
 
 
 @dataclass(frozen=True)

@@ -87,20 +87,50 @@ def parse_lines(
         yield number, value
 
 
-def write_jsonl(path: str | Path, rows: Iterable[Any], *, sort_keys: bool = False) -> Path:
+def jsonl_text(
+    rows: Iterable[Any], *, sort_keys: bool = False, compact: bool = False, ascii_only: bool = True
+) -> str:
+    """`rows` as JSON lines, each ending with a newline.
+
+    Args:
+        rows: JSON-ready values, one per line.
+        sort_keys: Sort the keys of every object.
+        compact: No spaces after `,` and `:`.
+        ascii_only: Escape non-ASCII characters (`json.dumps`' `ensure_ascii`).
+
+    Returns:
+        The text.
+    """
+    separators = (",", ":") if compact else None
+    return "".join(
+        json.dumps(row, sort_keys=sort_keys, separators=separators, ensure_ascii=ascii_only) + "\n"
+        for row in rows
+    )
+
+
+def write_jsonl(
+    path: str | Path,
+    rows: Iterable[Any],
+    *,
+    sort_keys: bool = False,
+    compact: bool = False,
+    ascii_only: bool = True,
+) -> Path:
     """Write `rows` as JSON lines (UTF-8), creating the parent folder.
 
     Args:
         path: The file to write.
         rows: JSON-ready values, one per line.
         sort_keys: Sort the keys of every object.
+        compact: No spaces after `,` and `:`.
+        ascii_only: Escape non-ASCII characters (`json.dumps`' `ensure_ascii`).
 
     Returns:
         The path written.
     """
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    text = "".join(json.dumps(row, sort_keys=sort_keys) + "\n" for row in rows)
+    text = jsonl_text(rows, sort_keys=sort_keys, compact=compact, ascii_only=ascii_only)
     out.write_text(text, encoding="utf-8")
     return out
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from docket.core.inspect_private import PrerequisiteError
-from docket.core.jsonl import JsonlLineError, parse_lines, read_jsonl, write_jsonl
+from docket.core.jsonl import JsonlLineError, jsonl_text, parse_lines, read_jsonl, write_jsonl
 
 
 def test_rows_are_numbered_from_one_and_blank_lines_count() -> None:
@@ -58,3 +58,12 @@ def test_a_benchmark_data_file_is_checked(tmp_path: Path) -> None:
     path.write_text("{\n", encoding="utf-8")
     with pytest.raises(PrerequisiteError, match=r"d.jsonl line 1: not JSON$"):
         read_jsonl(path, "t")
+
+
+def test_jsonl_text_writes_each_style_the_shipped_files_use() -> None:
+    rows = [{"b": 1, "a": "é"}, [1, 2]]
+    assert jsonl_text(rows) == '{"b": 1, "a": "\\u00e9"}\n[1, 2]\n'
+    assert jsonl_text(rows, sort_keys=True) == '{"a": "\\u00e9", "b": 1}\n[1, 2]\n'
+    assert jsonl_text(rows, compact=True) == '{"b":1,"a":"\\u00e9"}\n[1,2]\n'
+    assert jsonl_text(rows, ascii_only=False) == '{"b": 1, "a": "é"}\n[1, 2]\n'
+    assert jsonl_text([]) == ""

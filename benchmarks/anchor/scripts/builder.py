@@ -7,11 +7,11 @@ opinion JSON files (or `--query`) in, scenario-draft JSONL out.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from docket.benchmarks.anchor.builder import build_drafts, fetch_records, load_records
 from docket.benchmarks.anchor.dataset import ScenarioError
+from docket.core.jsonl import write_jsonl
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -31,9 +31,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     for line in skipped:
         print(line, file=sys.stderr)
-    with open(args.output, "w", encoding="utf-8") as out:
-        for scenario in drafts:
-            out.write(json.dumps(scenario.model_dump(), ensure_ascii=False) + "\n")
+    write_jsonl(args.output, (s.model_dump() for s in drafts), ascii_only=False)
     print(f"wrote {len(drafts)} drafts to {args.output} ({len(skipped)} skipped)")
     return 0
 

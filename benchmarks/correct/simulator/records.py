@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from docket.core.jsonl import JsonlLineError, parse_lines
+from docket.core.jsonl import JsonlLineError, jsonl_text, parse_lines
 
 REQUIRED = ("question", "history", "mistake_agent", "mistake_step")
 _ID_KEYS = ("trajectory_id", "question_ID", "question_id", "id")
@@ -195,7 +195,7 @@ def read_trajectories(path: str | Path) -> list[Trajectory]:
 
 def write_trajectories(trajectories: Iterable[Trajectory], path: str | Path) -> None:
     """Write JSON lines (gzip-compressed when `path` ends with .gz, reproducibly)."""
-    lines = "".join(json.dumps(to_json(t), sort_keys=False) + "\n" for t in trajectories)
+    lines = jsonl_text(to_json(t) for t in trajectories)
     target = Path(path)
     if target.suffix == ".gz":
         with (
