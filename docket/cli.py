@@ -198,6 +198,36 @@ def _regress(console: Console, args: argparse.Namespace) -> int:
     return regress.exit_code(comparisons, loaded.errors)
 
 
+def _generate(console: Console, args: argparse.Namespace) -> int:
+    import importlib
+
+    from docket.benchmarks.presets import listings
+    from docket.core.splits import secret_seed, write_manifest
+
+    found = listings()
+    able = sorted(name for name, listing in found.items() if listing.get("generate"))
+    spec = found.get(args.benchmark, {}).get("generate")
+    if not spec:
+        return _error(
+            console, f"{args.benchmark}: no split generator; one of: {', '.join(able) or 'none'}"
+        )
+    out = Path(args.out)
+    if out.exists() and any(out.iterdir()):
+        return _error(console, f"{out}: exists and is not empty; choose a new --out")
+    try:
+        seed = secret_seed(args.seed)
+    except ValueError as ex:
+        return _error(console, ex)
+    module, _, function = str(spec).partition(":")
+    generator = getattr(importlib.import_module(module), function)
+    out.mkdir(parents=True, exist_ok=True)
+    generator(seed=seed, out=out, size=args.size)
+    sha256 = write_manifest(out, args.benchmark)
+    console.print(f"{args.benchmark}: split {sha256[:12]} written to {out.resolve()}")
+    console.print(f"Run it with -T data={out.resolve()} (the seed is not stored: keep it secret)")
+    return 0
+
+
 def _role_flags(values: list[str] | None) -> dict[str, str]:
     roles: dict[str, str] = {}
     for value in values or []:
@@ -308,6 +338,13 @@ def _parser() -> argparse.ArgumentParser:
     suite.add_argument("-o", "--out", help="report directory (default: LOGDIR-report)")
     suite.add_argument("--display", default="plain", help="Inspect display (plain, rich, none)")
     suite.add_argument("--dry-run", action="store_true", help="print the plan, run nothing")
+    generate = commands.add_parser(
+        "generate", help="write a private test split from a secret seed (run it with -T data=DIR)"
+    )
+    generate.add_argument("benchmark", metavar="BENCHMARK", help="benchmark folder, e.g. correct")
+    generate.add_argument("--seed", required=True, help="secret seed (any string; not stored)")
+    generate.add_argument("--out", required=True, help="new directory for the split")
+    generate.add_argument("--size", type=int, help="items to generate (default: the shipped size)")
     return parser
 
 
@@ -328,6 +365,8 @@ def main(argv: list[str] | None = None) -> int:
         return _list(console)
     if args.command == "report":
         return _report(console, args)
+    if args.command == "generate":
+        return _generate(console, args)
     if args.command == "regress":
         if args.tolerance < 0 or not 0 < args.alpha < 1 or not 0 <= args.min_coverage <= 1:
             return _error(
