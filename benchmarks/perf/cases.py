@@ -254,7 +254,13 @@ def greedy_decode(quick: bool) -> Measurement:
         return [int(t) for t in out[0, len(ids) :]]
 
     mine, hf = ours(), theirs()
-    check(mine == hf, f"docket and transformers produced different tokens: {mine} vs {hf}")
+    first = next((i for i, (a, b) in enumerate(zip(mine, hf, strict=False)) if a != b), None)
+    check(
+        mine == hf,
+        "docket and transformers produced different tokens: "
+        + (f"at token {first}: {mine[first]} vs {hf[first]}" if first is not None else "")
+        + f" ({len(mine)} vs {len(hf)} tokens)",
+    )
     repeats = 2 if quick else 5
     docket_s, peer_s = paired_medians(ours, theirs, repeats)
     return Measurement(

@@ -216,15 +216,21 @@ def test_greedy_decode_fails_when_docket_and_transformers_disagree(
     model = tiny_llama(tokenizer, hidden=16, layers=1, heads=2).eval()
     monkeypatch.setattr(cases, "_smollm2", lambda: (model, tokenizer))
     real = sampling.greedy
+    shifted_first: list[int] = []  # docket's first token (shifted) and transformers'
 
     def off_by_one(*args: Any, **kwargs: Any) -> Any:
         [choice] = real(*args, **kwargs)
-        return [replace(choice, token_ids=[(t + 1) % len(tokenizer) for t in choice.token_ids])]
+        shifted = [(t + 1) % len(tokenizer) for t in choice.token_ids]
+        shifted_first[:] = [shifted[0], choice.token_ids[0]]
+        return [replace(choice, token_ids=shifted)]
 
     monkeypatch.setattr(sampling, "greedy", off_by_one)
     result = run_case("greedy_decode", cases.greedy_decode, True)
     assert isinstance(result, Failed)
-    assert result.reason.startswith("check failed: docket and transformers produced different")
+    assert result.reason == (
+        "check failed: docket and transformers produced different tokens: at token 0: "
+        f"{shifted_first[0]} vs {shifted_first[1]} (16 vs 16 tokens)"
+    )
 
 
 def test_a_toy_model_below_the_exact_match_floor_fails_in_quick_runs(
