@@ -50,7 +50,8 @@ browser-deps:
 	command -v chromium >/dev/null || ($(SUDO) apt-get update && $(SUDO) apt-get install -y chromium)
 
 # Speed targets as ratios against peer libraries in the same run (benchmarks/perf/README.md);
-# exits 1 when a target is missed. Results: build/bench/results.{json,md}.
+# each case ends ok / missed / failed / skipped; exits 1 when one is failed (raised, or a
+# correctness check did not hold) or missed (ratio above target). Results: build/bench/.
 bench: install
 	$(VENV)/bin/python -m docket.benchmarks.perf --out build/bench
 

@@ -7,16 +7,26 @@ import sys
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 from docket.benchmarks.perf.cases import CASES
-from docket.benchmarks.perf.harness import Measurement, Skipped, table, write
+from docket.benchmarks.perf.harness import Failed, Result, run_case, table, write
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the chosen benchmarks; 0 when every target is met, 1 when one is missed, 2 on usage."""
+    """Run the chosen benchmarks and write their results.
+
+    Args:
+        argv: The command line (default: `sys.argv[1:]`).
+
+    Returns:
+        0 when every case is `ok` or `skipped`; 1 when one is `failed` (it raised, or a
+        correctness check inside it did not hold) or `missed` (ratio above its target); 2 on a
+        usage error.
+    """
     parser = argparse.ArgumentParser(prog="python -m docket.benchmarks.perf")
     parser.add_argument("--only", nargs="+", metavar="NAME", help=f"of: {', '.join(CASES)}")
-    parser.add_argument("--quick", action="store_true", help="few repeats (a harness check)")
+    parser.add_argument("--quick", action="store_true", help="few repeats, small inputs")
     parser.add_argument("--out", type=Path, default=Path("build/bench"), help="results folder")
     args = parser.parse_args(argv)
     console = Console()
@@ -26,20 +36,21 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         console.print(f"unknown benchmark(s) {', '.join(unknown)}; accepted: {', '.join(CASES)}")
         return 2
-    results: list[Measurement | Skipped] = []
+    results: list[Result] = []
     for name in args.only or list(CASES):
         console.print(f"[bold]{name}[/bold] ...")
-        try:
-            results.append(CASES[name](args.quick))
-        except Exception as error:  # one broken case must not lose the others' numbers
-            results.append(Skipped(name, f"{type(error).__name__}: {error}"))
+        result = run_case(name, CASES[name], args.quick)
+        if isinstance(result, Failed) and result.trace:
+            console.print(escape(result.trace.rstrip()), highlight=False)
+        results.append(result)
     json_path, md_path = write(results, args.out)
     console.print(table(results))
     console.print(f"results: {json_path} {md_path}")
-    missed = [r.name for r in results if isinstance(r, Measurement) and not r.met]
-    if missed:
-        console.print(f"[red]targets missed: {', '.join(missed)}")
-    return 1 if missed else 0
+    for status in ("failed", "missed"):
+        names = [r.name for r in results if r.status == status]
+        if names:
+            console.print(f"[red]{status}: {', '.join(names)}")
+    return 1 if any(r.status in ("failed", "missed") for r in results) else 0
 
 
 if __name__ == "__main__":

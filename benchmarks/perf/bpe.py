@@ -19,7 +19,12 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from docket.benchmarks.perf.harness import Measurement, Skipped, paired_medians
+from docket.benchmarks.perf.harness import (
+    Measurement,
+    PrerequisiteMissing,
+    paired_medians,
+    require_modules,
+)
 
 MB = 1_000_000
 
@@ -31,29 +36,24 @@ def _setup(quick: bool) -> Any:
     return bench.setup(100_000 if quick else MB)
 
 
-def _prerequisites(name: str) -> Skipped | None:
-    import importlib.util
+def _prerequisites() -> None:
+    """`PrerequisiteMissing` without the peers (tiktoken, HF tokenizers) or the native core."""
+    require_modules("tiktoken", "tokenizers", install="pip install 'docket[tokenization]'")
+    from docket.methods.tokenization._native import NativeCoreMissing, native
 
-    for package in ("tiktoken", "tokenizers"):
-        if importlib.util.find_spec(package) is None:
-            return Skipped(name, f"{package} is not installed (pip install 'docket[tokenization]')")
     try:
-        from docket.methods.tokenization._native import native
-
         native()
-    except ImportError as error:
-        return Skipped(name, str(error).split(";")[0])
-    return None
+    except NativeCoreMissing as error:  # built without a C++17 compiler
+        raise PrerequisiteMissing("native tokenizer core", str(error).split(";")[0]) from None
 
 
 def _rate(size: int, seconds: float) -> str:
     return f"{size / seconds / MB:.1f} MB/s"
 
 
-def _paired(name: str, quick: bool, peer: str, target: float) -> Measurement | Skipped:
+def _paired(name: str, quick: bool, peer: str, target: float) -> Measurement:
     """A case whose two sides come from `bench.<name>` and alternate under paired_medians."""
-    if missing := _prerequisites(name):
-        return missing
+    _prerequisites()
     from docket.methods.tokenization import bench
 
     ours, theirs, facts = getattr(bench, name)(_setup(quick))
@@ -78,17 +78,16 @@ def _paired(name: str, quick: bool, peer: str, target: float) -> Measurement | S
     )
 
 
-def bpe_step(quick: bool) -> Measurement | Skipped:
+def bpe_step(quick: bool) -> Measurement:
     return _paired("bpe_step", quick, "HF tokenizers (pre-split words)", 1 / 3)
 
 
-def bpe_pipeline(quick: bool) -> Measurement | Skipped:
+def bpe_pipeline(quick: bool) -> Measurement:
     return _paired("bpe_pipeline", quick, "tiktoken encode_ordinary", 1.0)
 
 
-def bpe_pathological(quick: bool) -> Measurement | Skipped:
-    if missing := _prerequisites("bpe_pathological"):
-        return missing
+def bpe_pathological(quick: bool) -> Measurement:
+    _prerequisites()
     from docket.methods.tokenization import bench
 
     s = _setup(quick)
@@ -114,9 +113,8 @@ def bpe_pathological(quick: bool) -> Measurement | Skipped:
     )
 
 
-def bpe_stream_latency(quick: bool) -> Measurement | Skipped:
-    if missing := _prerequisites("bpe_stream_latency"):
-        return missing
+def bpe_stream_latency(quick: bool) -> Measurement:
+    _prerequisites()
     from docket.methods.tokenization import bench
 
     s = _setup(quick)
@@ -139,9 +137,8 @@ def bpe_stream_latency(quick: bool) -> Measurement | Skipped:
     )
 
 
-def bpe_append(quick: bool) -> Measurement | Skipped:
-    if missing := _prerequisites("bpe_append"):
-        return missing
+def bpe_append(quick: bool) -> Measurement:
+    _prerequisites()
     from docket.methods.tokenization import bench
 
     s = _setup(quick)

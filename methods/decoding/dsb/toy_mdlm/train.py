@@ -5,8 +5,10 @@
 `train` writes a checkpoint directory that `docket/local/DIR -M method=dsb` loads, plus
 `train_log.json` (config, parameter count, training seconds, loss curve); held-out exact match
 under each schedule comes from `methods/decoding/scripts/evaluate_toy_mdlm.py DIR`.
-`trained_checkpoint()` trains once into docket's cache (`~/.cache/docket/toy_mdlm`, moved with
-`DOCKET_CACHE`) and reuses it, for benchmarks and README numbers.
+`trained_checkpoint()` returns the checkpoint of a configuration: the one shipped with docket
+(`checkpoints/<checkpoint_key>/`, sha256-checked) when there is one, else the one trained once
+into docket's cache (`~/.cache/docket/toy_mdlm`, moved with `DOCKET_CACHE`), for benchmarks and
+README numbers.
 """
 
 from __future__ import annotations
@@ -175,6 +177,7 @@ def train(
         "losses": losses,
     }
     (folder / "train_log.json").write_text(json.dumps(record, indent=2) + "\n")
+    checkpoint.write_sums(folder)
     return folder
 
 
@@ -184,7 +187,13 @@ def turn_separator(tokenizer: Any) -> int:
     return newline
 
 
+#: Checkpoints `train` made with the configuration their directory is named after
+#: (`checkpoint_key`), shipped with docket so that nothing needs training on first use.
+SHIPPED_ROOT = Path(__file__).parent / "checkpoints"
+
+
 def cache_root() -> Path:
+    """Where checkpoints of configurations that are not shipped are trained to and reused."""
     return Path(os.environ.get("DOCKET_CACHE", Path.home() / ".cache" / "docket")) / "toy_mdlm"
 
 
@@ -198,13 +207,62 @@ def checkpoint_key(config: TrainConfig) -> str:
     )
 
 
+def shipped_checkpoint(config: TrainConfig) -> Path | None:
+    """The checkpoint shipped with docket for `config`, verified, or None when none is.
+
+    Args:
+        config: The training configuration (`threads` and `log_every` do not matter).
+
+    Returns:
+        Its directory under `SHIPPED_ROOT`, or None.
+
+    Raises:
+        checkpoint.ChecksumMismatch: A shipped file is missing or corrupt, or the directory's
+            `train_log.json` records another configuration than its name.
+    """
+    key = checkpoint_key(config)
+    folder = SHIPPED_ROOT / key
+    if not folder.is_dir():
+        return None
+    checkpoint.verify_sums(folder, required=True)
+    recorded = json.loads((folder / "train_log.json").read_text())["train_config"]
+    if checkpoint_key(TrainConfig(**recorded)) != key:
+        raise checkpoint.ChecksumMismatch(f"{folder}: train_log.json records another config")
+    return folder
+
+
+def available_checkpoint(config: TrainConfig) -> Path | None:
+    """The shipped or already trained checkpoint of `config`, without training one.
+
+    Args:
+        config: The training configuration.
+
+    Returns:
+        The shipped directory, else the cache's, else None.
+    """
+    shipped = shipped_checkpoint(config)
+    if shipped is not None:
+        return shipped
+    cached = cache_root() / checkpoint_key(config)
+    return cached if (cached / "model.safetensors").is_file() else None
+
+
 def trained_checkpoint(
     config: TrainConfig = TrainConfig(), log: Callable[[str], None] = print
 ) -> Path:
-    """The toy checkpoint for `config`, trained into docket's cache on first use."""
+    """The toy checkpoint for `config`: the shipped one, else trained into the cache once.
+
+    Args:
+        config: The training configuration.
+        log: Where training prints its loss lines (only when it trains).
+
+    Returns:
+        The checkpoint directory.
+    """
+    found = available_checkpoint(config)
+    if found is not None:
+        return found
     target = cache_root() / checkpoint_key(config)
-    if (target / "model.safetensors").is_file():
-        return target
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".tmp-", dir=target.parent))
     try:
