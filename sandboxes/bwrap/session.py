@@ -385,6 +385,34 @@ class SandboxSession:
             raise StreamLimitExceeded(name, bytes(buffers[fd][: limits[fd]]))
         return _result(outcome, argv, bytes(buffers[out_read]), bytes(buffers[err_read]))
 
+    async def seal_tools(self, bundle: bytes) -> str | None:
+        """Have the service seal Inspect's tool support from `bundle` (see `toolsupport`).
+
+        Returns None once sealed (later calls change nothing), else why not, in one line.
+        """
+        from .toolsupport import LAUNCHER, SERVER_STATE, TOOLS_DIR
+
+        if self._gone is not None or self._closed:
+            return "the sandbox is gone"
+        id = next(self._ids)
+        fd = os.memfd_create("docket-tools")
+        try:
+            view = memoryview(bundle)
+            while view:
+                view = view[os.write(fd, view) :]
+            request = {
+                "op": "seal",
+                "id": id,
+                "path": TOOLS_DIR,
+                "launcher": LAUNCHER,
+                "writable": list(SERVER_STATE),
+            }
+            await self._send(request, [fd])
+        finally:
+            _close(fd)
+        outcome = await self._wait_exit(id)
+        return None if outcome.get("code") == 0 else str(outcome.get("setup", outcome))
+
     async def _kill(self, id: int, outcome: dict[str, Any]) -> None:
         """Kill exec `id`'s namespace and wait (bounded) until the service reports it gone."""
         if outcome or self._gone is not None:
