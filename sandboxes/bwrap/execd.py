@@ -203,6 +203,8 @@ def _setup_mounts(spec: dict[str, Any]) -> None:
         os.chmod(path, int(mode, 8))
         _mount(path, target, None, MS_BIND | MS_REC, None)
     _check(_libc.umount2(staging.encode(), MNT_DETACH), f"umount {staging}")
+    if spec.get("ptys"):
+        spec["ptys_problem"] = _private_ptys(int(spec["ptys"]))
     for source, target in spec.get("read_only", []):
         if os.path.isdir(source):
             os.makedirs(target, exist_ok=True)
@@ -211,6 +213,17 @@ def _setup_mounts(spec: dict[str, Any]) -> None:
             open(target, "a").close()
         _mount(source, target, None, MS_BIND | MS_REC, None)
         _mount(source, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, None)
+
+
+def _private_ptys(limit: int) -> str | None:
+    """A devpts instance of the sandbox's own holding at most `limit` ptys (over bwrap's,
+    which has no limit but the host's `kernel.pty.max`); None, or why it could not be made."""
+    options = f"newinstance,ptmxmode=0666,mode=0620,max={limit}"
+    try:
+        _mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, options)
+    except OSError as ex:
+        return str(ex)
+    return None
 
 
 def _private_proc() -> None:
@@ -653,7 +666,7 @@ class Service:
         _setup_mounts(init["mounts"])
         self.staging = init["mounts"]["staging"]
         _check(_libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0), "set non-dumpable")
-        send_message(self.sock, {"op": "ready"})
+        send_message(self.sock, {"op": "ready", "ptys": init["mounts"].get("ptys_problem")})
 
     def run(self) -> None:
         gc.freeze()  # forked children then copy fewer pages (no collector writes to them)
