@@ -14,6 +14,7 @@ ordinary exec that ends with its call.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import posixpath
 from pathlib import Path
@@ -30,8 +31,8 @@ SERVER_STATE = (".server",)
 
 _MIN_BUNDLE = 1 << 20
 _GZIP_MAGIC = b"\x1f\x8b"
-#: sha256 of each bundle file, by (path, size, mtime_ns), so each is hashed once.
-_DIGESTS: dict[tuple[str, int, int], str] = {}
+#: sha256 of each bundle file, by (path, size, mtime_ns, gunzipped), so each is hashed once.
+_DIGESTS: dict[tuple[str, int, int, bool], str] = {}
 
 
 def bundle_dir() -> Path:
@@ -39,7 +40,24 @@ def bundle_dir() -> Path:
     return Path(inspect_ai.__file__).parent / "binaries"
 
 
-def _shipped_digests() -> set[str]:
+def _digest(path: Path, size: int, mtime_ns: int, unpacked: bool) -> str:
+    """sha256 of a bundle file (of its gunzipped bytes with `unpacked`), computed once."""
+    key = (str(path), size, mtime_ns, unpacked)
+    if key not in _DIGESTS:
+        with path.open("rb") as file:
+            if unpacked:
+                data = file.read()
+                if data[:2] == _GZIP_MAGIC:
+                    data = gzip.decompress(data)
+                _DIGESTS[key] = hashlib.sha256(data).hexdigest()
+            else:
+                _DIGESTS[key] = hashlib.file_digest(file, "sha256").hexdigest()
+    return _DIGESTS[key]
+
+
+def _shipped_digests(unpacked: bool) -> set[str]:
+    """Digests of Inspect's bundle files (gzipped as shipped, or as the plain tar Inspect
+    falls back to when the sandbox's `tar` cannot gunzip)."""
     found: set[str] = set()
     try:
         entries = list(bundle_dir().iterdir())
@@ -48,15 +66,10 @@ def _shipped_digests() -> set[str]:
     for path in entries:
         try:
             info = path.stat()
-        except OSError:
+            if path.is_file() and info.st_size >= _MIN_BUNDLE:
+                found.add(_digest(path, info.st_size, info.st_mtime_ns, unpacked))
+        except (OSError, EOFError, gzip.BadGzipFile):
             continue
-        if not path.is_file() or info.st_size < _MIN_BUNDLE:
-            continue
-        key = (str(path), info.st_size, info.st_mtime_ns)
-        if key not in _DIGESTS:
-            with path.open("rb") as file:
-                _DIGESTS[key] = hashlib.file_digest(file, "sha256").hexdigest()
-        found.add(_DIGESTS[key])
     return found
 
 
@@ -71,9 +84,11 @@ def is_tool_bundle(data: bytes | None) -> bool:
     """
     if data is None or len(data) < _MIN_BUNDLE:
         return False
-    if data[:2] != _GZIP_MAGIC and data[257:262] != b"ustar":
-        return False
-    return hashlib.sha256(data).hexdigest() in _shipped_digests()
+    if data[:2] == _GZIP_MAGIC:
+        return hashlib.sha256(data).hexdigest() in _shipped_digests(unpacked=False)
+    if data[257:262] == b"ustar":
+        return hashlib.sha256(data).hexdigest() in _shipped_digests(unpacked=True)
+    return False
 
 
 __all__ = ["LAUNCHER", "SERVER_STATE", "TOOLS_DIR", "bundle_dir", "is_tool_bundle"]

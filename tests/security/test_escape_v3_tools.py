@@ -247,8 +247,20 @@ async def test_a_bundle_of_another_origin_is_not_sealed() -> None:
     bundle = gzip.compress(gzip.decompress(_bundle()), compresslevel=1, mtime=0)
     assert not toolsupport.is_tool_bundle(bundle)
     assert toolsupport.is_tool_bundle(_bundle())
+    assert toolsupport.is_tool_bundle(gzip.decompress(_bundle()))  # Inspect's plain-tar fallback
+    assert not toolsupport.is_tool_bundle(gzip.decompress(_bundle()) + b"\0" * 512)
     async with bwrap_sandbox(LIMITS) as sb:
         await sb.exec(["sh", "-c", f"mkdir -p -m 700 {TOOLS} && cd {TOOLS} && tar xzf -"],
                       input=bundle, timeout=120)  # fmt: skip
         moved = await sb.exec(["mv", SANDBOX_CLI, "/tmp/real"])
         assert moved.success  # never sealed: the agent's own directory, as any other
+
+
+async def test_the_plain_tar_fallback_is_sealed_too() -> None:
+    plain = gzip.decompress(_bundle())  # what Inspect pipes into `tar xf -` without gzip
+    async with bwrap_sandbox(LIMITS) as sb:
+        made = await sb.exec(["sh", "-c", f"mkdir -p -m 700 {TOOLS} && cd {TOOLS} && tar xf -"],
+                             input=plain, timeout=120)  # fmt: skip
+        assert made.success, made.stderr
+        moved = await sb.exec(["mv", SANDBOX_CLI, "/tmp/real"])
+        assert not moved.success and "Read-only file system" in moved.stderr
