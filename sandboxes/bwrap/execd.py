@@ -313,7 +313,10 @@ def seal_tools(spec: dict[str, Any], bundle_fd: int, staging: str) -> tuple[int,
         _mount("none", staging, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, None)
         _clear_dir(target)  # what Inspect unpacked on the agent's disk
         for name in spec["writable"]:
-            os.mkdir(name, 0o700, dir_fd=target)
+            try:
+                os.mkdir(name, 0o700, dir_fd=target)
+            except FileExistsError:
+                pass  # left by _clear_dir (too deep): the agent's own directory, as it was
             state = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=target)
             try:
                 _mount(f"/proc/self/fd/{state}", os.path.join(staging, name), None, MS_BIND, None)

@@ -264,3 +264,30 @@ async def test_the_plain_tar_fallback_is_sealed_too() -> None:
         assert made.success, made.stderr
         moved = await sb.exec(["mv", SANDBOX_CLI, "/tmp/real"])
         assert not moved.success and "Read-only file system" in moved.stderr
+
+
+PLANT_JUNK = (
+    f"mkdir -p -m 700 {TOOLS} && cd {TOOLS} && mkfifo fifo && ln -s /workspace link && "
+    "mkdir -p _internal/evil && echo 'import os' > _internal/evil/__init__.py && "
+    "d=.server; for i in $(seq 80); do d=$d/a; done; mkdir -p $d && touch $d/deep"
+)
+
+
+@pytest.mark.escape(
+    "Plant files in the tools directory before Inspect injects into it (a module under "
+    "_internal, a FIFO, a symlink, an 80-deep tree in the server's state directory)",
+    "the sealed tree holds only the bundle's files; what was planted is removed or hidden",
+)
+async def test_files_planted_before_injection_are_not_sealed_in() -> None:
+    bundle = _bundle()
+    async with bwrap_sandbox(LIMITS) as sb:
+        planted = await sb.exec(["bash", "-c", PLANT_JUNK])
+        assert planted.success, planted.stderr
+        await _inject(sb, bundle)
+        listing = await sb.exec(["sh", "-c", f"cd {TOOLS} && ls -A && ls _internal | grep -c evil"])
+        assert listing.stdout.split()[:3] == [".server", "_internal", "inspect-sandbox-tools"]
+        assert listing.stdout.split()[-1] == "0"
+        moved = await sb.exec(["mv", SANDBOX_CLI, "/tmp/real"])
+        assert not moved.success  # sealed all the same
+        started = await sb.exec([SANDBOX_CLI, "start-server"], timeout=60)
+        assert started.success, started.stderr
