@@ -13,7 +13,8 @@ namespace's init; the init forks the command. The command drops every capability
 `no_new_privs`, rlimits and the seccomp programs, then `execve`s. When the command ends, its
 init exits and the kernel kills whatever is left in the namespace before the init is reaped,
 so `exit` is only sent once nothing the command started is alive ("detached" execs, used for
-Inspect's tool-support server, keep their namespace until the sandbox ends).
+Inspect's tool-support server, keep their namespace until the sandbox ends; the service grants
+a detached request only to the launcher it sealed, see `seal_tools`).
 """
 
 from __future__ import annotations
