@@ -34,7 +34,7 @@ class BwrapConfigError(PrerequisiteError, ValueError):
 
 
 #: Limits `require` can insist on.
-Requirement = Literal["seccomp", "cgroup"]
+Requirement = Literal["seccomp", "cgroup", "ptys"]
 
 
 class BwrapConfig(BaseModel):

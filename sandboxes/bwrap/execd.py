@@ -13,7 +13,8 @@ namespace's init; the init forks the command. The command drops every capability
 `no_new_privs`, rlimits and the seccomp programs, then `execve`s. When the command ends, its
 init exits and the kernel kills whatever is left in the namespace before the init is reaped,
 so `exit` is only sent once nothing the command started is alive ("detached" execs, used for
-Inspect's tool-support server, keep their namespace until the sandbox ends).
+Inspect's tool-support server, keep their namespace until the sandbox ends; the service grants
+a detached request only to the launcher it sealed, see `seal_tools`).
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ _FDS_PER_MESSAGE = 3
 CLONE_NEWNS = 0x00020000
 CLONE_NEWPID = 0x20000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
-MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+MS_REMOUNT, MS_BIND, MS_MOVE, MS_REC, MS_PRIVATE = 32, 4096, 8192, 16384, 1 << 18
 MNT_DETACH = 2
 PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP = 4, 38, 22
 PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, PR_CAPBSET_DROP = 47, 4, 24
@@ -203,6 +204,8 @@ def _setup_mounts(spec: dict[str, Any]) -> None:
         os.chmod(path, int(mode, 8))
         _mount(path, target, None, MS_BIND | MS_REC, None)
     _check(_libc.umount2(staging.encode(), MNT_DETACH), f"umount {staging}")
+    if spec.get("ptys"):
+        spec["ptys_problem"] = _private_ptys(int(spec["ptys"]))
     for source, target in spec.get("read_only", []):
         if os.path.isdir(source):
             os.makedirs(target, exist_ok=True)
@@ -213,6 +216,17 @@ def _setup_mounts(spec: dict[str, Any]) -> None:
         _mount(source, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, None)
 
 
+def _private_ptys(limit: int) -> str | None:
+    """A devpts instance of the sandbox's own holding at most `limit` ptys (over bwrap's,
+    which has no limit but the host's `kernel.pty.max`); None, or why it could not be made."""
+    options = f"newinstance,ptmxmode=0666,mode=0620,max={limit}"
+    try:
+        _mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, options)
+    except OSError as ex:
+        return str(ex)
+    return None
+
+
 def _private_proc() -> None:
     """A mount namespace and a /proc of the exec's own, so pids in /proc are its pids.
 
@@ -221,6 +235,118 @@ def _private_proc() -> None:
     """
     _check(_libc.unshare(CLONE_NEWNS), "unshare mount namespace")
     _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+
+
+# -- Inspect's tool support, sealed ----------------------------------------------------------
+
+
+def _open_dir_nofollow(path: str) -> int:
+    """An fd on the directory `path`, walked one component at a time without symlinks."""
+    fd = os.open("/", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for part in [p for p in path.split("/") if p]:
+            if part in (".", ".."):
+                raise OSError(errno.EINVAL, f"{path} is not a plain absolute path")
+            flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+            step = os.open(part, flags, dir_fd=fd)
+            os.close(fd)
+            fd = step
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _clear_dir(fd: int, depth: int = 0) -> None:
+    """Remove everything below the directory `fd` (never following a symlink); best effort."""
+    if depth > 64:
+        return
+    for entry in list(os.scandir(fd)):
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                sub = os.open(entry.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+                try:
+                    _clear_dir(sub, depth + 1)
+                finally:
+                    os.close(sub)
+                os.rmdir(entry.name, dir_fd=fd)
+            else:
+                os.unlink(entry.name, dir_fd=fd)
+        except OSError:
+            pass
+
+
+def seal_tools(spec: dict[str, Any], bundle_fd: int, staging: str) -> tuple[int, int]:
+    """Put Inspect's tool-support tree where the agent cannot change it; (st_dev, st_ino) of
+    its launcher.
+
+    The tree comes from `bundle_fd` (the archive the host checked against Inspect's own), not
+    from what the agent's disk holds: it is unpacked onto a tmpfs of its own, which is then
+    made read-only as a whole (superblock), and moved over the agent-writable directory
+    Inspect extracted into (whose contents are removed). Only the server's state directories
+    (`writable`) stay writable, as binds of directories on the agent's disk. Exec namespaces
+    made from now on see the sealed tree; the rename of its mount point fails there (EBUSY).
+    """
+    import tarfile
+
+    target = _open_dir_nofollow(spec["path"])
+    mounted = False
+    try:
+        info = os.fstat(target)
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+            raise OSError(errno.EPERM, f"{spec['path']} is not a directory of the agent's")
+        with os.fdopen(bundle_fd, "rb", closefd=False) as raw:
+            raw.seek(0)
+            archive = tarfile.open(fileobj=raw, mode="r:*")
+            members = archive.getmembers()
+            size = sum(m.size for m in members) + 4096 * (len(members) + 16) + (1 << 20)
+            options = f"size={size},nr_inodes={len(members) + 16},mode=700"
+            _mount("docket-tools", staging, "tmpfs", MS_NOSUID | MS_NODEV, options)
+            mounted = True
+            extra = {"filter": "fully_trusted"} if hasattr(tarfile, "fully_trusted_filter") else {}
+            archive.extractall(staging, numeric_owner=True, **extra)  # type: ignore[arg-type]
+        for name in spec["writable"]:
+            os.makedirs(os.path.join(staging, name), mode=0o700, exist_ok=True)
+        os.chmod(staging, 0o700)
+        launcher = os.stat(os.path.join(staging, spec["launcher"]), follow_symlinks=False)
+        if not stat.S_ISREG(launcher.st_mode):
+            raise OSError(errno.EINVAL, "the bundle has no launcher")
+        _mount("none", staging, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, None)
+        _clear_dir(target)  # what Inspect unpacked on the agent's disk
+        for name in spec["writable"]:
+            try:
+                os.mkdir(name, 0o700, dir_fd=target)
+            except FileExistsError:
+                pass  # left by _clear_dir (too deep): the agent's own directory, as it was
+            state = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=target)
+            try:
+                _mount(f"/proc/self/fd/{state}", os.path.join(staging, name), None, MS_BIND, None)
+            finally:
+                os.close(state)
+        _mount(staging, f"/proc/self/fd/{target}", None, MS_MOVE, None)
+        return launcher.st_dev, launcher.st_ino
+    except BaseException:
+        if mounted:
+            _libc.umount2(staging.encode(), MNT_DETACH)
+        raise
+    finally:
+        os.close(target)
+        os.close(bundle_fd)
+
+
+def _sealed_launcher(argv0: str, sealed: list[int] | None) -> int | None:
+    """An fd on `argv0` when it is the sealed tool-support launcher (same inode), else None."""
+    if not sealed:
+        return None
+    try:
+        fd = os.open(argv0, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    info = os.fstat(fd)
+    if stat.S_ISREG(info.st_mode) and [info.st_dev, info.st_ino] == list(sealed):
+        return fd
+    os.close(fd)
+    return None
 
 
 # -- one exec ---------------------------------------------------------------------------------
@@ -330,9 +456,11 @@ def _prepared_command(requests: socket.socket, report_fd: int, limits: dict[str,
             adj.write("1000")
     except BaseException as ex:
         _setup_failure(_REPORT_FD, "oom_score_adj", ex)
-    os.write(
-        _REPORT_FD, f"request {int(request['id'])} {int(bool(request.get('detached')))}\n".encode()
-    )
+    launcher = None  # detached only for the sealed launcher itself, run through this fd
+    if request.get("detached") and request.get("argv"):
+        launcher = _sealed_launcher(request["argv"][0], limits.get("tools"))
+    detached = int(launcher is not None)
+    os.write(_REPORT_FD, f"request {int(request['id'])} {detached}\n".encode())
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
     for fd in set(fds) - {0, 1, 2}:
@@ -349,6 +477,8 @@ def _prepared_command(requests: socket.socket, report_fd: int, limits: dict[str,
         signal.signal(signal.SIGPIPE, signal.SIG_IGN)
         os._exit(_builtin(builtin, request.get("args", [])))
     try:
+        if launcher is not None:
+            os.execve(launcher, request["argv"], request["env"])
         os.execvpe(request["argv"][0], request["argv"], request["env"])
     except OSError as ex:
         os.write(_REPORT_FD, f"error {ex.errno or errno.EIO}\n".encode())
@@ -522,6 +652,7 @@ class Service:
         self.by_init: dict[int, _Exec] = {}
         self.spare: _Exec | None = None
         self.limits: dict[str, Any] = {}
+        self.staging = ""
         wake_read, wake_write = os.pipe()
         os.set_blocking(wake_read, False)
         os.set_blocking(wake_write, False)
@@ -537,8 +668,9 @@ class Service:
         }
         _fresh_session_keyring()
         _setup_mounts(init["mounts"])
+        self.staging = init["mounts"]["staging"]
         _check(_libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0), "set non-dumpable")
-        send_message(self.sock, {"op": "ready"})
+        send_message(self.sock, {"op": "ready", "ptys": init["mounts"].get("ptys_problem")})
 
     def run(self) -> None:
         gc.freeze()  # forked children then copy fewer pages (no collector writes to them)
@@ -601,6 +733,8 @@ class Service:
             for fd in fds:
                 os.close(fd)
             self.spare = self.prepare()
+        elif op == "seal":
+            self.seal(message, fds)
         elif op == "kill":
             target = self.execs.get(int(message["id"]))
             if target is not None:
@@ -609,6 +743,26 @@ class Service:
         else:
             for fd in fds:
                 os.close(fd)
+
+    def seal(self, message: dict[str, Any], fds: list[int]) -> None:
+        """Seal Inspect's tool support (once); the spare, made before, is replaced."""
+        reply: dict[str, Any] = {"op": "exit", "id": int(message["id"])}
+        try:
+            if self.limits.get("tools") or len(fds) != 1:
+                raise OSError(errno.EALREADY, "already sealed, or no bundle")
+            self.limits["tools"] = list(seal_tools(message, fds.pop(), self.staging))
+            reply["code"] = 0
+        except Exception as ex:
+            reply["setup"] = f"seal: {type(ex).__name__}: {ex}"
+        for fd in fds:
+            os.close(fd)
+        if reply.get("code") == 0 and self.spare is not None:
+            spare, self.spare = self.spare, None
+            if spare.requests is not None:
+                spare.requests.close()  # its init reports and is reaped as any other
+                spare.requests = None
+            self.spare = self.prepare()
+        send_message(self.sock, reply)
 
     def kill(self, entry: _Exec) -> None:
         """SIGKILL the exec's namespace init (not yet reaped, so its pid is still ours)."""

