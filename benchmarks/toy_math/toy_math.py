@@ -16,7 +16,13 @@ from inspect_ai.solver import Generate, Solver, TaskState, generate, solver
 import docket.benchmarks.toy_math.reference  # noqa: F401  (registers its policies)
 from docket.benchmarks.toy_math.dataset import split_chains, to_sample
 from docket.benchmarks.toy_math.prompts import REPAIR, REWRITE, SOLVE
-from docket.benchmarks.toy_math.scorer import answer_match, sar_collection, verifier
+from docket.benchmarks.toy_math.reference import Chain
+from docket.benchmarks.toy_math.scorer import (
+    answer_match,
+    sar_collection,
+    trace_problem,
+    trace_verifier,
+)
 from docket.core.headline import headline
 from docket.core.inspect_private import PrerequisiteError
 from docket.core.options import checked, names, positive
@@ -24,6 +30,9 @@ from docket.core.roles import require_roles, role_model
 from docket.methods.distill.style_refine import judge_repair, rejection_sample
 
 VERSION = "1-A"
+#: 2-A: SAR's verifier checks every intermediate step, not only the ANSWER line (rs_yield,
+#: repair_accepted, rewrite_ok and synth_ok count step-verified traces).
+SAR_VERSION = "2-A"
 SPLIT_NAMES = ("test", "train", "pretrain")
 SOURCES = ("rs", "sar", "rewrite", "synth")
 
@@ -85,7 +94,9 @@ def sar_collect(
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         student = get_model()
-        verify = verifier(state.target.text)
+        steps = tuple((str(op), int(operand)) for op, operand in state.metadata["steps"])
+        chain = Chain(int(state.metadata["start"]), steps)
+        verify = trace_verifier(chain)
         traces = []
         for i in range(k):
             config = GenerateConfig(temperature=temperature, seed=i, max_tokens=max_tokens)
@@ -107,7 +118,10 @@ def sar_collect(
                     )
                     repaired = (await teacher.generate(prompt, config=ask)).completion.strip()
                     verdict = judge_repair(trace, repaired, verify, budget)
-                    verdicts.append({**verdict.__dict__, "original": trace, "repair": repaired})
+                    check = trace_problem(chain, repaired) or "every step verified"
+                    verdicts.append(
+                        {**verdict.__dict__, "original": trace, "repair": repaired, "check": check}
+                    )
                     if verdict.accepted:
                         collected["repairs"].append(repaired)
             for source, template in (("rewrite", REWRITE), ("synth", SOLVE)):
@@ -178,7 +192,7 @@ def toy_math_sar(
             allow_self,
         ),
         scorer=sar_collection(),
-        version=VERSION,
+        version=SAR_VERSION,
         tags=["distillation", "math", "toy"],
         headline_metric=h["headline_metric"],
         metadata={**h["metadata"], "benchmark": "toy_math", "sources": chosen},
