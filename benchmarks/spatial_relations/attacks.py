@@ -4,6 +4,9 @@ Neither looks at where the objects are:
 
 - `row_parity`: yes on even rows, no on odd ones (the label pattern of version 1, whose answers
   alternated by construction);
+- `image_frame`: answers from where the objects appear in the image (`-T input=text`'s
+  coordinates), without undoing the view: the relation read in the picture's frame, not the
+  board's;
 - `surface_booster`: gradient boosting (scikit-learn) over the row's surface features: the row's
   index and parity, the asked relation, both colours and shapes, which object the description
   lists first, and the view pose. It is trained on a freshly generated split
@@ -23,7 +26,7 @@ from docket.benchmarks.spatial_relations.dataset import (
     Scene,
     evaluation_split,
 )
-from docket.benchmarks.spatial_relations.render import COLOURS
+from docket.benchmarks.spatial_relations.render import COLOURS, Pose
 
 ATTACK_SEED = 20260722
 ATTACK_TRAIN_SIZE = 400
@@ -66,6 +69,26 @@ def row_parity(count: int) -> list[str]:
         One answer per row.
     """
     return ["yes" if i % 2 == 0 else "no" for i in range(count)]
+
+
+def image_frame(rows: Sequence[Row]) -> list[str]:
+    """The asked relation read between the objects' image positions, the view not undone.
+
+    Args:
+        rows: The split's rows (each with its view pose and the objects' board positions).
+
+    Returns:
+        One answer per row.
+    """
+    answers = []
+    for row in rows:
+        subject, relation, reference = _parts(row.question)
+        pose = Pose(*row.pose)
+        seen = {colour: pose.apply(centre) for colour, _, centre in row.objects}
+        axis, sign = RELATIONS[relation]
+        holds = sign * (seen[subject][axis] - seen[reference][axis]) > 0
+        answers.append("yes" if holds else "no")
+    return answers
 
 
 def _parts(question: str) -> tuple[str, str, str]:

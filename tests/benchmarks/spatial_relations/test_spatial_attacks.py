@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 from inspect_ai import eval as inspect_eval
@@ -31,6 +32,9 @@ def test_row_order_and_surface_features_stay_within_005_of_chance_on_the_shipped
     assert attacks.chance(answers) == 0.5
     assert attacks.accuracy(attacks.row_parity(len(rows)), answers) == 0.54
     assert attacks.accuracy(attacks.surface_booster(rows), answers) == 0.42
+    assert attacks.accuracy(attacks.image_frame(rows), answers) == 0.53
+    head_on = [replace(r, pose=[0.0] * 6) for r in rows]  # with no view the picture is the board
+    assert attacks.accuracy(attacks.image_frame(head_on), answers) == 1.0
 
 
 def test_no_prompt_id_is_an_index_or_a_seed_that_reproduces_the_scene() -> None:
