@@ -19,12 +19,13 @@ from inspect_ai.scorer import exact, f1
 from inspect_ai.solver import generate
 
 import docket.benchmarks.context_qa.reference  # noqa: F401  (registers its policies)
-from docket.benchmarks.context_qa.dataset import DATA, load
+from docket.benchmarks.context_qa.dataset import CONTEXTS_FILE, DATA, QUESTIONS_FILE, load
 from docket.benchmarks.context_qa.prompts import PROMPTS, render
 from docket.core.headline import headline
 from docket.core.options import checked, one_of, positive
+from docket.core.splits import files_digest, split_metadata
 
-VERSION = "1-A"
+VERSION = "1-B"
 TAGS = ["context", "question-answering", "adaptation", "hypernetwork"]
 
 
@@ -55,7 +56,8 @@ def context_qa(context: str = "prompt", data: str | None = None, max_tokens: int
     Args:
         context: How the context reaches the model: `prompt` (in the prompt), `reference`
             (only `[context: ID]`; a SHINE model turns the context into an adapter) or `none`.
-        data: A folder with `contexts.jsonl` and `questions.jsonl` (default: the shipped set).
+        data: A folder with `contexts.jsonl` and `questions.jsonl` (default: the shipped set),
+            such as a private split from `docket generate context_qa --seed SECRET --out DIR`.
         max_tokens: Tokens each answer may use.
 
     Returns:
@@ -65,6 +67,8 @@ def context_qa(context: str = "prompt", data: str | None = None, max_tokens: int
     mode = one_of(name, "context", context, tuple(PROMPTS))
     folder = Path(checked(name, "data", data, str)) if data is not None else DATA
     h = headline("f1", "mean", direction="higher", value="continuous")
+    files = [folder / CONTEXTS_FILE.name, folder / QUESTIONS_FILE.name]
+    split = split_metadata(files_digest(folder, files), generated=folder != DATA, name=folder.name)
     return Task(
         dataset=MemoryDataset(samples(mode, folder), name=f"context_qa_{mode}"),
         solver=generate(),
@@ -72,6 +76,6 @@ def context_qa(context: str = "prompt", data: str | None = None, max_tokens: int
         config=GenerateConfig(max_tokens=positive(name, "max_tokens", max_tokens)),
         version=VERSION,
         headline_metric=h["headline_metric"],
-        metadata={**h["metadata"], "benchmark": "context_qa", "context": mode},
+        metadata={**h["metadata"], "benchmark": "context_qa", "context": mode, **split},
         tags=TAGS,
     )

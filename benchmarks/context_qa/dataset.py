@@ -115,6 +115,17 @@ def write(contexts: Iterable[Context], questions: Iterable[Question], folder: Pa
     write_jsonl(folder / QUESTIONS_FILE.name, (asdict(q) for q in questions))
 
 
+def generate_split(seed: int, out: Path, size: int | None = None) -> None:
+    """Write a fresh evaluation split (`docket generate context_qa`) for `-T data=DIR`.
+
+    Args:
+        seed: The secret seed's integer (`docket.core.splits.secret_seed`).
+        out: The directory to write `contexts.jsonl` and `questions.jsonl` into.
+        size: Contexts (two questions each; default: the shipped set's `EVAL_CONTEXTS`).
+    """
+    write(*generate(size or EVAL_CONTEXTS, seed), out)
+
+
 def load(folder: Path = DATA) -> tuple[dict[str, str], list[Question]]:
     """Contexts by id and the questions of a data folder (the shipped set by default)."""
     contexts = {

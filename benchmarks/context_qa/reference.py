@@ -4,6 +4,8 @@
 person and relation to a sentence: 1.0 with `-T context=prompt`, 0.0 without the text.
 `context_qa_first_fact` is the no-reasoning position baseline: the last word of the text's first
 sentence, whatever was asked (about 1/8 with two people and four facts each).
+`context_qa_relation_first` is the chance row of `-T context=prompt`: the first value the text
+states for the asked relation, whoever it belongs to (`attacks.relation_first`).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import re
 
 from docket.agents.scripted.policy import PolicyInput, PolicyReply, policy
+from docket.benchmarks.context_qa.attacks import relation_first
 
 UNKNOWN = "unknown"
 _TEXT = re.compile(r"^Text:\s*(?P<text>.+?)\s*$", re.MULTILINE)
@@ -56,3 +59,13 @@ def context_qa_first_fact(state: PolicyInput) -> PolicyReply:
     """The last word of the text's first sentence, ignoring the question."""
     sentences = _sentences(state.last_user_text)
     return PolicyReply(text=_last_word(sentences[0]) if sentences else UNKNOWN)
+
+
+@policy("context_qa_relation_first")
+def context_qa_relation_first(state: PolicyInput) -> PolicyReply:
+    """The first value the text states for the asked relation, ignoring whose it is."""
+    prompt = state.last_user_text
+    text, asked = _TEXT.search(prompt), _QUESTION.search(prompt)
+    if text is None or asked is None:
+        return PolicyReply(text=UNKNOWN)
+    return PolicyReply(text=relation_first(text["text"], asked["question"]))

@@ -1,11 +1,13 @@
 """Reference policies of `docket/rl_constraints`: an oracle that writes the canonical word for the
-prompt's constraints (the ceiling) and a no-reasoning baseline (exact scores in the README)."""
+prompt's constraints (the ceiling), a no-reasoning baseline and the chance row, the first-letter
+fill attacker (exact scores in the README)."""
 
 from __future__ import annotations
 
 import re
 
 from docket.agents.scripted.policy import PolicyInput, PolicyReply, policy
+from docket.benchmarks.rl_constraints.attacks import first_letter_fill
 from docket.methods.rl.tasks.constraints import ConstraintsFamily
 
 _CONSTRAINT = re.compile(r"\b(len|start|end|has|no)=(\w+)")
@@ -22,3 +24,9 @@ def rl_constraints_oracle(state: PolicyInput) -> PolicyReply:
 def rl_constraints_constant(state: PolicyInput) -> PolicyReply:
     """No reasoning: the same word, `aaaa`, whatever the constraints."""
     return PolicyReply(text="aaaa")
+
+
+@policy("rl_constraints_first_letter")
+def rl_constraints_first_letter(state: PolicyInput) -> PolicyReply:
+    """The chance row: the asked length filled with the first letter a constraint names."""
+    return PolicyReply(text=first_letter_fill(state.last_user_text))

@@ -17,6 +17,7 @@ CONSTRAINTS = VerifiableBenchmark(
     family="constraints",
     tags=("rl", "instruction-following", "verifiable"),
     shipped=Path(__file__).parent / "data" / "test.jsonl",
+    version="1-B",  # the chance row (first-letter fill, 0.570) is stated; data and reward as 1-A
 )
 
 

@@ -2,15 +2,20 @@
 
 `generate(n, seed)` draws scenes deterministically: two objects of distinct colours, a relation
 (left of, right of, above, below) whose two sides differ by at least `MIN_GAP` on the asked
-axis, the answer alternately yes and no, and a random view pose. The shipped set
-(`data/samples.jsonl`, `data/images/`) is `generate(EVAL_SIZE, EVAL_SEED)`; the training script
-draws its scenes from other seeds.
+axis, the answer alternately yes and no, and a random view pose; the training script draws its
+scenes from it with other seeds. An evaluation split is `evaluation_split(n, seed)`: the same
+scenes in a seeded random order (so the row order carries no label pattern; yes and no stay
+exactly balanced) under opaque ids (a hash of the scene's content, never its index or seed).
+The shipped set (`data/samples.jsonl`, `data/images/`) is `evaluation_split(EVAL_SIZE,
+EVAL_SEED)`; `generate_split` writes a private one for `docket generate spatial_relations`.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import random
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from docket.benchmarks.spatial_relations.render import (
@@ -95,6 +100,45 @@ def generate(
     """`n` scenes, deterministic in `seed`; yes and no alternate (exactly balanced)."""
     rng = random.Random(seed)
     return [make_scene(rng, f"{prefix}-{i:03d}", i % 2 == 0, max_angle=max_angle) for i in range(n)]
+
+
+def opaque_id(scene: Scene) -> str:
+    """`scene-` and 12 hex digits of the SHA-256 of the scene's content (question, objects,
+    pose): stable for the same scene, and nothing a generator can be driven from."""
+    content = {
+        "question": scene.question,
+        "objects": [asdict(o) for o in scene.objects],
+        "pose": scene.pose.as_list(),
+    }
+    digest = hashlib.sha256(json.dumps(content, sort_keys=True).encode("utf-8")).hexdigest()
+    return f"scene-{digest[:12]}"
+
+
+def evaluation_split(n: int, seed: int, *, max_angle: float = 3.14159) -> list[Scene]:
+    """`generate(n, seed)` in a seeded random order under opaque ids (no order or id cue).
+
+    Args:
+        n: Scenes (an even `n` keeps yes and no exactly balanced).
+        seed: Seed of the scenes; the order comes from a generator seeded by it too.
+        max_angle: Largest view rotation (radians).
+
+    Returns:
+        The scenes, shuffled, each with the id `opaque_id` gives it.
+    """
+    scenes = [replace(s, id=opaque_id(s)) for s in generate(n, seed, max_angle=max_angle)]
+    random.Random(f"order:{seed}").shuffle(scenes)
+    return scenes
+
+
+def generate_split(seed: int, out: Path, size: int | None = None) -> None:
+    """Write a fresh evaluation split (`docket generate spatial_relations`) for `-T data=DIR`.
+
+    Args:
+        seed: The secret seed's integer (`docket.core.splits.secret_seed`).
+        out: The directory to write `samples.jsonl` and `images/` into.
+        size: Scenes (default: the shipped set's `EVAL_SIZE`).
+    """
+    write(evaluation_split(size or EVAL_SIZE, seed), out)
 
 
 def write(scenes: list[Scene], folder: Path, size: int = 64) -> None:

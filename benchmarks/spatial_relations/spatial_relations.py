@@ -23,8 +23,9 @@ from docket.benchmarks.spatial_relations.prompts import ANSWER_PATTERN
 from docket.core.headline import headline
 from docket.core.inspect_private import PrerequisiteError
 from docket.core.options import checked, one_of, positive
+from docket.core.splits import files_digest, split_metadata
 
-VERSION = "1-A"
+VERSION = "1-B"
 VIEWS = ("random", "board")
 INPUTS = ("image", "text")
 TAGS = ["vision", "spatial-reasoning", "affine-invariance"]
@@ -64,7 +65,8 @@ def spatial_relations(
         view: `random` (the board under a random affine view) or `board` (head-on, no pose).
         input: `image` (the rendered view) or `text` (where each thing appears in image
             coordinates, for models without vision).
-        data: A folder with `samples.jsonl` and `images/` (default: the shipped set).
+        data: A folder with `samples.jsonl` and `images/` (default: the shipped set), such as
+            a private split from `docket generate spatial_relations --seed SECRET --out DIR`.
         max_tokens: Tokens each answer may use.
 
     Returns:
@@ -89,6 +91,7 @@ def spatial_relations(
             "benchmark": "spatial_relations",
             "view": chosen,
             "input": given,
+            **split_metadata(files_digest(folder), generated=folder != DATA, name=folder.name),
         },
         tags=TAGS,
     )

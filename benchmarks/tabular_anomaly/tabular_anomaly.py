@@ -16,6 +16,7 @@ from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
+from docket.benchmarks.tabular_anomaly.attacks import surface_scores
 from docket.benchmarks.tabular_anomaly.dataset import DATASETS, LOADERS, Table, split
 from docket.benchmarks.tabular_anomaly.scorer import detection_scorer
 from docket.core.headline import headline
@@ -26,7 +27,9 @@ from docket.methods.anomaly.dispat import LMConfig, SelfPlayConfig
 from docket.methods.anomaly.fdiv import DIVERGENCES
 
 NAME = "tabular_anomaly"
-VERSION = "1-A"
+VERSION = "1-B"
+#: `surface` (the chance row, `attacks.surface_scores`) beside the methods' detectors.
+TASK_DETECTORS = (*DETECTORS, "surface")
 #: One detector fits at a time (the CPU is shared; torch already uses every core).
 _FIT = threading.Lock()
 
@@ -49,7 +52,7 @@ def fit_and_score(
     """Fit the detector on the sample's training rows and score its test rows.
 
     Args:
-        detector: Detector name (a PyOD detector, random, anollm or dispat).
+        detector: Detector name (a PyOD detector, random, surface, anollm or dispat).
         lm: Language-model settings of the AnoLLM/DiSPaT detectors.
         play: DiSPaT self-play settings.
         max_train: Largest number of training (normal) rows.
@@ -65,7 +68,10 @@ def fit_and_score(
         table = load_table(dataset)
         part = split(table, seed, max_train, max_test, anomaly_share)
         with _FIT:
-            scores = detect(detector, table.columns, part.train, part.test, seed, lm, play)
+            if detector == "surface":
+                scores = surface_scores(table.columns, part.train, part.test)
+            else:
+                scores = detect(detector, table.columns, part.train, part.test, seed, lm, play)
         return [float(s) for s in scores], part.labels, part.kinds, len(part.train)
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
@@ -90,7 +96,7 @@ def _share(value: object) -> float:
 
 def _prerequisites(detector: str, datasets: list[str]) -> None:
     needs = []
-    if detector not in ("random", "dispat", "anollm") or "pyod_categorical" in datasets:
+    if detector not in ("random", "surface", "dispat", "anollm") or "pyod_categorical" in datasets:
         needs.append("pyod")
     if detector in ("dispat", "anollm", "deepsvdd"):
         needs += ["torch", "transformers"]
@@ -123,7 +129,8 @@ def tabular_anomaly(
     """Anomaly detection on tables: AUROC / AUPRC per data set and seed.
 
     Args:
-        detector: dispat, anollm, iforest, ecod, copod, lof, knn, deepsvdd or random (chance).
+        detector: dispat, anollm, iforest, ecod, copod, lof, knn, deepsvdd, random, or surface
+            (the chance row: max robust z-score plus the count of unseen categories).
         datasets: all, or comma-separated names: breast_cancer, wine, shop, pyod_categorical.
         seeds: Seeds per data set (the split, the detector's initialisation).
         variant: DiSPaT self-play: implicit (SPIN-style critic) or variational (f-GAN critic).
@@ -144,7 +151,7 @@ def tabular_anomaly(
         The task: one sample per (data set, seed), solved by `fit_and_score`, scored by
         `detection_scorer`.
     """
-    detector = one_of(NAME, "detector", detector, DETECTORS)
+    detector = one_of(NAME, "detector", detector, TASK_DETECTORS)
     chosen = list(DATASETS) if datasets == "all" else names(NAME, "datasets", datasets, DATASETS)
     _prerequisites(detector, chosen)
     lm = LMConfig(

@@ -15,6 +15,9 @@ Policies:
 * `toy_math_teacher` (the `teacher` role): answers the SAR prompts of `benchmarks/toy_math/
   prompts.py`: `REPAIR` fixes the wrong numbers of the student's trace in place (style kept),
   `REWRITE` writes style B, `SOLVE` style C.
+* `toy_math_answer_only_teacher` (an attacker in the `teacher` role): "repairs" a trace by
+  rewriting only its `ANSWER:` line to the right result, leaving every wrong step line as it is
+  (SAR's verifier must reject it: `scorer.trace_problem`).
 * `toy_math_constant`: always `ANSWER: 0` (the no-reasoning baseline).
 """
 
@@ -172,6 +175,30 @@ def toy_math_teacher(state: PolicyInput) -> PolicyReply:
     if text.startswith("Rewrite"):
         return PolicyReply(text=style_b(chain))
     return PolicyReply(text=style_c(chain))
+
+
+def answer_only(chain: Chain, trace: str) -> str:
+    """The trace with its `ANSWER:` line set to the right result and nothing else changed.
+
+    Args:
+        chain: The problem.
+        trace: The student's trace.
+
+    Returns:
+        The trace's lines with every `ANSWER:` line dropped, then `ANSWER: <result>`.
+    """
+    kept = [line for line in trace.strip().splitlines() if not line.startswith("ANSWER:")]
+    return "\n".join([*kept, f"ANSWER: {chain.answer}"])
+
+
+@policy("toy_math_answer_only_teacher")
+def toy_math_answer_only_teacher(state: PolicyInput) -> PolicyReply:
+    """An attacking `teacher`: a `Repair` changes only the ANSWER line; otherwise as the teacher."""
+    text = state.last_user_text
+    chain, trace = parse_question(text), _TRACE.search(text)
+    if text.startswith("Repair") and chain is not None and trace:
+        return PolicyReply(text=answer_only(chain, trace.group(1)))
+    return toy_math_teacher(state)
 
 
 @policy("toy_math_constant")

@@ -8,22 +8,35 @@ Refinement's data collection: the model under test is the student, the `teacher`
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset
 from inspect_ai.model import GenerateConfig, get_model
 from inspect_ai.solver import Generate, Solver, TaskState, generate, solver
 
 import docket.benchmarks.toy_math.reference  # noqa: F401  (registers its policies)
-from docket.benchmarks.toy_math.dataset import split_chains, to_sample
+from docket.benchmarks.toy_math.dataset import PROBLEMS_FILE, load_split, split_chains, to_sample
 from docket.benchmarks.toy_math.prompts import REPAIR, REWRITE, SOLVE
-from docket.benchmarks.toy_math.scorer import answer_match, sar_collection, verifier
+from docket.benchmarks.toy_math.reference import Chain
+from docket.benchmarks.toy_math.scorer import (
+    answer_match,
+    sar_collection,
+    trace_problem,
+    trace_verifier,
+)
 from docket.core.headline import headline
 from docket.core.inspect_private import PrerequisiteError
 from docket.core.options import checked, names, positive
 from docket.core.roles import require_roles, role_model
+from docket.core.splits import files_digest, rows_digest, split_metadata
 from docket.methods.distill.style_refine import judge_repair, rejection_sample
 
 VERSION = "1-A"
+#: 2-A: SAR's verifier checks every intermediate step, not only the ANSWER line (rs_yield,
+#: repair_accepted, rewrite_ok and synth_ok count step-verified traces).
+SAR_VERSION = "2-A"
 SPLIT_NAMES = ("test", "train", "pretrain")
 SOURCES = ("rs", "sar", "rewrite", "synth")
 
@@ -38,29 +51,47 @@ def _dataset(task_name: str, split: str, size: int) -> MemoryDataset:
     return MemoryDataset([to_sample(i, c) for i, c in enumerate(chains)], name=f"toy-math-{split}")
 
 
+def _private(task_name: str, data: str, size: int) -> tuple[MemoryDataset, dict[str, Any]]:
+    folder = Path(checked(task_name, "data", data, str))
+    chains = load_split(folder)[: positive(task_name, "size", size)]
+    dataset = MemoryDataset([to_sample(i, c) for i, c in enumerate(chains)], name="toy-math-data")
+    digest = files_digest(folder, [folder / PROBLEMS_FILE])
+    return dataset, split_metadata(digest, generated=True, name=folder.name)
+
+
 @task
-def toy_math(split: str = "test", size: int = 200, max_tokens: int = 64) -> Task:
+def toy_math(
+    split: str = "test", size: int = 200, max_tokens: int = 64, data: str | None = None
+) -> Task:
     """Arithmetic chains answered as `ANSWER: <number>` (greedy decoding).
 
     Args:
         split: test (default), train (SAR's problems) or pretrain.
         size: Problems evaluated.
         max_tokens: Tokens per answer.
+        data: A private split's directory (`docket generate toy_math --seed SECRET --out DIR`)
+            instead of `split`.
 
     Returns:
         The task: arithmetic chains answered by `generate()`, scored by `answer_match`.
     """
     name = "toy_math"
     h = headline("answer_match", "accuracy", direction="higher", value="binary")
+    if data is not None:
+        dataset, named = _private(name, data, size)
+    else:
+        dataset = _dataset(name, checked(name, "split", split, str), size)
+        rows = [s.model_dump(include={"input", "target"}) for s in dataset]
+        named = split_metadata(rows_digest(rows), generated=False, name=f"{split}-{size}")
     return Task(
-        dataset=_dataset(name, checked(name, "split", split, str), size),
+        dataset=dataset,
         solver=generate(),
         scorer=answer_match(),
         config=GenerateConfig(temperature=0.0, max_tokens=positive(name, "max_tokens", max_tokens)),
         version=VERSION,
         tags=["math", "reasoning", "toy"],
         headline_metric=h["headline_metric"],
-        metadata={**h["metadata"], "benchmark": "toy_math"},
+        metadata={**h["metadata"], "benchmark": "toy_math", **named},
     )
 
 
@@ -85,7 +116,9 @@ def sar_collect(
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         student = get_model()
-        verify = verifier(state.target.text)
+        steps = tuple((str(op), int(operand)) for op, operand in state.metadata["steps"])
+        chain = Chain(int(state.metadata["start"]), steps)
+        verify = trace_verifier(chain)
         traces = []
         for i in range(k):
             config = GenerateConfig(temperature=temperature, seed=i, max_tokens=max_tokens)
@@ -107,7 +140,10 @@ def sar_collect(
                     )
                     repaired = (await teacher.generate(prompt, config=ask)).completion.strip()
                     verdict = judge_repair(trace, repaired, verify, budget)
-                    verdicts.append({**verdict.__dict__, "original": trace, "repair": repaired})
+                    check = trace_problem(chain, repaired) or "every step verified"
+                    verdicts.append(
+                        {**verdict.__dict__, "original": trace, "repair": repaired, "check": check}
+                    )
                     if verdict.accepted:
                         collected["repairs"].append(repaired)
             for source, template in (("rewrite", REWRITE), ("synth", SOLVE)):
@@ -178,7 +214,7 @@ def toy_math_sar(
             allow_self,
         ),
         scorer=sar_collection(),
-        version=VERSION,
+        version=SAR_VERSION,
         tags=["distillation", "math", "toy"],
         headline_metric=h["headline_metric"],
         metadata={**h["metadata"], "benchmark": "toy_math", "sources": chosen},

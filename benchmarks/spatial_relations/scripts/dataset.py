@@ -8,12 +8,18 @@ writes `benchmarks/spatial_relations/data/` from `docket.benchmarks.spatial_rela
 
 from __future__ import annotations
 
-from docket.benchmarks.spatial_relations.dataset import DATA, EVAL_SEED, EVAL_SIZE, generate, write
+from docket.benchmarks.spatial_relations.dataset import (
+    DATA,
+    EVAL_SEED,
+    EVAL_SIZE,
+    evaluation_split,
+    write,
+)
 
 
 def main() -> None:
     """Write the shipped evaluation set from its fixed seed."""
-    write(generate(EVAL_SIZE, EVAL_SEED), DATA)
+    write(evaluation_split(EVAL_SIZE, EVAL_SEED), DATA)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from docket.benchmarks.tabular_anomaly.attacks import surface_scores
 from docket.benchmarks.tabular_anomaly.dataset import DATASETS, LOADERS, split
 from docket.benchmarks.tabular_anomaly.scorer import ranking_metrics
 from docket.methods.anomaly.baselines import PYOD_DETECTORS, pyod_scores, random_scores
@@ -51,7 +52,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         for seed in range(args.seeds):
             part = split(table, seed)
             rows: dict[str, dict[str, float]] = {
-                "random": ranking_metrics(part.labels, list(random_scores(part.test, seed)))
+                "random": ranking_metrics(part.labels, list(random_scores(part.test, seed))),
+                "surface": ranking_metrics(
+                    part.labels, list(surface_scores(table.columns, part.train, part.test))
+                ),
             }
             for detector in PYOD_DETECTORS:
                 scores = pyod_scores(detector, table.columns, part.train, part.test, seed)

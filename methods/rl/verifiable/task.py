@@ -38,12 +38,14 @@ class VerifiableBenchmark:
         family: The `docket.methods.rl` task family that renders and verifies its problems.
         tags: The task's tags.
         shipped: The benchmark's shipped test split (a JSONL file in its own folder).
+        version: The task's version (`N-X`; each benchmark bumps its own).
     """
 
     name: str
     family: str
     tags: tuple[str, ...]
     shipped: Path
+    version: str = VERSION
 
 
 def verifiable_task(
@@ -78,7 +80,7 @@ def verifiable_task(
         solver=generate(),
         scorer=verifiable_reward(family),
         config=GenerateConfig(temperature=0.0, max_tokens=positive(name, "max_tokens", max_tokens)),
-        version=VERSION,
+        version=benchmark.version,
         tags=list(benchmark.tags),
         headline_metric=h["headline_metric"],
         metadata={**h["metadata"], "benchmark": name, "family": family, "style": style},

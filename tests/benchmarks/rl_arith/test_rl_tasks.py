@@ -81,13 +81,14 @@ def test_bad_arguments_and_rows_are_one_line(tmp_path: Path) -> None:
 
 
 def test_headline_listing_and_instructed_style() -> None:
-    for build, folder in ((rl_arith, "rl_arith"), (rl_constraints, "rl_constraints")):
+    for build, folder, version in ((rl_arith, "rl_arith", "1-A"),
+                                   (rl_constraints, "rl_constraints", "1-B")):  # fmt: skip
         task = build()
         meta = task.metadata or {}
         assert meta["benchmark"] == folder
         assert meta["headline"]["direction"] == "higher" and meta["headline"]["score"] == "reward"
         listing = yaml.safe_load((ROOT / folder / "listing.yaml").read_text())
-        assert listing["tasks"][0]["version"] == task.version == "1-A"
+        assert listing["tasks"][0]["version"] == task.version == version
         assert (ROOT / folder / "README.md").is_file()
     sample = rl_arith(style="instructed").dataset[0]
     assert isinstance(sample.input, str) and sample.input.endswith("=")

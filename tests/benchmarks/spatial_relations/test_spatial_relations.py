@@ -19,7 +19,7 @@ from docket.benchmarks.spatial_relations.dataset import (
     RELATIONS,
     Row,
     describe,
-    generate,
+    evaluation_split,
     load,
     write,
 )
@@ -29,14 +29,16 @@ from docket.core.inspect_private import PrerequisiteError
 
 
 def test_shipped_data_is_the_generator_output(tmp_path: Path) -> None:
-    write(generate(3, EVAL_SEED), tmp_path)  # the first rows of the shipped set
+    scenes = evaluation_split(EVAL_SIZE, EVAL_SEED)
+    write(scenes[:3], tmp_path)  # the first rows of the shipped set
     shipped = (DATA / "samples.jsonl").read_text().splitlines()
     assert len(shipped) == EVAL_SIZE
     assert (tmp_path / "samples.jsonl").read_text().splitlines() == shipped[:3]
-    for name in ("scene-002.png", "scene-002-board.png"):
+    for name in (f"{scenes[2].id}.png", f"{scenes[2].id}-board.png"):
         assert (tmp_path / "images" / name).read_bytes() == (DATA / "images" / name).read_bytes()
     rows = load()
-    assert [r.answer for r in rows] == ["yes", "no"] * (EVAL_SIZE // 2)
+    assert [r.id for r in rows] == [s.id for s in scenes]
+    assert sum(r.answer == "yes" for r in rows) == EVAL_SIZE // 2  # exactly balanced
     assert {r.relation for r in rows} == set(RELATIONS)
 
 
@@ -137,5 +139,5 @@ def test_bad_arguments_and_rows_are_one_line(tmp_path: Path) -> None:
         load(tmp_path)
     row["pose"] = [0.0] * 6
     (tmp_path / "samples.jsonl").write_text(json.dumps(row) + "\n")
-    with pytest.raises(PrerequisiteError, match=r"image not found: .*scene-000.png"):
+    with pytest.raises(PrerequisiteError, match=rf"image not found: .*{row['id']}.png"):
         inspect_eval("docket/spatial_relations", model=refuse, task_args={"data": str(tmp_path)})

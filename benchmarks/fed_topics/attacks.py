@@ -1,0 +1,122 @@
+"""No-reasoning attackers of `docket/fed_topics` (README.md: "Chance rows and attackers").
+
+Under a Dirichlet label skew a client can score well without reading a text:
+
+- `majority_label`: the client's most frequent training label, answered to every held-out text.
+  Its held-out accuracy is the **chance row** a personalised model must beat (`client_chance`;
+  the task records it in its metadata under `chance`).
+- `surface_booster`: scikit-learn gradient boosting over surface features that name no topic
+  (word count, character count, filler words, the longest word's length), fitted on the
+  client's own training split.
+
+Reading the topic words is the task (a bag-of-words classifier is a reader, not an attacker).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from docket.benchmarks.fed_topics.dataset import FILLER, LABELS, Client, Example
+
+
+def majority_label(train: Sequence[Example]) -> str:
+    """The most frequent label of a training split (ties: the first in `LABELS`).
+
+    Args:
+        train: A client's training examples.
+
+    Returns:
+        The label.
+    """
+    counts = Counter(e.label for e in train)
+    return max(LABELS, key=lambda label: (counts[label], -LABELS.index(label)))
+
+
+def accuracy(predictions: Sequence[str], examples: Sequence[Example]) -> float:
+    """Share of predictions equal to the labels.
+
+    Args:
+        predictions: One label per example.
+        examples: The examples, in the same order.
+
+    Returns:
+        The accuracy (0.0 for an empty split).
+    """
+    pairs = list(zip(predictions, examples, strict=True))
+    return sum(p == e.label for p, e in pairs) / len(pairs) if pairs else 0.0
+
+
+@dataclass(frozen=True)
+class Chance:
+    """A client's chance row: its training-majority label and that label's held-out accuracy."""
+
+    label: str
+    accuracy: float
+
+
+def client_chance(train: Sequence[Example], heldout: Sequence[Example]) -> Chance:
+    """The chance row of one client.
+
+    Args:
+        train: The client's training split.
+        heldout: The split it is scored on.
+
+    Returns:
+        The majority training label and its accuracy on `heldout`.
+    """
+    label = majority_label(train)
+    return Chance(label, accuracy([label] * len(heldout), heldout))
+
+
+def mean_chance(clients: Sequence[Client]) -> float:
+    """The mean over clients of each client's chance row (the federated table's baseline).
+
+    Args:
+        clients: A partition.
+
+    Returns:
+        The mean held-out accuracy of the per-client majority labels.
+    """
+    return sum(client_chance(c.train, c.heldout).accuracy for c in clients) / len(clients)
+
+
+def surface_features(text: str) -> list[float]:
+    """Features that name no topic word.
+
+    Args:
+        text: One text.
+
+    Returns:
+        Word count, character count, filler-word count, longest word's length.
+    """
+    words = text.split()
+    return [
+        float(len(words)),
+        float(len(text)),
+        float(sum(w in FILLER for w in words)),
+        float(max((len(w) for w in words), default=0)),
+    ]
+
+
+def surface_booster(train: Sequence[Example], heldout: Sequence[Example], seed: int = 0) -> float:
+    """Held-out accuracy of gradient boosting over `surface_features`, fitted on `train`.
+
+    Args:
+        train: The client's training split.
+        heldout: The split it is scored on.
+        seed: The booster's random state.
+
+    Returns:
+        The accuracy (the majority label's when the training split has one label only).
+    """
+    from sklearn.ensemble import GradientBoostingClassifier
+
+    labels = [e.label for e in train]
+    if len(set(labels)) < 2:
+        return accuracy([labels[0]] * len(heldout), heldout) if labels else 0.0
+    model = GradientBoostingClassifier(random_state=seed)
+    model.fit([surface_features(e.text) for e in train], labels)
+    predicted = model.predict([surface_features(e.text) for e in heldout])
+    return accuracy([str(p) for p in predicted], heldout)
