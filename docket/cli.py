@@ -304,7 +304,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     gate = commands.add_parser(
         "regress",
-        help="compare headlines with a baseline (exit 0 ok, 1 regression, 2 not comparable)",
+        help="compare headlines with a baseline (exit 0 pass, 1 regression, 2 cannot decide or "
+        "not comparable)",
     )
     gate.add_argument("--baseline", required=True, metavar="FILE", help="baseline JSON")
     gate.add_argument("--logs", required=True, metavar="LOGDIR", help="directory of Inspect logs")
@@ -315,9 +316,12 @@ def _parser() -> argparse.ArgumentParser:
         "--tolerance",
         type=float,
         default=0.05,
-        help="largest accepted drop (absolute); a drop > tolerance can fail (0.05)",
+        help="largest drop a pass allows (absolute): pass needs the drop's upper bound <= it, "
+        "a regression a significant drop > it (0.05)",
     )
-    gate.add_argument("--alpha", type=float, default=0.05, help="one-sided significance (0.05)")
+    gate.add_argument(
+        "--alpha", type=float, default=0.05, help="one-sided level of both tests (0.05)"
+    )
     gate.add_argument(
         "--min-coverage",
         type=float,
