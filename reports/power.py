@@ -27,9 +27,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from scipy import stats as sps
 
+from docket.reports import survival
 from docket.reports.stats import no_change_bound, paired_binary_bounds, z_upper
 
 #: Probability with which an unchanged run must pass (or a drop of D be detected).
@@ -82,6 +85,26 @@ def detectable(
     return normal_detectable(second_moment, n, alpha, power, scale)
 
 
+def _binary_detectable_many(psi: float, ns: np.ndarray, alpha: float, power: float) -> np.ndarray:
+    """`binary_detectable` at many n at once (the same beta quantiles, vectorised)."""
+    discordant = np.minimum(ns, np.round(psi * ns))
+    quantile = discordant / 2 + z_upper(1 - power) * np.sqrt(discordant) / 2
+    worse = np.minimum(discordant, np.ceil(quantile))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        psi_high = np.where(
+            discordant >= ns, 1.0, sps.beta.ppf(1 - alpha / 2, discordant + 1, ns - discordant)
+        )
+        pi_high = np.where(
+            worse >= discordant, 1.0, sps.beta.ppf(1 - alpha / 2, worse + 1, discordant - worse)
+        )
+        psi_low = np.where(
+            discordant <= 0, 0.0, sps.beta.ppf(alpha / 2, discordant, ns - discordant + 1)
+        )
+    spread = 2 * pi_high - 1
+    high = np.where(spread >= 0, psi_high * spread, psi_low * spread)
+    return np.where(discordant == 0, psi_high, high)
+
+
 def needed_n(
     kind: str,
     second_moment: float,
@@ -92,8 +115,11 @@ def needed_n(
 ) -> int | None:
     """Smallest n whose minimum detectable drop is at most `drop` (None beyond `MAX_N`).
 
+    The exact binary bound is not monotone in n (the discordant and worse counts are rounded),
+    so after bisecting, the 3 % of n below the answer are checked for an earlier pass.
+
     Args:
-        kind: "binary", "continuous" or "survival".
+        kind: "binary", or "normal" / "continuous" / "survival" (the bootstrap's normal route).
         second_moment: psi (0/1) or the mean squared paired difference.
         drop: The drop to decide (e.g. the tolerance), > 0.
         alpha: One-sided level of the gate.
@@ -105,18 +131,26 @@ def needed_n(
     """
     if drop <= 0:
         return None
-    if detectable(kind, second_moment, MAX_N, alpha, power, scale) > drop:
-        return None
-    low, high = 0, 1
+    high = 1
     while detectable(kind, second_moment, high, alpha, power, scale) > drop:
-        low, high = high, high * 2
-    while high - low > 1:  # smallest n with detectable(n) <= drop, detectable(low) > drop
+        if high >= MAX_N:
+            return None
+        high = min(MAX_N, high * 2)
+    low = max(1, high // 2)
+    while high - low > 1:  # bisect as if monotone ...
         mid = (low + high) // 2
         if detectable(kind, second_moment, mid, alpha, power, scale) <= drop:
             high = mid
         else:
             low = mid
-    return high
+    if detectable(kind, second_moment, low, alpha, power, scale) <= drop:
+        high = low
+    if kind != "binary":  # the normal route is monotone
+        return high
+    # ... then find the first passing n of the few percent below (rounding wiggles)
+    ns = np.arange(max(1, int(high * 0.97) - 200), high + 1, dtype=float)
+    passing = np.nonzero(_binary_detectable_many(second_moment, ns, alpha, power) <= drop)[0]
+    return int(ns[passing[0]]) if len(passing) else high
 
 
 def icc_anova(values: Mapping[str, float], clusters: Mapping[str, str]) -> float | None:
@@ -255,3 +289,77 @@ def power_row(
         deff=deff,
         note="" if n else "no per-sample values",
     )
+
+
+def power_values(kind: str, samples: Mapping[str, Any], horizon: float | None) -> dict[str, float]:
+    """Per-sample numbers of a baseline entry or run: the values, or for survival headlines
+    whether the event happened by the horizon (1.0) or not (0.0)."""
+    if kind == "survival":
+        return {
+            k: survival.event_by([(float(t), int(e)) for t, e in v], float(horizon or 0))
+            for k, v in samples.items()
+        }
+    return {k: float(v) for k, v in samples.items()}
+
+
+def entry_power(entry: Mapping[str, Any], alpha: float, drop: float) -> PowerRow:
+    """`power_row` of one baseline entry (`docket-baseline/3` clusters used when present).
+
+    Args:
+        entry: A validated baseline entry.
+        alpha: One-sided level of the gate.
+        drop: The drop whose n is wanted.
+
+    Returns:
+        The entry's row.
+    """
+    headline = entry["headline"]
+    kind = str(headline.get("value") or "continuous")
+    values = power_values(kind, entry["samples"], headline.get("horizon"))
+    clusters = entry.get("clusters") or {}
+    return power_row(
+        str(entry["task"]),
+        str(entry["model"]),
+        kind,
+        values,
+        alpha,
+        drop,
+        clusters.get("ids"),
+        clusters.get("field"),
+    )
+
+
+def power_lines(rows: Sequence[PowerRow], tolerance: float, alpha: float) -> list[str]:
+    """One plain line per row (what `docket power` prints under its table).
+
+    Args:
+        rows: The rows from `entry_power`.
+        tolerance: The gate's tolerance (rows whose detectable drop exceeds it are flagged).
+        alpha: One-sided level of the gate.
+
+    Returns:
+        Lines such as "docket/smoke / m: n = 3 (binary, mean 1): smallest detectable drop
+        0.7076 > tolerance 0.05 (underpowered); 72 paired samples detect a drop of 0.05".
+    """
+    lines = []
+    for row in rows:
+        if row.n == 0:
+            lines.append(f"{row.task} / {row.model}: {row.note}")
+            continue
+        ok = row.detectable <= tolerance + 1e-12
+        state = "≤" if ok else ">"
+        flag = "" if ok else " (underpowered)"
+        clustered = (
+            f"; {row.clusters} clusters by {row.cluster_field}, ICC {row.icc:.3f}, "
+            f"design effect {row.deff:.2f}"
+            if row.cluster_field
+            else ""
+        )
+        needed = f"{row.needed}" if row.needed is not None else f"more than {MAX_N}"
+        lines.append(
+            f"{row.task} / {row.model}: n = {row.n} ({row.kind}, mean {row.mean:.4g}"
+            f"{clustered}): smallest detectable drop {row.detectable:.4f} {state} tolerance "
+            f"{tolerance:g}{flag}; {needed} paired samples detect a drop of {row.drop:g} "
+            f"(alpha {alpha:g}, power {POWER:g})"
+        )
+    return lines

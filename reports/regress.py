@@ -44,7 +44,7 @@ from docket.core.headline import HeadlineSpec
 from docket.reports import survival
 from docket.reports.headline import flag_for
 from docket.reports.logs import LogError
-from docket.reports.power import needed_n, value_scale
+from docket.reports.power import design_effect, needed_n, power_values, value_scale
 from docket.reports.runs import Run
 from docket.reports.stats import (
     Interval,
@@ -57,7 +57,9 @@ from docket.reports.stats import (
     paired_mean_test,
 )
 
-BASELINE_FORMAT = "docket-baseline/2"
+BASELINE_FORMAT = "docket-baseline/3"
+#: The previous format: read, with one line saying what is assumed about what it lacks.
+BASELINE_FORMAT_V2 = "docket-baseline/2"
 ENTRY_FIELDS = (
     "task",
     "version",
@@ -107,6 +109,9 @@ class Comparison:
     #: Paired samples that would decide a drop of the tolerance's size at this run's variance.
     n_needed: int | None = None
     second_moment: float | None = None
+    #: Design effect applied to `n_needed` (samples clustered, e.g. by document), and by what.
+    design_effect: float = 1.0
+    cluster_field: str | None = None
     coverage: float | None = None
     worse: list[str] = field(default_factory=list)
     better: list[str] = field(default_factory=list)
@@ -141,6 +146,10 @@ def baseline_entry(run: Run) -> dict[str, Any]:
         "n": run.n,
         "samples": _samples_json(run),
         "log": run.log,
+        "split": run.split,
+        "clusters": {"field": run.cluster_field, "ids": dict(run.clusters)}
+        if run.cluster_field and run.clusters
+        else None,
     }
 
 
@@ -206,16 +215,35 @@ def _check_entry(source: Path, index: int, entry: object) -> None:
     if not all(_check_sample(v, survival_kind) for v in samples.values()):
         shape = "[[time, event], ...]" if survival_kind else "numbers"
         raise BaselineError(f"{where} 'samples' must map ids to {shape}")
+    if entry.get("split") is not None and not isinstance(entry["split"], str):
+        raise BaselineError(f"{where} field 'split' must be a sha256 string or null")
+    clusters = entry.get("clusters")
+    if clusters is not None and not (
+        isinstance(clusters, dict)
+        and isinstance(clusters.get("field"), str)
+        and isinstance(clusters.get("ids"), dict)
+        and all(isinstance(v, str) for v in clusters["ids"].values())
+    ):
+        raise BaselineError(f"{where} field 'clusters' must be {{field, ids: {{id: cluster}}}}")
 
 
-def read_baseline(path: str | Path) -> list[dict[str, Any]]:
-    """Entries of a baseline file, validated; `BaselineError` names the file and the field.
+@dataclass(frozen=True)
+class Baseline:
+    """A validated baseline file: its entries and, for an older format, what is assumed."""
+
+    entries: list[dict[str, Any]]
+    assumed: str | None = None
+
+
+def read_baseline_file(path: str | Path) -> Baseline:
+    """A baseline file, validated; `BaselineError` names the file and the field.
 
     Args:
-        path: The baseline JSON written by `write_baseline`.
+        path: The baseline JSON written by `write_baseline` (`docket-baseline/3`, or `/2`).
 
     Returns:
-        The validated entries, one per (task, model).
+        The entries, and for a `/2` file one line saying what is assumed about the split and
+        the clusters it does not record.
 
     Raises:
         BaselineError: The file is missing, not JSON, of another format, or has a bad field.
@@ -232,14 +260,37 @@ def read_baseline(path: str | Path) -> list[dict[str, Any]]:
             f"{source}: format docket-baseline/1 has no headline directions; "
             "write it again with --write-baseline"
         )
-    if not isinstance(data, dict) or data.get("format") != BASELINE_FORMAT:
+    formats = (BASELINE_FORMAT, BASELINE_FORMAT_V2)
+    if not isinstance(data, dict) or data.get("format") not in formats:
         raise BaselineError(f"{source}: field 'format' must be {BASELINE_FORMAT!r}")
     entries = data.get("entries")
     if not isinstance(entries, list):
         raise BaselineError(f"{source}: field 'entries' must be a list")
     for index, entry in enumerate(entries):
         _check_entry(source, index, entry)
-    return entries
+    assumed = None
+    if data["format"] == BASELINE_FORMAT_V2:
+        assumed = (
+            f"{source}: {BASELINE_FORMAT_V2} records no data split and no clusters: assuming "
+            "every entry ran on the current run's split, with independent samples "
+            "(--write-baseline writes /3)"
+        )
+    return Baseline(entries, assumed)
+
+
+def read_baseline(path: str | Path) -> list[dict[str, Any]]:
+    """Entries of a baseline file, validated (`read_baseline_file` without the assumption).
+
+    Args:
+        path: The baseline JSON written by `write_baseline`.
+
+    Returns:
+        The validated entries, one per row.
+
+    Raises:
+        BaselineError: The file is missing, not JSON, of another format, or has a bad field.
+    """
+    return read_baseline_file(path).entries
 
 
 def version_major(version: str) -> str:
@@ -401,7 +452,17 @@ def _compare_one(
         result.verdict = "not comparable"
         result.detail = f"task args {entry['task_args']} in baseline, {major[0].task_args} now"
         return result
-    run = same_args[0]
+    base_split = entry.get("split")
+    same_split = [r for r in same_args if not (base_split and r.split and r.split != base_split)]
+    if not same_split:
+        now_split = str(same_args[0].split)
+        result.verdict = "not comparable"
+        result.detail = (
+            f"split {str(base_split)[:12]} in baseline, {now_split[:12]} now: rows from different "
+            "data splits are never compared"
+        )
+        return result
+    run = same_split[0]
     if not run.scored or run.headline is None:
         result.verdict = "not comparable"
         result.detail = f"current run has no score: {run.unscored_reason or 'no headline'}"
@@ -464,6 +525,14 @@ def _compare_one(
         alpha,
         scale=stats.scale,
     )
+    clusters = entry.get("clusters") or (
+        {"field": run.cluster_field, "ids": run.clusters} if run.cluster_field else None
+    )
+    if clusters and result.n_needed is not None:
+        values = power_values(spec.value or "continuous", base_samples, spec.horizon)
+        result.design_effect, _ = design_effect(values, clusters["ids"])
+        result.cluster_field = str(clusters["field"])
+        result.n_needed = math.ceil(result.n_needed * result.design_effect)
     return result
 
 
@@ -493,9 +562,14 @@ def _decide(c: Comparison, tolerance: float, alpha: float) -> None:
             if c.drop > tolerance + EPSILON
             else f"drop {drop} ≤ tolerance {tol}"
         )
+        clustered = (
+            f", design effect {c.design_effect:.2f} of clusters by {c.cluster_field}"
+            if c.cluster_field
+            else ""
+        )
         needed = (
             f"about {c.n_needed} paired samples would decide a drop of {tol} at this run's "
-            f"variance (n = {c.n} now)"
+            f"variance (n = {c.n} now{clustered})"
             if c.n_needed is not None
             else f"no feasible n decides a drop of {tol} at this run's variance (n = {c.n} now)"
         )
