@@ -164,24 +164,41 @@ def holm(pvalues: Sequence[float]) -> list[float]:
     return adjusted
 
 
-def pairwise_ranks(count: int, beats: set[tuple[int, int]], small: Sequence[bool]) -> list[str]:
+def pairwise_ranks(
+    count: int,
+    beats: set[tuple[int, int]],
+    small: Sequence[bool],
+    underpowered: set[frozenset[int]] | None = None,
+) -> list[str]:
     """Competition ranks from a "row i significantly beats row j" relation.
 
-    A row's rank is 1 + the number of rows that beat it. A small-n row is then never placed above
-    a row it does not beat: its rank is raised to at least that row's rank (to a fixed point).
-    If every row ends up raised, all ranks shift so the best is 1 again. Shared ranks are
-    written "=k".
+    A row's rank is 1 + the number of rows that beat it. A row is then never placed above a row
+    it does not beat when it is small-n or their comparison is underpowered (it could not have
+    shown a difference of the tolerance's size): its rank is raised to at least that row's
+    rank (to a fixed point). If every row ends up raised, all ranks shift so the best is 1
+    again. Shared ranks are written "=k".
+
+    Args:
+        count: Number of rows.
+        beats: (i, j) pairs where row i significantly beats row j.
+        small: Per row, whether it has too few samples to be placed on its own.
+        underpowered: Unordered pairs {i, j} whose comparison is underpowered.
+
+    Returns:
+        The rank strings, in row order.
     """
+    weak = underpowered or set()
     ranks = [1 + sum((j, i) in beats for j in range(count)) for i in range(count)]
     changed = True
     while changed:
         changed = False
         for i in range(count):
-            if not small[i]:
-                continue
-            floor = max(
-                (ranks[j] for j in range(count) if j != i and (i, j) not in beats), default=0
-            )
+            held = [
+                ranks[j]
+                for j in range(count)
+                if j != i and (i, j) not in beats and (small[i] or frozenset((i, j)) in weak)
+            ]
+            floor = max(held, default=0)
             if floor > ranks[i]:
                 ranks[i], changed = floor, True
     # when every row was raised, the best of them still holds first place ("=1", not "=2")

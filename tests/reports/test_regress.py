@@ -318,3 +318,42 @@ def test_bad_baseline_names_file_and_field(tmp_path: Path, content: str, message
         read_baseline(path)
     assert message in str(error.value)
     assert main(["regress", "--baseline", str(path), "--logs", str(tmp_path)]) == 2
+
+
+def test_a_run_on_another_data_split_is_not_comparable_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shipped, private = "a" * 64, "b" * 64
+    run_gate_task(tmp_path / "base", split=shipped)
+    run_gate_task(tmp_path / "now", split=private)
+    path = tmp_path / "baseline.json"
+    args = ["regress", "--baseline", str(path)]
+    assert main([*args, "--logs", str(tmp_path / "base"), "--write-baseline"]) == 0
+    [entry] = read_baseline(path)
+    assert entry["split"] == shipped and entry["clusters"] is None
+    capsys.readouterr()
+    assert main([*args, "--logs", str(tmp_path / "now"), "--tolerance", "0.5"]) == 2
+    lines = [line for line in capsys.readouterr().out.splitlines() if "split" in line]
+    assert lines == [
+        "not comparable: synth_gate / docket/scripted policy=comply: split aaaaaaaaaaaa in "
+        "baseline, bbbbbbbbbbbb now: rows from different data splits are never compared"
+    ]
+    assert main([*args, "--logs", str(tmp_path / "base"), "--tolerance", "0.5"]) == 0
+
+
+def test_a_v2_baseline_is_read_with_one_line_saying_what_is_assumed(
+    runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = json.loads(runs["baseline_file"].read_text())
+    assert data["format"] == "docket-baseline/3"
+    data["format"] = "docket-baseline/2"
+    for entry in data["entries"]:
+        del entry["split"], entry["clusters"]
+    path = tmp_path / "v2.json"
+    path.write_text(json.dumps(data))
+    assert main(["regress", "--baseline", str(path), "--logs", str(runs["all_fail"])]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == (
+        f"{path}: docket-baseline/2 records no data split and no clusters: assuming every entry "
+        "ran on the current run's split, with independent samples (--write-baseline writes /3)"
+    )
