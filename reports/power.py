@@ -182,11 +182,14 @@ def icc_anova(values: Mapping[str, float], clusters: Mapping[str, str]) -> float
     return min(1.0, max(0.0, (between - within) / denominator))
 
 
-def design_effect(values: Mapping[str, float], clusters: Mapping[str, str]) -> tuple[float, float]:
-    """(design effect, ICC): 1 + (m - 1) ICC with m = sum(m_k^2) / sum(m_k); (1, 0) unknown."""
+def design_effect(
+    values: Mapping[str, float], clusters: Mapping[str, str]
+) -> tuple[float, float | None]:
+    """(design effect, ICC): 1 + (m - 1) ICC with m = sum(m_k^2) / sum(m_k); (1, None) when the
+    ICC cannot be estimated (`icc_anova`)."""
     icc = icc_anova(values, clusters)
     if icc is None:
-        return 1.0, 0.0
+        return 1.0, None
     sizes: dict[str, int] = {}
     for key in values:
         if key in clusters:
@@ -210,7 +213,7 @@ class PowerRow:
     drop: float
     cluster_field: str | None = None
     clusters: int = 0
-    icc: float = 0.0
+    icc: float | None = None
     deff: float = 1.0
     note: str = ""
 
@@ -267,7 +270,9 @@ def power_row(
     route = "binary" if kind == "binary" else "normal"  # the gate bootstraps survival headlines
     psi = baseline_spread("continuous" if kind == "continuous" else "binary", data)
     scale = value_scale(data) if kind == "continuous" else 1.0
-    deff, icc, count = 1.0, 0.0, 0
+    deff: float = 1.0
+    icc: float | None = None
+    count = 0
     if clusters:
         deff, icc = design_effect(values, clusters)
         count = len({clusters[k] for k in values if k in clusters})
@@ -349,8 +354,9 @@ def power_lines(rows: Sequence[PowerRow], tolerance: float, alpha: float) -> lis
         ok = row.detectable <= tolerance + 1e-12
         state = "≤" if ok else ">"
         flag = "" if ok else " (underpowered)"
+        icc = "unknown (no spread)" if row.icc is None else f"{row.icc:.3f}"
         clustered = (
-            f"; {row.clusters} clusters by {row.cluster_field}, ICC {row.icc:.3f}, "
+            f"; {row.clusters} clusters by {row.cluster_field}, ICC {icc}, "
             f"design effect {row.deff:.2f}"
             if row.cluster_field
             else ""

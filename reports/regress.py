@@ -364,6 +364,23 @@ class DropStatistics:
     kind: str
 
 
+def _bootstrap_or_unseen(
+    replicates: Any, estimate: float, n: int, alpha: float, scale: float
+) -> Interval:
+    """Bootstrap bounds of a drop whose upper end is at least the drop plus the bound of a
+    change no sample showed (`no_change_bound`): a bootstrap of few samples sees only what
+    changed, so one small change in 3 samples must not pass where no change cannot.
+    `replicates` None: no sample changed.
+    """
+    unseen = no_change_bound(n, alpha, scale)
+    if replicates is None:
+        return unseen
+    found = bootstrap_bounds(replicates, alpha)
+    if found.high >= estimate + unseen.high:
+        return found
+    return Interval(found.low, estimate + unseen.high, "paired bootstrap, plus an unseen change")
+
+
 def _statistics(
     spec: HeadlineSpec, base: dict[str, Any], now: dict[str, Any], alpha: float
 ) -> DropStatistics:
@@ -376,7 +393,10 @@ def _statistics(
         horizon = float(spec.horizon or 0)
         replicates, n = survival.paired_bootstrap_differences(first, second, horizon)
         changed = sum(sorted(first[k]) != sorted(second[k]) for k in ids)
-        bounds = bootstrap_bounds(replicates, alpha) if changed else no_change_bound(n, alpha, 1.0)
+        estimate = float(survival.headline_value(first, horizon) or 0.0) - float(
+            survival.headline_value(second, horizon) or 0.0
+        )
+        bounds = _bootstrap_or_unseen(replicates if changed else None, estimate, n, alpha, 1.0)
         diffs = [
             survival.event_by(first[k], horizon) - survival.event_by(second[k], horizon)
             for k in ids
@@ -403,10 +423,10 @@ def _statistics(
         )
     values = [float(v) for k in ids for v in (base[k], now[k])]
     scale = value_scale(values)
-    if not any(abs(d) > EPSILON for d in diffs):
-        bounds = no_change_bound(n, alpha, scale)
-    else:
-        bounds = bootstrap_bounds(paired_bootstrap_means(diffs), alpha)
+    changed = any(abs(d) > EPSILON for d in diffs)
+    bounds = _bootstrap_or_unseen(
+        paired_bootstrap_means(diffs) if changed else None, sum(diffs) / n, n, alpha, scale
+    )
     return DropStatistics(test, p, n, bounds, moment, scale, "continuous")
 
 

@@ -96,6 +96,7 @@ def test_icc_and_design_effect_by_hand() -> None:
     # constant within clusters: every sample of a cluster says the same (ICC 1, deff = m)
     same = dict(zip("abcd", [1.0, 1.0, 0.0, 0.0], strict=True))
     assert design_effect(same, dict(zip("abcd", "AABB", strict=True))) == (2.0, 1.0)
+    assert design_effect(same, {"a": "A"}) == (1.0, None)
     assert icc_anova(same, {"a": "A"}) is None  # one cluster: unknown, no design effect
 
 

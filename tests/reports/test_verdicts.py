@@ -180,3 +180,44 @@ def test_exact_binary_bound_never_passes_a_drop_of_the_tolerance_too_often() -> 
         draws = rng.multinomial(n, [worse_p, better_p, 1 - worse_p - better_p], size=4000)
         passed = [paired_binary_bounds(int(w), int(b), n, 0.05).high <= 0.05 for w, b, _ in draws]
         assert float(np.mean(passed)) <= 0.05 + 0.01, (n, worse_p, better_p)
+
+
+def _continuous(values: dict[str, float], model: str = "m") -> Run:
+    run = binary_run(values, model)
+    run.headline = HeadlineSpec(
+        metric="mean", scorer="s", direction="higher", value="continuous", source="task"
+    )
+    return run
+
+
+def test_one_small_change_in_3_continuous_samples_does_not_pass_where_no_change_cannot() -> None:
+    """Adversary: a bootstrap of 3 samples sees only the one that moved (by 0.01) and would put
+    the bound at 0.0067; the drop plus the bound of a change nobody saw,
+    (1 - 0.05^(1/3)) x range, holds."""
+    base = {"0": 0.2, "1": 0.5, "2": 0.8}
+    for now, drop in ((dict(base), 0.0), ({**base, "0": 0.19}, 0.01 / 3)):
+        [result] = compare([baseline_entry(_continuous(base))], [_continuous(now)])
+        scale = 0.8 - 0.19 if drop else 0.6  # the values' range over both runs
+        assert result.ci_high == pytest.approx(drop + (1 - 0.05 ** (1 / 3)) * scale)
+        assert result.verdict == "cannot decide"
+    improved = {k: v + 0.2 for k, v in base.items()}  # better by 0.2 on every sample
+    [result] = compare([baseline_entry(_continuous(base))], [_continuous(improved)])
+    assert result.ci_high == pytest.approx(-0.2 + (1 - 0.05 ** (1 / 3)) * 0.8)
+    assert result.verdict == "cannot decide"  # 3 samples: -0.2 + 0.506 > 0.05
+
+
+def test_continuous_bound_is_the_larger_of_the_bootstrap_and_the_unseen_change() -> None:
+    for n, method in (
+        (100, "paired bootstrap, plus an unseen change"),
+        (4000, "paired bootstrap"),
+    ):
+        base = {str(i): (i % 10) / 10 for i in range(n)}
+        now = {k: v - 0.1 if int(k) % 2 else v + 0.095 for k, v in base.items()}  # drop 0.0025
+        [result] = compare([baseline_entry(_continuous(base))], [_continuous(now)])
+        values = [*base.values(), *now.values()]
+        unseen = (1 - 0.05 ** (1 / n)) * (max(values) - min(values))
+        diffs = np.asarray([base[k] - now[k] for k in base])
+        normal = 0.0025 + norm.ppf(0.95) * diffs.std() / math.sqrt(n)  # the bootstrap's target
+        assert result.drop == pytest.approx(0.0025)
+        assert (result.ci_method, result.verdict) == (method, "pass")
+        assert result.ci_high == pytest.approx(max(0.0025 + unseen, normal), rel=0.05)
