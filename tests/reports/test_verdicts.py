@@ -209,7 +209,7 @@ def test_one_small_change_in_3_continuous_samples_does_not_pass_where_no_change_
 def test_continuous_bound_is_the_larger_of_the_bootstrap_and_the_unseen_change() -> None:
     for n, method in (
         (100, "paired bootstrap, plus an unseen change"),
-        (4000, "paired bootstrap"),
+        (2000, "paired bootstrap"),
     ):
         base = {str(i): (i % 10) / 10 for i in range(n)}
         now = {k: v - 0.1 if int(k) % 2 else v + 0.095 for k, v in base.items()}  # drop 0.0025
