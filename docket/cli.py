@@ -1,8 +1,8 @@
 """The `docket` command: what docket registers, suite runs, leaderboard reports, regression gates.
 
-Exit codes: 0 ok; 1 unreadable logs (report) or a significant regression (regress) or a failed
-eval (suite); 2 bad input: a missing or empty log directory, a bad flag or file, runs that
-cannot be compared.
+Exit codes: 0 ok (regress: every row passed); 1 unreadable logs (report) or a shown regression
+(regress) or a failed eval (suite); 2 bad input: a missing or empty log directory, a bad flag or
+file, runs that cannot be compared, or (regress) a row the data cannot decide.
 """
 
 from __future__ import annotations
