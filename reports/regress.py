@@ -18,8 +18,9 @@ get one of three verdicts from the paired samples they share:
 - pass (exit 0): the one-sided upper confidence bound of the drop at `alpha` is at most
   `tolerance` (a non-inferiority test): exact bounds from the discordant pairs for 0/1 values
   (`stats.paired_binary_bounds`), bootstrap percentiles otherwise; with no changed sample, the
-  exact bound of a change nobody saw (`stats.no_change_bound`). Every row must pass on its own
-  (an intersection-union test needs no multiplicity correction).
+  exact bound of a change nobody saw (`stats.no_change_bound`); rows with declared clusters
+  resample whole clusters. Every row must pass on its own (an intersection-union test needs no
+  multiplicity correction).
 - cannot decide (exit 2): anything else, printed with the drop, its 1 - 2 alpha interval and the
   paired samples that would decide a drop of the tolerance's size (`power.needed_n`).
 
@@ -36,6 +37,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -381,10 +383,57 @@ def _bootstrap_or_unseen(
     return Interval(found.low, estimate + unseen.high, "paired bootstrap, plus an unseen change")
 
 
+def cluster_bootstrap_means(
+    diffs: dict[str, float], clusters: dict[str, str], resamples: int = 10_000, seed: int = 0
+) -> tuple[np.ndarray, int]:
+    """Bootstrap of the mean paired difference that resamples whole clusters (seed 0).
+
+    Args:
+        diffs: Paired difference per sample.
+        clusters: Cluster id per sample (samples without one are their own cluster).
+        resamples: Bootstrap resamples.
+        seed: Random seed.
+
+    Returns:
+        (means of the resampled samples' differences, number of clusters).
+    """
+    sums: dict[str, float] = {}
+    counts: dict[str, int] = {}
+    for key, value in diffs.items():
+        cluster = clusters.get(key, f"sample {key}")
+        sums[cluster] = sums.get(cluster, 0.0) + value
+        counts[cluster] = counts.get(cluster, 0) + 1
+    order = sorted(sums)
+    total = np.asarray([sums[c] for c in order])
+    size = np.asarray([counts[c] for c in order], dtype=float)
+    draws = np.random.default_rng(seed).integers(0, len(order), size=(resamples, len(order)))
+    return total[draws].sum(axis=1) / size[draws].sum(axis=1), len(order)
+
+
+def _clustered_bounds(
+    diffs: dict[str, float], clusters: dict[str, str], alpha: float, scale: float
+) -> Interval:
+    """Bounds of a clustered drop: the cluster bootstrap, its upper end at least the drop plus
+    the bound of a change no *cluster* showed (k clusters, not n samples, are independent)."""
+    replicates, k = cluster_bootstrap_means(diffs, clusters)
+    estimate = sum(diffs.values()) / len(diffs)
+    unseen = no_change_bound(k, alpha, scale)
+    if not any(abs(d) > EPSILON for d in diffs.values()):
+        return Interval(unseen.low, unseen.high, f"no sample changed ({k} clusters)")
+    found = bootstrap_bounds(replicates, alpha)
+    high = max(found.high, estimate + unseen.high)
+    return Interval(found.low, high, f"cluster bootstrap ({k} clusters)")
+
+
 def _statistics(
-    spec: HeadlineSpec, base: dict[str, Any], now: dict[str, Any], alpha: float
+    spec: HeadlineSpec,
+    base: dict[str, Any],
+    now: dict[str, Any],
+    alpha: float,
+    clusters: dict[str, str] | None = None,
 ) -> DropStatistics:
-    """Test of H1 "the baseline is better" and bounds of the drop on the shared samples."""
+    """Test of H1 "the baseline is better" and bounds of the drop on the shared samples; with
+    clusters (0/1 and continuous headlines), the bounds come from a cluster bootstrap."""
     ids = sorted(set(base) & set(now))
     if spec.value == "survival":
         base_obs = {k: [(float(t), int(e)) for t, e in base[k]] for k in ids}
@@ -415,14 +464,20 @@ def _statistics(
     test, p, n = paired_mean_test(first_m, second_m, "greater")
     diffs = [float(first_m[k]) - float(second_m[k]) for k in ids]
     moment = sum(d * d for d in diffs) / n
-    if test == "McNemar exact":
+    values = [float(v) for k in ids for v in (base[k], now[k])]
+    binary = test == "McNemar exact"
+    scale = 1.0 if binary else value_scale(values)
+    if clusters and len({clusters.get(k, k) for k in ids}) < n:
+        bounds = _clustered_bounds(dict(zip(ids, diffs, strict=True)), clusters, alpha, scale)
+        return DropStatistics(
+            test, p, n, bounds, moment, scale, "binary" if binary else "continuous"
+        )
+    if binary:
         worse = sum(d > 0 for d in diffs)
         better = sum(d < 0 for d in diffs)
         return DropStatistics(
             test, p, n, paired_binary_bounds(worse, better, n, alpha), moment, 1.0, "binary"
         )
-    values = [float(v) for k in ids for v in (base[k], now[k])]
-    scale = value_scale(values)
     changed = any(abs(d) > EPSILON for d in diffs)
     bounds = _bootstrap_or_unseen(
         paired_bootstrap_means(diffs) if changed else None, sum(diffs) / n, n, alpha, scale
@@ -532,7 +587,12 @@ def _compare_one(
         result.verdict = "untestable"
         result.detail = f"drop {_fmt(result.drop)} cannot be tested: no per-sample values"
         return result
-    stats = _statistics(spec, base_samples, now_samples, alpha)
+    clusters = entry.get("clusters") or (
+        {"field": run.cluster_field, "ids": run.clusters} if run.cluster_field else None
+    )
+    stats = _statistics(
+        spec, base_samples, now_samples, alpha, clusters["ids"] if clusters else None
+    )
     result.test = f"{stats.test} (n={stats.n})"
     result.p_value, result.n = stats.p_value, stats.n
     result.ci_low, result.ci_high = stats.bounds.low, stats.bounds.high
@@ -544,9 +604,6 @@ def _compare_one(
         tolerance,
         alpha,
         scale=stats.scale,
-    )
-    clusters = entry.get("clusters") or (
-        {"field": run.cluster_field, "ids": run.clusters} if run.cluster_field else None
     )
     if clusters and result.n_needed is not None:
         values = power_values(spec.value or "continuous", base_samples, spec.horizon)

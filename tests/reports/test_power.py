@@ -161,3 +161,36 @@ def test_power_rejects_bad_flags_in_one_line(
     assert main(["power", "--logs", str(tmp_path), *args]) == 2
     out = capsys.readouterr().out
     assert "must be > 0" in out and len(out.strip().splitlines()) == 1
+
+
+def test_regress_bounds_a_clustered_drop_by_its_clusters_not_its_samples(tmp_path: Path) -> None:
+    """20 questions on 2 clusters are 2 independent units: an unchanged run's bound is
+    1 - 0.05^(1/2) = 0.7764 (20 independent samples: 0.1684), and its n needed is scaled by the
+    design effect of the baseline (no spread: ICC unknown, deff 1)."""
+    from docket.reports.regress import compare
+
+    run_gate_task(tmp_path / "base", clustered=True)
+    run_gate_task(tmp_path / "now", clustered=True, failing={1})
+    path = tmp_path / "baseline.json"
+    assert (
+        main(
+            [
+                "regress",
+                "--baseline",
+                str(path),
+                "--logs",
+                str(tmp_path / "base"),
+                "--write-baseline",
+            ]
+        )
+        == 0
+    )
+    entries = read_baseline(path)
+    [same] = compare(entries, build_runs(load_logs(tmp_path / "base")))
+    assert same.ci_high == pytest.approx(1 - 0.05**0.5)
+    assert (same.ci_method, same.verdict) == ("no sample changed (2 clusters)", "cannot decide")
+    [moved] = compare(entries, build_runs(load_logs(tmp_path / "now")))
+    # cluster means of the differences: odd 1/10, even 0; resampled means 0, 0.05 or 0.1
+    assert moved.ci_method == "cluster bootstrap (2 clusters)"
+    assert moved.ci_high == pytest.approx(0.05 + 1 - 0.05**0.5)
+    assert moved.cluster_field == "category"
