@@ -34,7 +34,7 @@ from docket.reports.logs import LogError, load_logs
 from docket.reports.overrides import apply_overrides, read_overrides
 from docket.reports.power import needed_n, value_scale
 from docket.reports.prices import PriceTable, load_prices
-from docket.reports.regress import compare, exit_code, flip_lines, read_baseline
+from docket.reports.regress import compare, exit_code, flip_lines, read_baseline_file
 from docket.reports.runs import Run, build_runs, unify_kinds
 from docket.reports.stats import (
     SMALL_N,
@@ -711,7 +711,8 @@ def build_report(
     out = Path(out_dir).resolve()
     prices = load_prices(opts.prices)
     overrides = read_overrides(opts.overrides) if opts.overrides else []
-    baseline = read_baseline(opts.baseline) if opts.baseline else None
+    baseline_file = read_baseline_file(opts.baseline) if opts.baseline else None
+    baseline = baseline_file.entries if baseline_file else None
     loaded = load_logs(log_root)
     if loaded.files == 0:
         raise EmptyLogDir(f"{log_root}: no Inspect logs (*.eval or Inspect-named *.json) found")
@@ -719,6 +720,8 @@ def build_report(
     override_notes = apply_overrides(runs, overrides)
     data = leaderboard_data(runs, loaded.errors, prices, tolerance=opts.tolerance)
     data["notes"] = override_notes + data["notes"]
+    if baseline_file is not None and baseline_file.assumed:
+        data["notes"] = [baseline_file.assumed, *data["notes"]]
     data["log_dir"] = str(log_root)
     files = ReportFiles(
         html=out / "index.html",

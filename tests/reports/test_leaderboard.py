@@ -436,3 +436,18 @@ def test_rows_of_different_splits_are_never_ranked_against_each_other(tmp_path: 
     assert "Data split `aaaaaaaaaaaa`" in markdown and "| bbbbbbbbbbbb |" in markdown
     html = (tmp_path / "out" / "index.html").read_text()
     assert f'<code title="sha256 {private}">bbbbbbbbbbbb</code>' in html
+
+
+def test_a_v2_baseline_in_the_report_notes_what_is_assumed(gate_logs: Path, tmp_path: Path) -> None:
+    path = tmp_path / "b.json"
+    args = ["regress", "--baseline", str(path), "--logs", str(gate_logs), "--write-baseline"]
+    assert main(args) == 0
+    data = json.loads(path.read_text())
+    data["format"] = "docket-baseline/2"
+    path.write_text(json.dumps(data))
+    report = _report(gate_logs, tmp_path / "out", baseline=str(path))
+    assert report["notes"][0].startswith(f"{path}: docket-baseline/2 records no data split")
+    [comparison] = report["comparison"]["comparisons"]
+    assert comparison["verdict"] == "cannot decide"  # 20 equal samples: bound 0.1684 > 0.05
+    markdown = (tmp_path / "out" / "leaderboard.md").read_text()
+    assert "(exit 2)" in markdown and "**cannot decide** (exit 2)" in markdown
