@@ -1,8 +1,8 @@
 """The `docket` command: what docket registers, suite runs, leaderboard reports, regression gates.
 
-Exit codes: 0 ok; 1 unreadable logs (report) or a significant regression (regress) or a failed
-eval (suite); 2 bad input: a missing or empty log directory, a bad flag or file, runs that
-cannot be compared.
+Exit codes: 0 ok (regress: every row passed); 1 unreadable logs (report) or a shown regression
+(regress) or a failed eval (suite); 2 bad input: a missing or empty log directory, a bad flag or
+file, runs that cannot be compared, or (regress) a row the data cannot decide.
 """
 
 from __future__ import annotations
@@ -183,11 +183,13 @@ def _regress(console: Console, args: argparse.Namespace) -> int:
         console.print(f"Baseline with {count} entries written to {Path(args.baseline).resolve()}")
         return regress.EXIT_OK
     try:
-        entries = regress.read_baseline(args.baseline)
+        baseline = regress.read_baseline_file(args.baseline)
     except regress.BaselineError as ex:
         return _error(console, ex)
+    if baseline.assumed:
+        console.print(baseline.assumed, soft_wrap=True, markup=False)
     comparisons = regress.compare(
-        entries,
+        baseline.entries,
         runs,
         tolerance=args.tolerance,
         alpha=args.alpha,
@@ -196,6 +198,58 @@ def _regress(console: Console, args: argparse.Namespace) -> int:
     )
     regress.print_comparisons(console, comparisons, loaded.errors)
     return regress.exit_code(comparisons, loaded.errors)
+
+
+def _power(console: Console, args: argparse.Namespace) -> int:
+    from docket.core.headline import HeadlineError
+    from docket.reports import power, regress
+    from docket.reports.headline import parse_flags
+    from docket.reports.logs import load_logs
+    from docket.reports.runs import build_runs
+
+    try:
+        if args.baseline:
+            baseline = regress.read_baseline_file(args.baseline)
+            entries, source = baseline.entries, args.baseline
+            if baseline.assumed:
+                console.print(baseline.assumed, soft_wrap=True, markup=False)
+        else:
+            loaded = load_logs(args.logs)
+            if loaded.files == 0:
+                return _error(
+                    console, f"{args.logs}: no Inspect logs (*.eval or Inspect-named *.json)"
+                )
+            for error in loaded.errors:
+                _error(console, error)
+            runs = build_runs(loaded, parse_flags(args.headline))
+            entries = [regress.baseline_entry(run) for run in runs if run.scored]
+            source = args.logs
+    except (FileNotFoundError, HeadlineError, regress.BaselineError) as ex:
+        return _error(console, ex)
+    if not entries:
+        return _error(console, f"{source}: no scored rows")
+    drop = args.drop if args.drop is not None else args.tolerance
+    rows = [power.entry_power(entry, args.alpha, drop) for entry in entries]
+    table = Table(title=f"docket power (alpha {args.alpha:g}, power {power.POWER:g})")
+    for column in ("task", "model", "kind", "n", "clusters", "detectable drop", f"n for {drop:g}"):
+        table.add_column(column)
+    for row in rows:
+        clusters = f"{row.clusters} (deff {row.deff:.2f})" if row.cluster_field else "–"
+        table.add_row(
+            escape(row.task),
+            escape(row.model),
+            row.kind,
+            str(row.n),
+            clusters,
+            f"{row.detectable:.4f}",
+            str(row.needed) if row.needed is not None else f"> {power.MAX_N}",
+        )
+    if not console.is_terminal:
+        console = Console(width=max(console.width, 160))
+    console.print(table)
+    for line in power.power_lines(rows, args.tolerance, args.alpha):
+        console.print(line, soft_wrap=True, markup=False)
+    return 0
 
 
 def _generate(console: Console, args: argparse.Namespace) -> int:
@@ -258,6 +312,9 @@ def _suite(console: Console, args: argparse.Namespace) -> int:
         return _error(console, ex)
     for line in suite.describe(plans):
         console.print(line, soft_wrap=True, markup=False)
+    warning = suite.limit_warning(preset, args.limit)
+    if warning:
+        console.print(f"[yellow]{escape(warning)}[/yellow]", soft_wrap=True)
     if args.dry_run:
         return 0
     ok, problems = suite.run_plan(plans, preset.budget_minutes, display=args.display)
@@ -304,7 +361,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     gate = commands.add_parser(
         "regress",
-        help="compare headlines with a baseline (exit 0 ok, 1 regression, 2 not comparable)",
+        help="compare headlines with a baseline (exit 0 pass, 1 regression, 2 cannot decide or "
+        "not comparable)",
     )
     gate.add_argument("--baseline", required=True, metavar="FILE", help="baseline JSON")
     gate.add_argument("--logs", required=True, metavar="LOGDIR", help="directory of Inspect logs")
@@ -315,9 +373,12 @@ def _parser() -> argparse.ArgumentParser:
         "--tolerance",
         type=float,
         default=0.05,
-        help="largest accepted drop (absolute); a drop > tolerance can fail (0.05)",
+        help="largest drop a pass allows (absolute): pass needs the drop's upper bound <= it, "
+        "a regression a significant drop > it (0.05)",
     )
-    gate.add_argument("--alpha", type=float, default=0.05, help="one-sided significance (0.05)")
+    gate.add_argument(
+        "--alpha", type=float, default=0.05, help="one-sided level of both tests (0.05)"
+    )
     gate.add_argument(
         "--min-coverage",
         type=float,
@@ -325,6 +386,17 @@ def _parser() -> argparse.ArgumentParser:
         help="share of the baseline's samples the run must cover, else exit 2 (0.95)",
     )
     gate.add_argument("--headline", action="append", metavar="SPEC", help=headline_help)
+    power = commands.add_parser(
+        "power",
+        help="per task: the smallest drop a baseline's n can detect, and the n a drop needs",
+    )
+    source = power.add_mutually_exclusive_group(required=True)
+    source.add_argument("--baseline", metavar="FILE", help="baseline JSON")
+    source.add_argument("--logs", metavar="LOGDIR", help="directory of Inspect logs")
+    power.add_argument("--tolerance", type=float, default=0.05, help="the gate's tolerance (0.05)")
+    power.add_argument("--alpha", type=float, default=0.05, help="one-sided level (0.05)")
+    power.add_argument("--drop", type=float, help="the drop whose n is wanted (the tolerance)")
+    power.add_argument("--headline", action="append", metavar="SPEC", help=headline_help)
     suite = commands.add_parser(
         "suite", help="run every benchmark with a preset (offline, api, or a YAML file)"
     )
@@ -373,6 +445,11 @@ def main(argv: list[str] | None = None) -> int:
                 console, "--tolerance must be >= 0, --alpha in (0, 1), --min-coverage in [0, 1]"
             )
         return _regress(console, args)
+    if args.command == "power":
+        drop = args.tolerance if args.drop is None else args.drop
+        if not args.tolerance > 0 or not 0 < args.alpha < 1 or not drop > 0:
+            return _error(console, "--tolerance and --drop must be > 0, --alpha in (0, 1)")
+        return _power(console, args)
     if args.command == "suite":
         if args.limit is not None and args.limit < 1:
             return _error(console, "--limit must be at least 1")

@@ -84,6 +84,10 @@ class Preset(BaseModel):
     tasks: Literal["all"] | list[str] = "all"
     roles: Literal["scripted"] | dict[str, ModelSpec] = {}
     budget_minutes: float | None = None
+    #: The drop `docket regress` should be able to rule out on these runs, and its level: a
+    #: `--limit` too small to detect it is warned about before the suite runs.
+    tolerance: float = 0.05
+    alpha: float = 0.05
     eval_args: dict[str, Any] = {}
     #: `-T` arguments per task, the same for every model of every stage (rows stay comparable).
     task_args: dict[str, dict[str, Any]] = {}
@@ -327,6 +331,32 @@ def run_plan(
             continue
         ok &= bool(success)
     return ok, problems
+
+
+def limit_warning(preset: Preset, limit: int | None) -> str | None:
+    """A warning when `--limit` samples per task cannot detect the preset's tolerance.
+
+    Args:
+        preset: The suite preset (its `tolerance` and `alpha`).
+        limit: The `--limit` given on the command line (None: no warning).
+
+    Returns:
+        One line, or None when the limit suffices: below `power.needed_n` for an unchanged 0/1
+        headline (72 samples at tolerance 0.05, alpha 0.05) no run can pass `docket regress`,
+        whatever it scores.
+    """
+    from docket.reports.power import needed_n
+
+    if limit is None or not preset.tolerance > 0 or not 0 < preset.alpha < 1:
+        return None
+    floor = needed_n("binary", 0.0, preset.tolerance, preset.alpha)
+    if floor is None or limit >= floor:
+        return None
+    return (
+        f"warning: --limit {limit} cannot detect preset {preset.name}'s tolerance "
+        f"{preset.tolerance:g}: at alpha {preset.alpha:g} even an unchanged 0/1 headline needs "
+        f"{floor} samples per task to pass `docket regress` (see `docket power`)"
+    )
 
 
 def describe(plans: list[TaskPlan]) -> list[str]:

@@ -1,10 +1,14 @@
 """`docket report LOGDIR -o OUT`: a static leaderboard (HTML + Markdown + JSON) from Inspect logs.
 
 One section per benchmark (`log.eval.metadata["benchmark"]`, else the task), one table per task
-(name, version, task args), one row per identity (`runs.Run.identity`). Each row: rank from
-pairwise paired tests (Holm-corrected; `stats.pairwise_ranks`), the declared headline with its
-95 % CI, samples (flagged below 10), tokens, estimated cost, wall time, per-category values and
-the log. A section also shows its tasks' headlines side by side per model and, for survival
+(name, version, task args, data split: rows of different splits are never ranked together), one
+row per identity (`runs.Run.identity`). Each row: rank from pairwise paired tests
+(Holm-corrected; `stats.pairwise_ranks`), the declared headline with its 95 % CI, samples,
+the split's short hash, tokens, estimated cost, wall time, per-category values and the log.
+Every pair that is not separated and has fewer shared samples than it would take to tell a
+difference of the tolerance's size (`power.needed_n`) is marked *underpowered*, as are its
+rows and rows below 10 samples; an underpowered row is never ranked above a row it does not
+beat. A section also shows its tasks' headlines side by side per model and, for survival
 headlines, the curve S(t) over turns 0..T. Unscored runs state why; superseded runs are listed.
 """
 
@@ -28,8 +32,9 @@ from docket.reports.headline import MEAN_METRICS
 from docket.reports.history import history_data
 from docket.reports.logs import LogError, load_logs
 from docket.reports.overrides import apply_overrides, read_overrides
+from docket.reports.power import needed_n, value_scale
 from docket.reports.prices import PriceTable, load_prices
-from docket.reports.regress import compare, exit_code, flip_lines, read_baseline
+from docket.reports.regress import compare, exit_code, flip_lines, read_baseline_file
 from docket.reports.runs import Run, build_runs, unify_kinds
 from docket.reports.stats import (
     SMALL_N,
@@ -44,6 +49,8 @@ from docket.reports.stats import (
 
 TEMPLATES = Path(__file__).parent / "templates"
 ALPHA = 0.05
+#: Difference of the headline a pairwise comparison should be able to show (as regress's).
+TOLERANCE = 0.05
 
 
 class EmptyLogDir(FileNotFoundError):
@@ -60,6 +67,7 @@ class ReportOptions:
     history: str | None = None
     baseline: str | None = None
     bundle: bool = False
+    tolerance: float = TOLERANCE
 
 
 @dataclass
@@ -107,13 +115,35 @@ def _shared_difference(a: Run, b: Run, ids: list[str]) -> float:
     return sum(a.samples[k] - b.samples[k] for k in ids) / len(ids)
 
 
+def _pair_spread(a: Run, b: Run, ids: list[str], binary: bool) -> tuple[str, float, float]:
+    """(power route, second moment of the paired difference, scale) of two rows' shared ids."""
+    spec = a.headline
+    assert spec is not None
+    if spec.value == "survival":
+        horizon = float(spec.horizon or 0)
+        diffs = [
+            survival.event_by(a.observations[k], horizon)
+            - survival.event_by(b.observations[k], horizon)
+            for k in ids
+        ]
+        return "normal", sum(d * d for d in diffs) / len(ids), 1.0
+    diffs = [a.samples[k] - b.samples[k] for k in ids]
+    moment = sum(d * d for d in diffs) / len(ids)
+    if binary:
+        return "binary", moment, 1.0
+    return "normal", moment, value_scale([v for k in ids for v in (a.samples[k], b.samples[k])])
+
+
 def pairwise(
-    runs: list[Run], alpha: float = ALPHA
+    runs: list[Run], alpha: float = ALPHA, tolerance: float = TOLERANCE
 ) -> tuple[set[tuple[int, int]], list[dict[str, Any]]]:
     """Two-sided paired tests of every pair on shared sample ids, Holm-corrected.
 
     Returns the "row i beats row j" relation (corrected p < alpha and i better in the headline's
-    direction) and one record per pair for the report.
+    direction) and one record per pair for the report: its status is "separated", or
+    "underpowered" when not separated and the shared samples are fewer than `n_needed` (the
+    paired samples that would tell a difference of `tolerance` at this pair's spread), else
+    "not separated".
     """
     spec = runs[0].headline
     pairs: list[dict[str, Any]] = []
@@ -122,7 +152,15 @@ def pairwise(
         keys_a = a.observations if spec and spec.value == "survival" else a.samples
         keys_b = b.observations if spec and spec.value == "survival" else b.samples
         ids = sorted(set(keys_a) & set(keys_b))
-        record: dict[str, Any] = {"a": i, "b": j, "n": len(ids), "test": None, "p": None}
+        record: dict[str, Any] = {
+            "a": i,
+            "b": j,
+            "n": len(ids),
+            "test": None,
+            "p": None,
+            "n_needed": None,
+            "status": "underpowered",
+        }
         if ids and spec is not None:
             if spec.value == "survival":
                 p, _ = survival.paired_bootstrap_p(
@@ -133,6 +171,8 @@ def pairwise(
                 record["test"], p, _ = paired_mean_test(a.samples, b.samples, "two-sided")
             record["p"] = p
             record["difference"] = _shared_difference(a, b, ids)
+            route, moment, scale = _pair_spread(a, b, ids, record["test"] == "McNemar exact")
+            record["n_needed"] = needed_n(route, moment, tolerance, alpha, scale=scale)
         pairs.append(record)
     tested = [r for r in pairs if r["p"] is not None]
     for record, adjusted in zip(tested, holm([r["p"] for r in tested]), strict=True):
@@ -140,8 +180,12 @@ def pairwise(
     beats: set[tuple[int, int]] = set()
     direction = spec.direction if spec is not None else None
     for r in tested:
+        needed = r["n_needed"]
+        powered = needed is not None and r["n"] >= needed
+        r["status"] = "not separated" if powered else "underpowered"
         if r["p_holm"] >= alpha or direction is None or r["difference"] == 0:
             continue
+        r["status"] = "separated"
         a_better = (r["difference"] > 0) == (direction == "higher")
         beats.add((r["a"], r["b"]) if a_better else (r["b"], r["a"]))
     return beats, pairs
@@ -168,6 +212,9 @@ def _entry(
         "ci_method": None if ci is None else ci.method,
         "n": run.n,
         "small_n": run.n < SMALL_N,
+        "underpowered": run.n < SMALL_N,
+        "split": run.split_short if run.split else None,
+        "split_sha256": run.split,
         "tokens": run.tokens,
         "cost": cost,
         "cost_missing": missing,
@@ -187,15 +234,18 @@ def _sort_key(entry: dict[str, Any], direction: str | None) -> tuple[Any, ...]:
     return (int(rank) if rank.isdigit() else 0, -value if direction != "lower" else value)
 
 
-def table_data(runs: list[Run], prices: PriceTable, alpha: float = ALPHA) -> dict[str, Any]:
+def table_data(
+    runs: list[Run], prices: PriceTable, alpha: float = ALPHA, tolerance: float = TOLERANCE
+) -> dict[str, Any]:
     """One task's table: ranked entries, pairwise tests, categories and survival curves."""
     first = runs[0]
     spec = first.headline
     assert spec is not None
     intervals = [headline_interval(run) for run in runs]
-    beats, pairs = pairwise(runs, alpha)
+    beats, pairs = pairwise(runs, alpha, tolerance)
+    weak = {frozenset((r["a"], r["b"])) for r in pairs if r["status"] == "underpowered"}
     if spec.direction in ("higher", "lower"):
-        ranks = pairwise_ranks(len(runs), beats, [run.n < SMALL_N for run in runs])
+        ranks = pairwise_ranks(len(runs), beats, [run.n < SMALL_N for run in runs], weak)
     else:
         ranks = ["–"] * len(runs)
     common = _common_setup(runs)
@@ -203,6 +253,8 @@ def table_data(runs: list[Run], prices: PriceTable, alpha: float = ALPHA) -> dic
         _entry(r, ci, rank, common, prices)
         for r, ci, rank in zip(runs, intervals, ranks, strict=True)
     ]
+    for index, e in enumerate(entries):
+        e["underpowered"] = e["underpowered"] or any(index in pair for pair in weak)
     labels = [e["model"] + "".join(f" {k}={v}" for k, v in e["setup"].items()) for e in entries]
     for e, text in zip(entries, labels, strict=True):
         e["label"] = text
@@ -219,6 +271,9 @@ def table_data(runs: list[Run], prices: PriceTable, alpha: float = ALPHA) -> dic
         "task": first.task,
         "version": first.version,
         "task_args": first.task_args,
+        "split": first.split_short if first.split else None,
+        "split_sha256": first.split,
+        "tolerance": tolerance,
         "headline": spec.to_json() | {"name": spec.name, "arrow": spec.arrow},
         "common_setup": common,
         "category_field": first.category_field,
@@ -245,7 +300,11 @@ def _side_by_side(tables: list[dict[str, Any]]) -> dict[str, Any] | None:
     """Per model, each task's headline next to the others (only for several tasks)."""
     if len(tables) < 2:
         return None
-    columns = [f"{t['task']} {t['headline']['name']} {t['headline']['arrow']}" for t in tables]
+    columns = [
+        f"{t['task']} {t['headline']['name']} {t['headline']['arrow']}"
+        + (f" (split {t['split']})" if t["split"] else "")
+        for t in tables
+    ]
     rows: dict[str, list[dict[str, Any] | None]] = {}
     for index, table in enumerate(tables):
         for e in table["entries"]:
@@ -258,7 +317,11 @@ def _side_by_side(tables: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 
 def leaderboard_data(
-    runs: list[Run], errors: list[LogError], prices: PriceTable, alpha: float = ALPHA
+    runs: list[Run],
+    errors: list[LogError],
+    prices: PriceTable,
+    alpha: float = ALPHA,
+    tolerance: float = TOLERANCE,
 ) -> dict[str, Any]:
     """Every number of the report as JSON-ready data (plots are drawn from it)."""
     sections: dict[str, dict[str, list[Run]]] = {}
@@ -272,7 +335,10 @@ def leaderboard_data(
     for name in sorted(sections):
         for group in sections[name].values():
             unify_kinds(group)
-        tables = [table_data(group, prices, alpha) for _, group in sorted(sections[name].items())]
+        tables = [
+            table_data(group, prices, alpha, tolerance)
+            for _, group in sorted(sections[name].items())
+        ]
         benchmarks.append(
             {"benchmark": name, "tables": tables, "side_by_side": _side_by_side(tables)}
         )
@@ -382,6 +448,17 @@ def _setup_text(setup: dict[str, str]) -> str:
     return ", ".join(f"{k}={v}" for k, v in setup.items()) or "–"
 
 
+#: The mark of an underpowered pair or row, the same in Markdown, HTML and JSON (`status`).
+UNDERPOWERED = "underpowered"
+#: How the baseline section's verdicts are decided (Markdown and HTML).
+VERDICTS_TEXT = (
+    "Verdicts: **regression** (exit 1) when the drop exceeds the tolerance and the one-sided "
+    "paired test is significant after Holm's correction across rows; **pass** (exit 0) only when "
+    "the one-sided upper confidence bound of the drop is at most the tolerance; **cannot "
+    "decide** (exit 2) otherwise, with the paired samples that would decide. A regression wins "
+    "the exit code; exit 0 needs every row to pass."
+)
+
 #: Decoding-method counters shown under the model, in this order when present.
 COUNTERS = (
     "nfe",
@@ -412,21 +489,37 @@ def _markdown_table(t: dict[str, Any], lines: list[str]) -> None:
     ]
     if t["common_setup"]:
         lines.append(f"Setup of every row: {_setup_text(t['common_setup'])}.")
+    if t["split"]:
+        lines.append(f"Data split `{t['split']}` (sha256 {t['split_sha256']}).")
     lines += [
         "",
-        "| rank | model | setup | headline | 95 % CI | n | tokens | cost | wall |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| rank | model | setup | headline | 95 % CI | n | split | tokens | cost | wall |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for e in t["entries"]:
-        n = f"{e['n']} (small)" if e["small_n"] else str(e["n"])
+        n = f"{e['n']} ({UNDERPOWERED})" if e["underpowered"] else str(e["n"])
         value = _fmt(e["value"]) + (" (overridden)" if e["overrides"] else "")
         model = e["model"]
         if e.get("method_counters"):
             model += f" ({_counters_text(e['method_counters'])})"
         lines.append(
             f"| {e['rank']} | {model} | {_setup_text(e['setup'])} | {value} | {_ci(e)} | {n} "
-            f"| {e['tokens']['total']} | {_money(e['cost'])} | {_duration(e['wall_seconds'])} |"
+            f"| {e['split'] or '–'} | {e['tokens']['total']} | {_money(e['cost'])} "
+            f"| {_duration(e['wall_seconds'])} |"
         )
+    if t["pairwise"]:
+        lines += [
+            "",
+            f"Pairwise (two-sided, Holm; n needed to tell a difference of {t['tolerance']:g}):",
+            "",
+            "| a | b | shared n | test | p (Holm) | n needed | comparison |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for r in t["pairwise"]:
+            lines.append(
+                f"| {r['a']} | {r['b']} | {r['n']} | {r['test'] or 'no shared samples'} | "
+                f"{_fmt(r.get('p_holm'))} | {_fmt(r['n_needed'])} | {r['status']} |"
+            )
     if t["categories"]:
         lines += [
             "",
@@ -451,8 +544,11 @@ def render_markdown(data: dict[str, Any]) -> str:
     lines = ["# docket leaderboard", ""]
     lines.append(
         "Ranks: two-sided paired tests on shared samples (exact McNemar for 0/1, else paired "
-        f"bootstrap), Holm-corrected at alpha {ALPHA}; `=k` shares a rank; rows with n < "
-        f"{SMALL_N} are marked small and never ranked above a row they do not beat."
+        f"bootstrap), Holm-corrected at alpha {ALPHA}; `=k` shares a rank. A pair that is not "
+        "separated and shares fewer samples than it takes to tell a difference of the "
+        "tolerance is marked *underpowered*, as are its rows and rows with n < "
+        f"{SMALL_N}; an underpowered row is never ranked above a row it does not beat. Rows "
+        "of different data splits are in different tables and never ranked against each other."
     )
     lines.append("")
     for bench in data["benchmarks"]:
@@ -469,15 +565,18 @@ def render_markdown(data: dict[str, Any]) -> str:
             _markdown_table(table, lines)
     comparison = data.get("comparison")
     if comparison:
-        lines += [f"## Against baseline `{comparison['baseline']}`", ""]
+        lines += [f"## Against baseline `{comparison['baseline']}` (exit {comparison['exit']})", ""]
+        lines += [VERDICTS_TEXT, ""]
         lines += [
-            "| task | model | baseline | current | verdict | why |",
-            "|---|---|---|---|---|---|",
+            "| task | model | baseline | current | upper bound | n / needed | verdict | why |",
+            "|---|---|---|---|---|---|---|---|",
         ]
         for c in comparison["comparisons"]:
+            needed = "–" if c.get("n") is None else f"{c['n']} / {_fmt(c.get('n_needed'))}"
             lines.append(
                 f"| {c['task']} | {c['model']} | {_fmt(c['baseline_value'])} | "
-                f"{_fmt(c['current_value'])} | {c['verdict']} | {c['detail']} |"
+                f"{_fmt(c['current_value'])} | {_fmt(c.get('ci_high'))} | {needed} | "
+                f"{c['verdict']} | {c['detail']} |"
             )
         lines.append("")
         flipped = [(c, flip_lines_json(c)) for c in comparison["comparisons"]]
@@ -559,6 +658,7 @@ def render_html(data: dict[str, Any], runs: list[Run], bundle_links: dict[str, s
         history_svgs=history_svgs,
         alpha=ALPHA,
         small_n=SMALL_N,
+        verdicts=VERDICTS_TEXT.replace("**", ""),
     )
 
 
@@ -611,14 +711,17 @@ def build_report(
     out = Path(out_dir).resolve()
     prices = load_prices(opts.prices)
     overrides = read_overrides(opts.overrides) if opts.overrides else []
-    baseline = read_baseline(opts.baseline) if opts.baseline else None
+    baseline_file = read_baseline_file(opts.baseline) if opts.baseline else None
+    baseline = baseline_file.entries if baseline_file else None
     loaded = load_logs(log_root)
     if loaded.files == 0:
         raise EmptyLogDir(f"{log_root}: no Inspect logs (*.eval or Inspect-named *.json) found")
     runs = build_runs(loaded, opts.headline_flags)
     override_notes = apply_overrides(runs, overrides)
-    data = leaderboard_data(runs, loaded.errors, prices)
+    data = leaderboard_data(runs, loaded.errors, prices, tolerance=opts.tolerance)
     data["notes"] = override_notes + data["notes"]
+    if baseline_file is not None and baseline_file.assumed:
+        data["notes"] = [baseline_file.assumed, *data["notes"]]
     data["log_dir"] = str(log_root)
     files = ReportFiles(
         html=out / "index.html",
@@ -628,7 +731,9 @@ def build_report(
         errors=loaded.errors,
     )
     if baseline is not None:
-        comparisons = compare(baseline, runs, headline_flags=opts.headline_flags)
+        comparisons = compare(
+            baseline, runs, tolerance=opts.tolerance, headline_flags=opts.headline_flags
+        )
         files.baseline_exit = exit_code(comparisons, loaded.errors)
         data["comparison"] = {
             "baseline": str(opts.baseline),

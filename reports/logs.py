@@ -47,6 +47,8 @@ EXTRA_EVAL_COLUMNS = [
     EvalColumn("docket_started", path="stats.started_at"),
     EvalColumn("docket_completed", path="stats.completed_at"),
     EvalColumn("docket_commit", path="eval.revision.commit"),
+    # the scorers' metric definitions: a stderr(cluster=KEY) names the samples' clusters
+    EvalColumn("docket_scorers", path="eval.scorers"),
 ]
 
 

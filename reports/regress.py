@@ -1,22 +1,31 @@
 """`docket regress`: gate a run on a stored baseline of declared headlines.
 
-A baseline (`docket-baseline/2`, written by `write_baseline`) keeps, per leaderboard row (task,
+A baseline (`docket-baseline/3`, written by `write_baseline`) keeps, per leaderboard row (task,
 version, task args, model + args, solver, non-default generation config, epochs, model roles),
-the headline declaration (metric, direction, per-sample value kind), its value and every
-sample's value ((time, event) pairs for survival headlines). `compare` pairs each entry with the
-current run of the same row and decides, in this order:
+the headline declaration (metric, direction, per-sample value kind), its value, every sample's
+value ((time, event) pairs for survival headlines), the data split's hash and, where the task
+declares clusters, each sample's cluster. `compare` pairs each entry with the current run of the
+same row. Rows that cannot be compared are exit 2: no current run; the setup, the version's N
+(of "N-X"), the task args, the split or the headline declaration differ; no score; an unknown
+direction; less than `min_coverage` of the baseline's samples; no per-sample values. The others
+get one of three verdicts from the paired samples they share:
 
-- exit 2, not comparable: no current run of the row; the setup, the version's N (of "N-X"), the
-  task args or the headline declaration differ; the current run has no score (with its reason);
-  the headline's direction is unknown; the current run covers less than `min_coverage` of the
-  baseline's sample ids; or the drop cannot be tested (no per-sample values). Unreadable logs and
-  a bad baseline are exit 2 as well.
-- exit 1, regression: the headline moved the wrong way by more than `tolerance` (strictly;
-  absolute, on the metric's scale) AND a one-sided paired test on the shared samples is
-  significant at `alpha`: exact McNemar for 0/1 values, else a paired bootstrap of the mean, or
-  of the Kaplan-Meier event probability by the horizon for survival headlines (10 000 resamples
-  of sample ids, seed 0).
-- exit 0 otherwise. Every comparison lists the samples that flipped.
+- regression (exit 1): the headline moved the wrong way by more than `tolerance` (strictly;
+  absolute, on the metric's scale) AND a one-sided paired test is significant at `alpha` after
+  Holm's correction across the rows: exact McNemar for 0/1 values, else a paired bootstrap of
+  the mean, or of the Kaplan-Meier event probability by the horizon for survival headlines
+  (10 000 resamples of sample ids, seed 0).
+- pass (exit 0): the one-sided upper confidence bound of the drop at `alpha` is at most
+  `tolerance` (a non-inferiority test): exact bounds from the discordant pairs for 0/1 values
+  (`stats.paired_binary_bounds`), bootstrap percentiles otherwise; with no changed sample, the
+  exact bound of a change nobody saw (`stats.no_change_bound`); rows with declared clusters
+  resample whole clusters. Every row must pass on its own (an intersection-union test needs no
+  multiplicity correction).
+- cannot decide (exit 2): anything else, printed with the drop, its 1 - 2 alpha interval and the
+  paired samples that would decide a drop of the tolerance's size (`power.needed_n`).
+
+A regression anywhere wins (exit 1); else any row that did not pass, or an unreadable log, is
+exit 2; exit 0 only when every row passed. Every comparison lists the samples that flipped.
 """
 
 from __future__ import annotations
@@ -28,6 +37,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -36,10 +46,22 @@ from docket.core.headline import HeadlineSpec
 from docket.reports import survival
 from docket.reports.headline import flag_for
 from docket.reports.logs import LogError
+from docket.reports.power import design_effect, needed_n, power_values, value_scale
 from docket.reports.runs import Run
-from docket.reports.stats import paired_mean_test
+from docket.reports.stats import (
+    Interval,
+    bootstrap_bounds,
+    bootstrap_p,
+    holm,
+    no_change_bound,
+    paired_binary_bounds,
+    paired_bootstrap_means,
+    paired_mean_test,
+)
 
-BASELINE_FORMAT = "docket-baseline/2"
+BASELINE_FORMAT = "docket-baseline/3"
+#: The previous format: read, with one line saying what is assumed about what it lacks.
+BASELINE_FORMAT_V2 = "docket-baseline/2"
 ENTRY_FIELDS = (
     "task",
     "version",
@@ -52,7 +74,8 @@ ENTRY_FIELDS = (
 )
 HEADLINE_FIELDS = ("metric", "direction", "value")
 EXIT_OK, EXIT_REGRESSION, EXIT_NOT_COMPARABLE = 0, 1, 2
-BLOCKING = ("missing", "not comparable", "untestable", "coverage")
+#: Verdicts that are neither a pass nor a regression: exit 2.
+BLOCKING = ("missing", "not comparable", "untestable", "coverage", "cannot decide")
 #: Flipped samples printed per comparison (all of them are in the JSON).
 FLIPS_SHOWN = 20
 #: Differences below this are float noise (0.95 - 1.0 is not "more than 0.05").
@@ -69,7 +92,8 @@ class Comparison:
 
     task: str
     model: str
-    verdict: str  # ok | improved | regression | missing | not comparable | untestable | coverage
+    #: pass | regression | cannot decide | missing | not comparable | untestable | coverage
+    verdict: str
     detail: str
     setup: dict[str, str] = field(default_factory=dict)
     headline: str = ""
@@ -79,13 +103,24 @@ class Comparison:
     drop: float | None = None
     test: str | None = None
     p_value: float | None = None
+    p_holm: float | None = None
+    n: int | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    ci_method: str | None = None
+    #: Paired samples that would decide a drop of the tolerance's size at this run's variance.
+    n_needed: int | None = None
+    second_moment: float | None = None
+    #: Design effect applied to `n_needed` (samples clustered, e.g. by document), and by what.
+    design_effect: float = 1.0
+    cluster_field: str | None = None
     coverage: float | None = None
     worse: list[str] = field(default_factory=list)
     better: list[str] = field(default_factory=list)
 
     @property
     def blocking(self) -> bool:
-        """True when the comparison itself is invalid (exit 2)."""
+        """True when the gate cannot pass this row (exit 2 unless a regression wins)."""
         return self.verdict in BLOCKING
 
     def to_json(self) -> dict[str, Any]:
@@ -113,6 +148,10 @@ def baseline_entry(run: Run) -> dict[str, Any]:
         "n": run.n,
         "samples": _samples_json(run),
         "log": run.log,
+        "split": run.split,
+        "clusters": {"field": run.cluster_field, "ids": dict(run.clusters)}
+        if run.cluster_field and run.clusters
+        else None,
     }
 
 
@@ -178,16 +217,35 @@ def _check_entry(source: Path, index: int, entry: object) -> None:
     if not all(_check_sample(v, survival_kind) for v in samples.values()):
         shape = "[[time, event], ...]" if survival_kind else "numbers"
         raise BaselineError(f"{where} 'samples' must map ids to {shape}")
+    if entry.get("split") is not None and not isinstance(entry["split"], str):
+        raise BaselineError(f"{where} field 'split' must be a sha256 string or null")
+    clusters = entry.get("clusters")
+    if clusters is not None and not (
+        isinstance(clusters, dict)
+        and isinstance(clusters.get("field"), str)
+        and isinstance(clusters.get("ids"), dict)
+        and all(isinstance(v, str) for v in clusters["ids"].values())
+    ):
+        raise BaselineError(f"{where} field 'clusters' must be {{field, ids: {{id: cluster}}}}")
 
 
-def read_baseline(path: str | Path) -> list[dict[str, Any]]:
-    """Entries of a baseline file, validated; `BaselineError` names the file and the field.
+@dataclass(frozen=True)
+class Baseline:
+    """A validated baseline file: its entries and, for an older format, what is assumed."""
+
+    entries: list[dict[str, Any]]
+    assumed: str | None = None
+
+
+def read_baseline_file(path: str | Path) -> Baseline:
+    """A baseline file, validated; `BaselineError` names the file and the field.
 
     Args:
-        path: The baseline JSON written by `write_baseline`.
+        path: The baseline JSON written by `write_baseline` (`docket-baseline/3`, or `/2`).
 
     Returns:
-        The validated entries, one per (task, model).
+        The entries, and for a `/2` file one line saying what is assumed about the split and
+        the clusters it does not record.
 
     Raises:
         BaselineError: The file is missing, not JSON, of another format, or has a bad field.
@@ -204,14 +262,37 @@ def read_baseline(path: str | Path) -> list[dict[str, Any]]:
             f"{source}: format docket-baseline/1 has no headline directions; "
             "write it again with --write-baseline"
         )
-    if not isinstance(data, dict) or data.get("format") != BASELINE_FORMAT:
+    formats = (BASELINE_FORMAT, BASELINE_FORMAT_V2)
+    if not isinstance(data, dict) or data.get("format") not in formats:
         raise BaselineError(f"{source}: field 'format' must be {BASELINE_FORMAT!r}")
     entries = data.get("entries")
     if not isinstance(entries, list):
         raise BaselineError(f"{source}: field 'entries' must be a list")
     for index, entry in enumerate(entries):
         _check_entry(source, index, entry)
-    return entries
+    assumed = None
+    if data["format"] == BASELINE_FORMAT_V2:
+        assumed = (
+            f"{source}: {BASELINE_FORMAT_V2} records no data split and no clusters: assuming "
+            "every entry ran on the current run's split, with independent samples "
+            "(--write-baseline writes /3)"
+        )
+    return Baseline(entries, assumed)
+
+
+def read_baseline(path: str | Path) -> list[dict[str, Any]]:
+    """Entries of a baseline file, validated (`read_baseline_file` without the assumption).
+
+    Args:
+        path: The baseline JSON written by `write_baseline`.
+
+    Returns:
+        The validated entries, one per row.
+
+    Raises:
+        BaselineError: The file is missing, not JSON, of another format, or has a bad field.
+    """
+    return read_baseline_file(path).entries
 
 
 def version_major(version: str) -> str:
@@ -272,16 +353,136 @@ def flips(
     return worse, better
 
 
-def _test(spec: HeadlineSpec, base: dict[str, Any], now: dict[str, Any]) -> tuple[str, float, int]:
-    """One-sided test of H1 "the baseline is better" on the shared samples."""
+@dataclass(frozen=True)
+class DropStatistics:
+    """The paired statistics of one drop: the regression test and the drop's bounds."""
+
+    test: str
+    p_value: float
+    n: int
+    bounds: Interval
+    second_moment: float
+    scale: float
+    kind: str
+
+
+def _bootstrap_or_unseen(
+    replicates: Any, estimate: float, n: int, alpha: float, scale: float
+) -> Interval:
+    """Bootstrap bounds of a drop whose upper end is at least the drop plus the bound of a
+    change no sample showed (`no_change_bound`): a bootstrap of few samples sees only what
+    changed, so one small change in 3 samples must not pass where no change cannot.
+    `replicates` None: no sample changed.
+    """
+    unseen = no_change_bound(n, alpha, scale)
+    if replicates is None:
+        return unseen
+    found = bootstrap_bounds(replicates, alpha)
+    if found.high >= estimate + unseen.high:
+        return found
+    return Interval(found.low, estimate + unseen.high, "paired bootstrap, plus an unseen change")
+
+
+def cluster_bootstrap_means(
+    diffs: dict[str, float], clusters: dict[str, str], resamples: int = 10_000, seed: int = 0
+) -> tuple[np.ndarray, int]:
+    """Bootstrap of the mean paired difference that resamples whole clusters (seed 0).
+
+    Args:
+        diffs: Paired difference per sample.
+        clusters: Cluster id per sample (samples without one are their own cluster).
+        resamples: Bootstrap resamples.
+        seed: Random seed.
+
+    Returns:
+        (means of the resampled samples' differences, number of clusters).
+    """
+    sums: dict[str, float] = {}
+    counts: dict[str, int] = {}
+    for key, value in diffs.items():
+        cluster = clusters.get(key, f"sample {key}")
+        sums[cluster] = sums.get(cluster, 0.0) + value
+        counts[cluster] = counts.get(cluster, 0) + 1
+    order = sorted(sums)
+    total = np.asarray([sums[c] for c in order])
+    size = np.asarray([counts[c] for c in order], dtype=float)
+    draws = np.random.default_rng(seed).integers(0, len(order), size=(resamples, len(order)))
+    return total[draws].sum(axis=1) / size[draws].sum(axis=1), len(order)
+
+
+def _clustered_bounds(
+    diffs: dict[str, float], clusters: dict[str, str], alpha: float, scale: float
+) -> Interval:
+    """Bounds of a clustered drop: the cluster bootstrap, its upper end at least the drop plus
+    the bound of a change no *cluster* showed (k clusters, not n samples, are independent)."""
+    replicates, k = cluster_bootstrap_means(diffs, clusters)
+    estimate = sum(diffs.values()) / len(diffs)
+    unseen = no_change_bound(k, alpha, scale)
+    if not any(abs(d) > EPSILON for d in diffs.values()):
+        return Interval(unseen.low, unseen.high, f"no sample changed ({k} clusters)")
+    found = bootstrap_bounds(replicates, alpha)
+    high = max(found.high, estimate + unseen.high)
+    return Interval(found.low, high, f"cluster bootstrap ({k} clusters)")
+
+
+def _statistics(
+    spec: HeadlineSpec,
+    base: dict[str, Any],
+    now: dict[str, Any],
+    alpha: float,
+    clusters: dict[str, str] | None = None,
+) -> DropStatistics:
+    """Test of H1 "the baseline is better" and bounds of the drop on the shared samples; with
+    clusters (0/1 and continuous headlines), the bounds come from a cluster bootstrap."""
+    ids = sorted(set(base) & set(now))
     if spec.value == "survival":
-        base_obs = {k: [(float(t), int(e)) for t, e in v] for k, v in base.items()}
-        now_obs = {k: [(float(t), int(e)) for t, e in v] for k, v in now.items()}
+        base_obs = {k: [(float(t), int(e)) for t, e in base[k]] for k in ids}
+        now_obs = {k: [(float(t), int(e)) for t, e in now[k]] for k in ids}
         first, second = (now_obs, base_obs) if spec.direction == "lower" else (base_obs, now_obs)
-        p, n = survival.paired_bootstrap_p(first, second, float(spec.horizon or 0))
-        return "paired bootstrap (Kaplan-Meier)", p, n
+        horizon = float(spec.horizon or 0)
+        replicates, n = survival.paired_bootstrap_differences(first, second, horizon)
+        changed = sum(sorted(first[k]) != sorted(second[k]) for k in ids)
+        estimate = float(survival.headline_value(first, horizon) or 0.0) - float(
+            survival.headline_value(second, horizon) or 0.0
+        )
+        bounds = _bootstrap_or_unseen(replicates if changed else None, estimate, n, alpha, 1.0)
+        diffs = [
+            survival.event_by(first[k], horizon) - survival.event_by(second[k], horizon)
+            for k in ids
+        ]
+        moment = sum(d * d for d in diffs) / n
+        return DropStatistics(
+            "paired bootstrap (Kaplan-Meier)",
+            bootstrap_p(replicates, "greater"),
+            n,
+            bounds,
+            moment,
+            1.0,
+            "survival",
+        )
     first_m, second_m = (now, base) if spec.direction == "lower" else (base, now)
-    return paired_mean_test(first_m, second_m, "greater")
+    test, p, n = paired_mean_test(first_m, second_m, "greater")
+    diffs = [float(first_m[k]) - float(second_m[k]) for k in ids]
+    moment = sum(d * d for d in diffs) / n
+    values = [float(v) for k in ids for v in (base[k], now[k])]
+    binary = test == "McNemar exact"
+    scale = 1.0 if binary else value_scale(values)
+    if clusters and len({clusters.get(k, k) for k in ids}) < n:
+        bounds = _clustered_bounds(dict(zip(ids, diffs, strict=True)), clusters, alpha, scale)
+        return DropStatistics(
+            test, p, n, bounds, moment, scale, "binary" if binary else "continuous"
+        )
+    if binary:
+        worse = sum(d > 0 for d in diffs)
+        better = sum(d < 0 for d in diffs)
+        return DropStatistics(
+            test, p, n, paired_binary_bounds(worse, better, n, alpha), moment, 1.0, "binary"
+        )
+    changed = any(abs(d) > EPSILON for d in diffs)
+    bounds = _bootstrap_or_unseen(
+        paired_bootstrap_means(diffs) if changed else None, sum(diffs) / n, n, alpha, scale
+    )
+    return DropStatistics(test, p, n, bounds, moment, scale, "continuous")
 
 
 def _current_samples(run: Run) -> dict[str, Any]:
@@ -300,7 +501,7 @@ def _compare_one(
 ) -> Comparison:
     task, model = str(entry["task"]), str(entry["model"])
     spec = _entry_spec(entry)
-    result = Comparison(task, model, "ok", "", setup=entry["setup"], headline=spec.name)
+    result = Comparison(task, model, "untestable", "", setup=entry["setup"], headline=spec.name)
     result.baseline_value = float(entry["value"])
     if spec.direction is None:
         flag = flag_for(task, flags)
@@ -326,7 +527,17 @@ def _compare_one(
         result.verdict = "not comparable"
         result.detail = f"task args {entry['task_args']} in baseline, {major[0].task_args} now"
         return result
-    run = same_args[0]
+    base_split = entry.get("split")
+    same_split = [r for r in same_args if not (base_split and r.split and r.split != base_split)]
+    if not same_split:
+        now_split = str(same_args[0].split)
+        result.verdict = "not comparable"
+        result.detail = (
+            f"split {str(base_split)[:12]} in baseline, {now_split[:12]} now: rows from different "
+            "data splits are never compared"
+        )
+        return result
+    run = same_split[0]
     if not run.scored or run.headline is None:
         result.verdict = "not comparable"
         result.detail = f"current run has no score: {run.unscored_reason or 'no headline'}"
@@ -372,31 +583,77 @@ def _compare_one(
     result.drop = sign * (result.baseline_value - run.headline_value)
     if abs(result.drop) <= EPSILON:
         result.drop = 0.0
-    if result.drop <= 0:
-        result.verdict = "improved" if result.drop < 0 else "ok"
-        result.detail = "no drop" if result.drop == 0 else "improved"
-        return result
     if not shared:
         result.verdict = "untestable"
         result.detail = f"drop {_fmt(result.drop)} cannot be tested: no per-sample values"
         return result
-    result.test, result.p_value, n = _test(spec, base_samples, now_samples)
-    result.test = f"{result.test} (n={n})"
-    beyond = result.drop > tolerance + EPSILON
-    significant = result.p_value < alpha
-    drop_text = f"drop {_fmt(result.drop)}"
-    tol_text = f"tolerance {_fmt(tolerance)}"
-    if beyond and significant:
-        result.verdict = "regression"
-        result.detail = f"{drop_text} > {tol_text} and p = {result.p_value:.4g} < alpha {alpha}"
-    elif beyond:
-        result.detail = (
-            f"{drop_text} > {tol_text} but p = {result.p_value:.4g} ≥ alpha {alpha} "
-            "(not significant)"
-        )
-    else:
-        result.detail = f"{drop_text} ≤ {tol_text} (accepted)"
+    clusters = entry.get("clusters") or (
+        {"field": run.cluster_field, "ids": run.clusters} if run.cluster_field else None
+    )
+    stats = _statistics(
+        spec, base_samples, now_samples, alpha, clusters["ids"] if clusters else None
+    )
+    result.test = f"{stats.test} (n={stats.n})"
+    result.p_value, result.n = stats.p_value, stats.n
+    result.ci_low, result.ci_high = stats.bounds.low, stats.bounds.high
+    result.ci_method = stats.bounds.method
+    result.second_moment = stats.second_moment
+    result.n_needed = needed_n(
+        stats.kind if stats.kind == "binary" else "normal",
+        stats.second_moment,
+        tolerance,
+        alpha,
+        scale=stats.scale,
+    )
+    if clusters and result.n_needed is not None:
+        values = power_values(spec.value or "continuous", base_samples, spec.horizon)
+        result.design_effect, _ = design_effect(values, clusters["ids"])
+        result.cluster_field = str(clusters["field"])
+        result.n_needed = math.ceil(result.n_needed * result.design_effect)
     return result
+
+
+def _ci_text(c: Comparison, alpha: float) -> str:
+    level = f"{100 * (1 - 2 * alpha):g} %"
+    return f"{level} CI [{_fmt(c.ci_low or 0.0)}, {_fmt(c.ci_high or 0.0)}] ({c.ci_method})"
+
+
+def _decide(c: Comparison, tolerance: float, alpha: float) -> None:
+    """Set the verdict of a tested comparison from its Holm-adjusted p and its upper bound."""
+    assert c.drop is not None and c.ci_high is not None and c.p_holm is not None
+    drop, tol = _fmt(c.drop), _fmt(tolerance)
+    test = (c.test or "").split(" (n=")[0]
+    p_text = f"{test} p = {c.p_value:.4g} (Holm {c.p_holm:.4g})"
+    ci = _ci_text(c, alpha)
+    if c.drop > tolerance + EPSILON and c.p_holm < alpha:
+        c.verdict = "regression"
+        c.detail = f"drop {drop} > tolerance {tol} and {p_text} < alpha {alpha}; {ci}"
+    elif c.ci_high <= tolerance + EPSILON:
+        c.verdict = "pass"
+        moved = f"improved by {_fmt(-c.drop)}" if c.drop < 0 else f"drop {drop}"
+        c.detail = f"{moved}, {ci}: upper bound {_fmt(c.ci_high)} ≤ tolerance {tol}"
+    else:
+        c.verdict = "cannot decide"
+        why = (
+            f"{p_text} ≥ alpha {alpha}"
+            if c.drop > tolerance + EPSILON
+            else f"drop {drop} ≤ tolerance {tol}"
+        )
+        clustered = (
+            f", design effect {c.design_effect:.2f} of clusters by {c.cluster_field}"
+            if c.cluster_field
+            else ""
+        )
+        needed = (
+            f"about {c.n_needed} paired samples would decide a drop of {tol} at this run's "
+            f"variance (n = {c.n} now{clustered})"
+            if c.n_needed is not None
+            else f"no feasible n decides a drop of {tol} at this run's variance (n = {c.n} now)"
+        )
+        c.detail = (
+            f"drop {drop}, {ci}: upper bound {_fmt(c.ci_high)} > tolerance {tol} and {why}; "
+            + needed
+        )
 
 
 def compare(
@@ -420,7 +677,7 @@ def compare(
     Returns:
         One comparison (with its verdict) per baseline entry, in the entries' order.
     """
-    return [
+    results = [
         _compare_one(
             entry,
             [r for r in runs if r.task == entry["task"] and r.model_label == entry["model"]],
@@ -431,22 +688,32 @@ def compare(
         )
         for entry in entries
     ]
+    tested = [c for c in results if c.p_value is not None]
+    adjusted_p = holm([float(c.p_value or 0.0) for c in tested])
+    for c, adjusted in zip(tested, adjusted_p, strict=True):
+        c.p_holm = adjusted
+        _decide(c, tolerance, alpha)
+    return results
 
 
 def exit_code(comparisons: list[Comparison], errors: list[LogError]) -> int:
-    """2 when anything is not comparable, untestable or unreadable, else 1 on a regression.
+    """1 when any row regressed; else 2 when any row is not a pass or a log is unreadable; else 0.
+
+    A shown regression wins over rows that cannot be decided or compared (a CI step that treats
+    exit 2 as "needs more samples" must never hide a regression); exit 0 needs every row to pass.
 
     Args:
         comparisons: The comparisons from `compare`.
         errors: Logs that could not be read.
 
     Returns:
-        The process exit code: 0 (no regression), 1 (regression) or 2 (not comparable).
+        The process exit code: 0 (every row passed), 1 (a regression) or 2 (cannot decide,
+        not comparable, untestable, missing, or unreadable logs).
     """
-    if errors or any(c.blocking for c in comparisons):
-        return EXIT_NOT_COMPARABLE
     if any(c.verdict == "regression" for c in comparisons):
         return EXIT_REGRESSION
+    if errors or any(c.verdict != "pass" for c in comparisons):
+        return EXIT_NOT_COMPARABLE
     return EXIT_OK
 
 
@@ -475,12 +742,15 @@ def print_comparisons(
         errors: Logs that could not be read.
     """
     table = Table(title="docket regress")
-    for column in ("task", "model", "headline", "baseline", "current", "drop", "p", "verdict"):
+    columns = ("task", "model", "headline", "baseline", "current", "drop", "upper", "p (Holm)")
+    for column in (*columns, "n / needed", "verdict"):
         table.add_column(column)
-    colours = {v: "red" for v in (*BLOCKING, "regression")} | {"improved": "green"}
+    colours = {v: "red" for v in (*BLOCKING, "regression")}
+    colours |= {"pass": "green", "cannot decide": "yellow"}
     for c in comparisons:
         colour = colours.get(c.verdict, "default")
         arrow = {"higher": " ↑", "lower": " ↓"}.get(c.direction or "", " ?")
+        needed = "" if c.n is None else f"{c.n} / {c.n_needed if c.n_needed else '–'}"
         table.add_row(
             escape(c.task),
             escape(c.model),
@@ -488,7 +758,9 @@ def print_comparisons(
             _num(c.baseline_value),
             _num(c.current_value),
             _num(c.drop),
-            "–" if c.p_value is None else f"{c.p_value:.4f}",
+            _num(c.ci_high),
+            "–" if c.p_holm is None else f"{c.p_holm:.4f}",
+            needed or "–",
             f"[{colour}]{c.verdict}[/{colour}]",
         )
     if not console.is_terminal:  # CI logs: do not squeeze the table into 80 columns
@@ -503,6 +775,6 @@ def print_comparisons(
             console.print(f"  {line}", soft_wrap=True, markup=False)
     counts = {v: sum(c.verdict == v for c in comparisons) for v in colours}
     summary = ", ".join(f"{n} {verdict}" for verdict, n in counts.items() if n)
-    console.print(f"{len(comparisons)} compared: {summary or 'all ok'}", soft_wrap=True)
+    console.print(f"{len(comparisons)} compared: {summary or 'nothing'}", soft_wrap=True)
     for error in errors:
         console.print(f"[red]error:[/red] {error}", soft_wrap=True)

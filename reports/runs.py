@@ -8,6 +8,10 @@ successful one counts; the others are kept as `superseded` so the report lists t
 The headline is resolved per run (`docket.reports.headline`). Per-sample values come from the
 headline scorer's sample scores (the `sample_key` entry of dict values), averaged over epochs;
 survival headlines keep every sample's (time, event) pairs instead.
+
+Each run also carries the hash of the data split it ran on (`docket.core.splits.split_of` of the
+eval metadata; None for tasks that record none) and, when the headline's scorer declares
+clustered standard errors (`stderr(cluster=KEY)`, e.g. DocVAL's `doc_id`), each sample's cluster.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import pandas as pd
 from inspect_ai.scorer import value_to_float
 
 from docket.core.headline import HeadlineError, HeadlineSpec, from_metadata
+from docket.core.splits import split_of
 from docket.reports import survival
 from docket.reports.headline import MEAN_METRICS, flag_for, from_inspect, with_kind
 from docket.reports.logs import LoadedLogs
@@ -104,6 +109,12 @@ class Run:
     #: Mean per-call counters of a decoding method (`docket/local -M method=...`): NFE,
     #: acceptance rate, tokens per forward, latency, ...
     method_counters: dict[str, Any] = field(default_factory=dict)
+    #: SHA-256 of the data split the task ran on (None: the task records none).
+    split: str | None = None
+    #: Sample metadata key of the headline's clusters (`stderr(cluster=KEY)`), and each
+    #: sample's cluster id.
+    cluster_field: str | None = None
+    clusters: dict[str, str] = field(default_factory=dict)
 
     @property
     def model_label(self) -> str:
@@ -126,17 +137,25 @@ class Run:
 
     @property
     def identity(self) -> str:
-        """Everything that makes two logs the same leaderboard row."""
+        """Everything that makes two logs the same leaderboard row (the split included)."""
         return json.dumps(
-            [self.task, self.version, self.task_args, self.model_label, self.setup],
+            [self.task, self.version, self.task_args, self.model_label, self.setup, self.split],
             sort_keys=True,
             default=str,
         )
 
     @property
     def table_key(self) -> str:
-        """Task, version and task args: the runs of one leaderboard table."""
-        return json.dumps([self.task, self.version, self.task_args], sort_keys=True, default=str)
+        """Task, version, task args and split: the runs of one leaderboard table (rows of
+        different splits are never ranked against each other)."""
+        return json.dumps(
+            [self.task, self.version, self.task_args, self.split], sort_keys=True, default=str
+        )
+
+    @property
+    def split_short(self) -> str:
+        """The split hash's first 12 characters (as `docket generate` prints it), or "–"."""
+        return self.split[:12] if self.split else "–"
 
     @property
     def value_kind(self) -> str | None:
@@ -290,6 +309,7 @@ def run_from_row(row: pd.Series) -> Run:
         usage=usage,
         wall_seconds=_seconds(row.get("docket_started"), row.get("docket_completed")),
         commit=_text(row.get("docket_commit")) or None,
+        split=split_of(metadata),
     )
 
 
@@ -341,6 +361,45 @@ def _complete(spec: HeadlineSpec, found: ScoreMetric) -> HeadlineSpec:
     if key is None and spec.value != "survival" and found.score != found.scorer:
         key = found.score  # a dict-valued scorer names each score after its value key
     return replace(spec, scorer=found.scorer, score=spec.score or found.score, sample_key=key)
+
+
+def _short(name: str) -> str:
+    return name.rsplit("/", 1)[-1]
+
+
+def cluster_field(raw_scorers: Any, spec: HeadlineSpec) -> str | None:
+    """The sample metadata key a headline's scorer clusters its stderr by, if it declares one.
+
+    Args:
+        raw_scorers: `log.eval.scorers` as read (a JSON list of scorers and their metrics).
+        spec: The resolved headline (its scorer and score key).
+
+    Returns:
+        The `cluster` option of a stderr metric on the headline's score, else None.
+    """
+    scorers = _json(raw_scorers)
+    for entry in scorers if isinstance(scorers, list) else []:
+        if not isinstance(entry, dict) or _short(str(entry.get("name"))) != _short(
+            str(spec.scorer)
+        ):
+            continue
+        metrics = entry.get("metrics")
+        keys = [k for k in (spec.sample_key, spec.score) if k]
+        found: list[Any] = []
+        if isinstance(metrics, dict):
+            found = [m for key in keys for m in metrics.get(key) or []]
+        elif isinstance(metrics, list):
+            for item in metrics:
+                if isinstance(item, dict) and "name" not in item:
+                    found += [m for key in keys for m in item.get(key) or []]
+                else:
+                    found.append(item)
+        for metric in found:
+            options = metric.get("options") if isinstance(metric, dict) else None
+            if _short(str((metric or {}).get("name"))) == "stderr" and isinstance(options, dict):
+                if isinstance(options.get("cluster"), str):
+                    return str(options["cluster"])
+    return None
 
 
 def _parse_score(raw: Any) -> Any:
@@ -460,10 +519,16 @@ def _attach_samples(run: Run, samples: pd.DataFrame) -> None:
     run.category_field = meta_field
     spec = run.headline
     column = f"score_{spec.scorer}" if spec is not None and spec.scorer else None
+    cluster_column = f"metadata_{run.cluster_field}" if run.cluster_field else None
+    if cluster_column is not None and cluster_column not in samples.columns:
+        run.notes.append(f"clusters by {run.cluster_field} declared, but no sample carries it")
+        run.cluster_field = cluster_column = None
     for index, row in samples.iterrows():
         sample_id = str(row["id"])
         if meta_field is not None:
             run.sample_meta[sample_id] = {meta_field: row.get(f"metadata_{meta_field}")}
+        if cluster_column is not None and _text(row.get(cluster_column)):
+            run.clusters[sample_id] = _text(row.get(cluster_column))
         if errors is not None and errors.loc[index] != "":
             continue
         if column is None or column not in samples.columns:
@@ -518,6 +583,7 @@ def build_runs(
         found = None if run.headline is None else _find_metric(run, run.headline)
         if run.headline is not None and found is not None:
             run.headline = _complete(run.headline, found)
+            run.cluster_field = cluster_field(row.get("docket_scorers"), run.headline)
             run.headline_value = found.value
             run.headline_stderr = next(
                 (

@@ -3,6 +3,10 @@
 Per-sample values are plain mappings `sample id -> value` (epochs averaged), so `leaderboard`
 and `regress` share every function. Survival headlines have their own estimator and paired test
 in `survival.py`.
+
+Bounds of a paired drop (`paired_binary_bounds`, `bootstrap_bounds`, `no_change_bound`) are
+one-sided at `alpha` each, so `[low, high]` is a two-sided 1 - 2 alpha interval and `high` is the
+upper confidence bound a non-inferiority test compares with the tolerance.
 """
 
 from __future__ import annotations
@@ -122,10 +126,17 @@ def paired_bootstrap_p(
     ids = shared_ids(a, b)
     if not ids:
         raise ValueError("paired bootstrap needs samples scored in both runs")
-    diffs = np.asarray([a[k] - b[k] for k in ids], dtype=float)
-    rng = np.random.default_rng(seed)
-    means = diffs[rng.integers(0, len(diffs), size=(resamples, len(diffs)))].mean(axis=1)
+    means = paired_bootstrap_means([a[k] - b[k] for k in ids], resamples, seed)
     return bootstrap_p(means, alternative), len(ids)
+
+
+def paired_bootstrap_means(
+    diffs: Sequence[float], resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0
+) -> np.ndarray:
+    """Means of `resamples` bootstrap resamples of paired differences (seed 0: reproducible)."""
+    data = np.asarray(diffs, dtype=float)
+    rng = np.random.default_rng(seed)
+    return data[rng.integers(0, len(data), size=(resamples, len(data)))].mean(axis=1)
 
 
 def paired_mean_test(
@@ -153,27 +164,114 @@ def holm(pvalues: Sequence[float]) -> list[float]:
     return adjusted
 
 
-def pairwise_ranks(count: int, beats: set[tuple[int, int]], small: Sequence[bool]) -> list[str]:
+def pairwise_ranks(
+    count: int,
+    beats: set[tuple[int, int]],
+    small: Sequence[bool],
+    underpowered: set[frozenset[int]] | None = None,
+) -> list[str]:
     """Competition ranks from a "row i significantly beats row j" relation.
 
-    A row's rank is 1 + the number of rows that beat it. A small-n row is then never placed above
-    a row it does not beat: its rank is raised to at least that row's rank (to a fixed point).
-    If every row ends up raised, all ranks shift so the best is 1 again. Shared ranks are
-    written "=k".
+    A row's rank is 1 + the number of rows that beat it. A row is then never placed above a row
+    it does not beat when it is small-n or their comparison is underpowered (it could not have
+    shown a difference of the tolerance's size): its rank is raised to at least that row's
+    rank (to a fixed point). If every row ends up raised, all ranks shift so the best is 1
+    again. Shared ranks are written "=k".
+
+    Args:
+        count: Number of rows.
+        beats: (i, j) pairs where row i significantly beats row j.
+        small: Per row, whether it has too few samples to be placed on its own.
+        underpowered: Unordered pairs {i, j} whose comparison is underpowered.
+
+    Returns:
+        The rank strings, in row order.
     """
+    weak = underpowered or set()
     ranks = [1 + sum((j, i) in beats for j in range(count)) for i in range(count)]
     changed = True
     while changed:
         changed = False
         for i in range(count):
-            if not small[i]:
-                continue
-            floor = max(
-                (ranks[j] for j in range(count) if j != i and (i, j) not in beats), default=0
-            )
+            held = [
+                ranks[j]
+                for j in range(count)
+                if j != i and (i, j) not in beats and (small[i] or frozenset((i, j)) in weak)
+            ]
+            floor = max(held, default=0)
             if floor > ranks[i]:
                 ranks[i], changed = floor, True
     # when every row was raised, the best of them still holds first place ("=1", not "=2")
     shift = min(ranks, default=1) - 1
     final = [r - shift for r in ranks]
     return [f"={r}" if final.count(r) > 1 else str(r) for r in final]
+
+
+def z_upper(alpha: float) -> float:
+    """The standard normal quantile z with P(Z > z) = alpha (1.6449 for alpha 0.05)."""
+    return float(sps.norm.ppf(1.0 - alpha))
+
+
+def clopper_pearson(successes: int, n: int, alpha: float) -> Interval:
+    """Exact Clopper-Pearson bounds of a proportion, each one-sided at level `alpha`.
+
+    Args:
+        successes: Count of successes (0..n).
+        n: Trials (> 0).
+        alpha: Error allowed on each side.
+
+    Returns:
+        `low` (0 at 0/n) and `high` (1 at n/n) from the beta quantiles.
+    """
+    if n <= 0 or not 0 <= successes <= n:
+        raise ValueError("clopper_pearson needs 0 <= successes <= n and n > 0")
+    low = 0.0 if successes == 0 else float(sps.beta.ppf(alpha, successes, n - successes + 1))
+    high = 1.0 if successes == n else float(sps.beta.ppf(1 - alpha, successes + 1, n - successes))
+    return Interval(low, high, "clopper-pearson")
+
+
+def paired_binary_bounds(worse: int, better: int, n: int, alpha: float) -> Interval:
+    """Exact bounds of the drop p_worse - p_better of paired 0/1 values, one-sided at `alpha`.
+
+    The drop is psi (2 pi - 1), with psi the share of discordant pairs and pi the share of them
+    that got worse. Clopper-Pearson bounds each at alpha / 2 (Bonferroni): psi from the
+    discordant count out of n, pi from the worse count out of the discordant ones (exact given
+    them, as McNemar's test is). No discordant pair: the drop lies within +-psi_high =
+    1 - (alpha / 2)^(1/n). Exact and never narrower than the data allow, unlike a Wald or
+    bootstrap interval (zero width without discordant pairs).
+
+    Args:
+        worse: Pairs that went from 1 to 0 (in the headline's direction).
+        better: Pairs that went from 0 to 1.
+        n: All paired samples.
+        alpha: Error allowed on each side.
+
+    Returns:
+        `low`, `high` (a 1 - 2 alpha interval), method "exact (discordant pairs)".
+    """
+    discordant = worse + better
+    psi = clopper_pearson(discordant, n, alpha / 2)
+    method = "exact (discordant pairs)"
+    if discordant == 0:
+        return Interval(-psi.high, psi.high, method)
+    pi = clopper_pearson(worse, discordant, alpha / 2)
+    high = psi.high * (2 * pi.high - 1) if pi.high >= 0.5 else psi.low * (2 * pi.high - 1)
+    low = psi.low * (2 * pi.low - 1) if pi.low >= 0.5 else psi.high * (2 * pi.low - 1)
+    return Interval(low, high, method)
+
+
+def bootstrap_bounds(replicates: np.ndarray, alpha: float) -> Interval:
+    """Percentile bounds of bootstrap replicates of a drop, each one-sided at `alpha`."""
+    low, high = np.quantile(replicates, [alpha, 1.0 - alpha])
+    return Interval(float(low), float(high), "paired bootstrap")
+
+
+def no_change_bound(n: int, alpha: float, scale: float = 1.0) -> Interval:
+    """Bounds of a drop when none of n paired samples changed: +-scale x (1 - alpha^(1/n)).
+
+    The share of samples that could change unseen is at most the exact one-sided bound
+    1 - alpha^(1/n) (no change in n draws), and each changes the headline by at most `scale`
+    (1 for 0/1 values and event probabilities; the values' range otherwise).
+    """
+    high = scale * (1.0 - alpha ** (1.0 / n))
+    return Interval(-high, high, "no sample changed")

@@ -107,19 +107,17 @@ def headline_interval(observations: Observations, horizon: int) -> Interval | No
     return Interval(1.0 - float(found.high[-1]), 1.0 - float(found.low[-1]), "kaplan-meier")
 
 
-def paired_bootstrap_p(
+def paired_bootstrap_differences(
     a: Observations,
     b: Observations,
     horizon: float,
-    alternative: str = "greater",
     resamples: int = BOOTSTRAP_RESAMPLES,
     seed: int = 0,
-) -> tuple[float, int]:
-    """Paired bootstrap over shared sample ids of the event probability by `horizon`.
+) -> tuple[np.ndarray, int]:
+    """Bootstrap replicates of a's minus b's event probability by `horizon` on shared ids.
 
-    Resamples the shared ids with replacement, recomputes Kaplan-Meier for both runs on the same
-    resample and returns (p, n_shared) for H1 "a's event probability is larger" ("greater") or
-    "they differ" ("two-sided").
+    Resamples the shared ids with replacement and recomputes Kaplan-Meier for both runs on the
+    same resample. Returns (replicates, n_shared).
     """
     ids = sorted(set(a) & set(b))
     if not ids:
@@ -132,4 +130,26 @@ def paired_bootstrap_p(
     for side in (a, b):
         times, events, index = flatten({k: side[k] for k in ids})
         estimates.append(event_probability(times, events, horizon, counts[:, index]))
-    return bootstrap_p(estimates[0] - estimates[1], alternative), len(ids)
+    return np.asarray(estimates[0] - estimates[1], dtype=float), len(ids)
+
+
+def paired_bootstrap_p(
+    a: Observations,
+    b: Observations,
+    horizon: float,
+    alternative: str = "greater",
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = 0,
+) -> tuple[float, int]:
+    """Paired bootstrap over shared sample ids of the event probability by `horizon`.
+
+    (p, n_shared) for H1 "a's event probability is larger" ("greater") or "they differ"
+    ("two-sided"), from `paired_bootstrap_differences`.
+    """
+    replicates, n = paired_bootstrap_differences(a, b, horizon, resamples, seed)
+    return bootstrap_p(replicates, alternative), n
+
+
+def event_by(observations: Sequence[tuple[float, int]], horizon: float) -> float:
+    """1.0 when any of a sample's (time, event) pairs is an event by `horizon`, else 0.0."""
+    return float(any(event and time <= horizon for time, event in observations))

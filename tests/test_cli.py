@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import math
 import re
 from pathlib import Path
 
@@ -135,3 +136,19 @@ def gate_log_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         limit=1,
     )
     return folder
+
+
+def test_suite_warns_before_a_limit_that_cannot_detect_the_preset_tolerance(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["suite", "offline", "--task", "docket/smoke", "--dry-run", "--log-dir", str(tmp_path)]
+    assert main([*args, "--limit", "71"]) == 0
+    out = capsys.readouterr().out
+    floor = math.ceil(math.log(0.025) / math.log(0.95))  # no discordant pair bounds the drop
+    assert floor == 72
+    assert (
+        "warning: --limit 71 cannot detect preset offline's tolerance 0.05: at alpha 0.05 even "
+        "an unchanged 0/1 headline needs 72 samples per task to pass `docket regress`"
+    ) in out
+    assert main([*args, "--limit", "72"]) == 0
+    assert "warning" not in capsys.readouterr().out

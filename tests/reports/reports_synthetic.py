@@ -31,6 +31,8 @@ from inspect_ai.scorer import (
 )
 from inspect_ai.solver import Generate, Solver, TaskState, generate, solver
 
+from docket.core.splits import split_metadata
+
 N_SAMPLES = 20
 HORIZON = 3
 #: Declarations as docket's `headline(...)` writes them into task metadata.
@@ -63,6 +65,8 @@ DEFAULT_PLAN: dict[str, Any] = {
     "headline": BINARY_HEADLINE,
     "benchmark": "synth",
     "ids": None,
+    "split": None,  # a sha256 recorded as the task's data split (`docket.core.splits`)
+    "clustered": False,  # score with `planted_clustered` (stderr clustered by category)
 }
 #: What the next `synth_gate` build plants (read when the task is built).
 PLAN: dict[str, Any] = dict(DEFAULT_PLAN)
@@ -118,14 +122,30 @@ def planted() -> Scorer:
     return score
 
 
+@scorer(
+    metrics={
+        "correct": [accuracy(), stderr(cluster="category")],
+        "iou": [mean()],
+        "complied": [compliance_at_T()],
+    }
+)
+def planted_clustered() -> Scorer:
+    """`planted`, its `correct` stderr clustered by the samples' `category` (odd / even)."""
+    return planted()
+
+
 @task
 def synth_gate(variant: str = "a") -> Task:
     """Twenty samples scored by `planted`; `variant` only exists to change task args."""
     metadata: dict[str, Any] = {}
     if PLAN["headline"] is not None:
         metadata["headline"] = PLAN["headline"]
+        if PLAN["clustered"]:
+            metadata["headline"] = {**PLAN["headline"], "scorer": "planted_clustered"}
     if PLAN["benchmark"] is not None:
         metadata["benchmark"] = PLAN["benchmark"]
+    if PLAN["split"] is not None:
+        metadata.update(split_metadata(PLAN["split"], generated=True))
     ids = PLAN["ids"] or range(1, N_SAMPLES + 1)
     return Task(
         dataset=[
@@ -135,7 +155,7 @@ def synth_gate(variant: str = "a") -> Task:
             for i in ids
         ],
         solver=generate(),
-        scorer=planted(),
+        scorer=planted_clustered() if PLAN["clustered"] else planted(),
         version=str(PLAN["version"]),
         metadata=metadata,
     )

@@ -27,6 +27,7 @@ from docket.reports.runs import Run, newest_only
 from docket.reports.serve import make_server, url_of
 from docket.reports.stats import Z95
 from tests.reports.reports_synthetic import run_gate_task, run_gate_tasks, synth_broken
+from tests.reports.test_verdicts import first_passing_n
 
 
 def _report(log_dir: Path, out: Path, **options: Any) -> dict[str, Any]:
@@ -383,3 +384,70 @@ def test_logs_created_in_the_same_second_keep_the_last_written(tmp_path: Path) -
     for order in ([older, newer], [newer, older]):
         [kept] = newest_only([replace(r, superseded=[]) for r in order])
         assert kept.log == newer.log and [s.log for s in kept.superseded] == [older.log]
+
+
+def test_every_underpowered_pair_is_marked_the_same_way_and_ranks_stay_honest(
+    tmp_path: Path,
+) -> None:
+    """Three rows on 20 samples: all pass (A), one flip (B), all fail (C). A-C and B-C are
+    separated (McNemar); A-B is not, and one discordant pair in 20 cannot tell 0.05."""
+    logs = tmp_path / "logs"
+    for temperature, failing in ((0.1, set()), (0.2, {7}), (0.3, set(range(1, 21)))):
+        run_gate_task(logs, eval_args={"temperature": temperature}, failing=failing)
+    data = _report(logs, tmp_path / "out")
+    [table] = _tables(data)
+    by_temp = {e["setup"]["temperature"]: e for e in table["entries"]}
+    assert [by_temp[t]["rank"] for t in ("0.1", "0.2", "0.3")] == ["=1", "=1", "3"]
+    assert [by_temp[t]["underpowered"] for t in ("0.1", "0.2", "0.3")] == [True, True, False]
+    status = {tuple(sorted((r["a"][-3:], r["b"][-3:]))): r for r in table["pairwise"]}
+    weak = status[("0.1", "0.2")]
+    assert weak["status"] == "underpowered" and weak["p_holm"] == 1.0
+    assert weak["n_needed"] == first_passing_n(1 / 20, 0.05) and weak["n_needed"] > 20
+    assert {status[("0.1", "0.3")]["status"], status[("0.2", "0.3")]["status"]} == {"separated"}
+    markdown = (tmp_path / "out" / "leaderboard.md").read_text()
+    assert markdown.count("| 20 (underpowered) |") == 2
+    assert f"| 20 | McNemar exact | 1.000 | {weak['n_needed']} | underpowered |" in markdown
+    html = (tmp_path / "out" / "index.html").read_text()
+    assert html.count('<span class="small underpowered">underpowered</span>') == 3  # 2 rows, 1 pair
+
+
+def test_smoke_pair_at_n_3_is_underpowered_with_the_samples_it_needs(
+    smoke_logs: Path, tmp_path: Path
+) -> None:
+    [table] = _tables(_report(smoke_logs, tmp_path / "out"))
+    [pair] = table["pairwise"]
+    assert (pair["status"], pair["n_needed"]) == ("underpowered", first_passing_n(1.0, 0.05))
+    assert all(e["underpowered"] for e in table["entries"])
+
+
+def test_rows_of_different_splits_are_never_ranked_against_each_other(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    shipped, private = "a" * 64, "b" * 64
+    run_gate_task(logs, split=shipped)
+    run_gate_task(logs, split=private, failing=set(range(1, 21)))
+    data = _report(logs, tmp_path / "out")
+    tables = _tables(data)
+    assert sorted(t["split"] for t in tables) == ["aaaaaaaaaaaa", "bbbbbbbbbbbb"]
+    for t in tables:
+        [entry] = t["entries"]  # one row each: no pair, no rank between the splits
+        assert t["pairwise"] == [] and entry["rank"] == "1"
+        assert entry["split"] == t["split"] and entry["split_sha256"] == t["split"][0] * 64
+    markdown = (tmp_path / "out" / "leaderboard.md").read_text()
+    assert "Data split `aaaaaaaaaaaa`" in markdown and "| bbbbbbbbbbbb |" in markdown
+    html = (tmp_path / "out" / "index.html").read_text()
+    assert f'<code title="sha256 {private}">bbbbbbbbbbbb</code>' in html
+
+
+def test_a_v2_baseline_in_the_report_notes_what_is_assumed(gate_logs: Path, tmp_path: Path) -> None:
+    path = tmp_path / "b.json"
+    args = ["regress", "--baseline", str(path), "--logs", str(gate_logs), "--write-baseline"]
+    assert main(args) == 0
+    data = json.loads(path.read_text())
+    data["format"] = "docket-baseline/2"
+    path.write_text(json.dumps(data))
+    report = _report(gate_logs, tmp_path / "out", baseline=str(path))
+    assert report["notes"][0].startswith(f"{path}: docket-baseline/2 records no data split")
+    [comparison] = report["comparison"]["comparisons"]
+    assert comparison["verdict"] == "cannot decide"  # 20 equal samples: bound 0.1684 > 0.05
+    markdown = (tmp_path / "out" / "leaderboard.md").read_text()
+    assert "(exit 2)" in markdown and "**cannot decide** (exit 2)" in markdown

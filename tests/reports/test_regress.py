@@ -1,16 +1,20 @@
-"""`docket regress`: exit 1 on a planted drop, 0 on noise, 2 whenever the gate cannot decide.
+"""`docket regress`: exit 1 on a shown drop, 0 only on a shown non-inferiority, 2 otherwise.
 
-Every scenario is `synth_gate` (20 samples) with planted per-sample values, so each verdict, drop,
-p-value and flipped sample is known in advance.
+Every scenario is `synth_gate` (20 samples unless planted otherwise) with planted per-sample
+values, so each verdict, drop, p-value, bound and flipped sample is known in advance. The bounds
+and sample counts are recomputed here from their closed forms (Clopper-Pearson beta quantiles),
+not read back from the code under test.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
 import pytest
+from scipy.stats import beta
 
 from docket.cli import main
 from docket.reports import build_runs, load_logs
@@ -87,8 +91,39 @@ def test_baseline_holds_declaration_setup_and_every_sample(runs: dict[str, Path]
     assert survival["samples"]["1"] == [[3.0, 0]]  # (turns observed, complied)
 
 
-def test_same_run_passes(runs: dict[str, Path]) -> None:
-    assert _regress(runs, "baseline") == 0
+def cp_high(k: int, n: int, alpha: float) -> float:
+    """Exact one-sided Clopper-Pearson upper bound (closed form as a beta quantile)."""
+    return 1.0 if k == n else float(beta.ppf(1 - alpha, k + 1, n - k))
+
+
+def cp_low(k: int, n: int, alpha: float) -> float:
+    """Exact one-sided Clopper-Pearson lower bound."""
+    return 0.0 if k == 0 else float(beta.ppf(alpha, k, n - k + 1))
+
+
+def unchanged_floor(tolerance: float, alpha: float = 0.05) -> int:
+    """n at which no discordant pair bounds the drop by the tolerance: (alpha/2)^(1/n) >= 1-tol."""
+    return math.ceil(math.log(alpha / 2) / math.log(1 - tolerance))
+
+
+def test_same_run_on_20_samples_cannot_decide_and_says_how_many_it_needs(
+    runs: dict[str, Path],
+) -> None:
+    assert _regress(runs, "baseline") == 2
+    result = _compare(runs, "baseline")
+    high = 1 - 0.025 ** (1 / 20)  # no discordant pair in 20: exact bound of psi at alpha/2
+    assert (result.verdict, result.ci_low, result.ci_high) == (
+        "cannot decide",
+        pytest.approx(-high),
+        pytest.approx(high),
+    )
+    assert result.n_needed == unchanged_floor(0.05) == 72
+    assert result.detail == (
+        "drop 0, 90 % CI [-0.1684, 0.1684] (exact (discordant pairs)): upper bound 0.1684 > "
+        "tolerance 0.05 and drop 0 ≤ tolerance 0.05; about 72 paired samples would decide a "
+        "drop of 0.05 at this run's variance (n = 20 now)"
+    )
+    assert _regress(runs, "baseline", "--tolerance", "0.17") == 0
 
 
 def test_planted_drop_is_a_regression_with_mcnemar_and_flipped_samples(
@@ -101,27 +136,51 @@ def test_planted_drop_is_a_regression_with_mcnemar_and_flipped_samples(
     assert (result.verdict, result.drop) == ("regression", 0.5)
     assert result.test == "McNemar exact (n=20)" and result.p_value == pytest.approx(0.5**10)
     assert result.worse == [str(i) for i in sorted(map(str, range(1, 11)))]
-    assert result.detail == "drop 0.5 > tolerance 0.05 and p = 0.0009766 < alpha 0.05"
+    # 10 discordant pairs in 20, all worse: psi in [cp_low, cp_high], pi = 10/10 -> pi_low
+    psi_low, psi_high = cp_low(10, 20, 0.025), cp_high(10, 20, 0.025)
+    pi_low = cp_low(10, 10, 0.025)
+    assert result.ci_low == pytest.approx(psi_low * (2 * pi_low - 1))
+    assert result.ci_high == pytest.approx(psi_high)
+    assert result.detail == (
+        "drop 0.5 > tolerance 0.05 and McNemar exact p = 0.0009766 (Holm 0.0009766) < alpha "
+        "0.05; 90 % CI [0.1042, 0.728] (exact (discordant pairs))"
+    )
 
 
-def test_baseline_one_against_current_zero_fails(runs: dict[str, Path]) -> None:
+def test_one_to_zero_on_20_samples_is_a_regression(runs: dict[str, Path]) -> None:
     assert _regress(runs, "all_fail") == 1
-    assert _compare(runs, "all_fail").p_value == pytest.approx(0.5**20)
+    result = _compare(runs, "all_fail")
+    assert (result.verdict, result.drop, result.n) == ("regression", 1.0, 20)
+    assert result.p_value == result.p_holm == pytest.approx(0.5**20)
+    psi_low = 0.025 ** (1 / 20)  # 20 of 20 discordant, 20 of them worse
+    assert result.ci_low == pytest.approx(psi_low * (2 * psi_low - 1))
+    assert result.ci_high == 1.0
 
 
-def test_drop_equal_to_the_tolerance_is_accepted_and_said_so(runs: dict[str, Path]) -> None:
-    assert _regress(runs, "noise", "--tolerance", "0.05") == 0
+def test_one_flip_in_20_cannot_decide_until_the_tolerance_covers_its_bound(
+    runs: dict[str, Path],
+) -> None:
+    assert _regress(runs, "noise", "--tolerance", "0.05") == 2
     result = _compare(runs, "noise", tolerance=0.05)
-    assert result.detail == "drop 0.05 ≤ tolerance 0.05 (accepted)"  # 1.0 - 0.95 in floats
+    high = cp_high(1, 20, 0.025)  # one discordant pair, and it got worse: pi_high = 1
+    assert (result.verdict, result.ci_high) == ("cannot decide", pytest.approx(high))
+    assert result.ci_low == pytest.approx(high * (2 * cp_low(1, 1, 0.025) - 1))
     assert result.worse == ["7"]
+    assert _regress(runs, "noise", "--tolerance", "0.25") == 0
+    passed = _compare(runs, "noise", tolerance=0.25)
+    assert passed.verdict == "pass"
+    assert passed.detail == (
+        "drop 0.05, 90 % CI [-0.2363, 0.2487] (exact (discordant pairs)): upper bound 0.2487 ≤ "
+        "tolerance 0.25"
+    )
 
 
-def test_drop_beyond_tolerance_but_not_significant_passes(runs: dict[str, Path]) -> None:
-    assert _regress(runs, "noise", "--tolerance", "0.01") == 0
+def test_drop_beyond_tolerance_but_not_significant_cannot_decide(runs: dict[str, Path]) -> None:
+    assert _regress(runs, "noise", "--tolerance", "0.01") == 2
     result = _compare(runs, "noise", tolerance=0.01)
     assert result.p_value == 0.5  # one discordant pair
-    assert result.detail == "drop 0.05 > tolerance 0.01 but p = 0.5 ≥ alpha 0.05 (not significant)"
-    assert result.verdict == "ok"
+    assert result.verdict == "cannot decide"
+    assert "and McNemar exact p = 0.5 (Holm 0.5) ≥ alpha 0.05;" in result.detail
 
 
 def test_a_partial_run_does_not_cover_the_baseline(
@@ -131,7 +190,8 @@ def test_a_partial_run_does_not_cover_the_baseline(
     out = capsys.readouterr().out
     assert "covers 3 of 20 baseline samples (15.0%), below --min-coverage 95%" in out
     assert "missing 85.0%" in out
-    assert _regress(runs, "partial", "--min-coverage", "0.15") == 0
+    assert _regress(runs, "partial", "--min-coverage", "0.15", "--tolerance", "0.71") == 0
+    assert _regress(runs, "partial", "--min-coverage", "0.15") == 2  # 3 samples decide nothing
 
 
 def test_survival_headline_gates_lower_is_better(runs: dict[str, Path]) -> None:
@@ -213,7 +273,8 @@ def test_version_major_change_is_not_comparable(
 
 
 def test_version_minor_change_is_comparable(runs: dict[str, Path]) -> None:
-    assert _regress(runs, "minor") == 0
+    assert _compare(runs, "minor").verdict == "cannot decide"  # compared: 20 equal samples
+    assert _regress(runs, "minor", "--tolerance", "0.17") == 0
 
 
 def test_different_task_args_are_not_comparable(runs: dict[str, Path]) -> None:
@@ -257,3 +318,42 @@ def test_bad_baseline_names_file_and_field(tmp_path: Path, content: str, message
         read_baseline(path)
     assert message in str(error.value)
     assert main(["regress", "--baseline", str(path), "--logs", str(tmp_path)]) == 2
+
+
+def test_a_run_on_another_data_split_is_not_comparable_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shipped, private = "a" * 64, "b" * 64
+    run_gate_task(tmp_path / "base", split=shipped)
+    run_gate_task(tmp_path / "now", split=private)
+    path = tmp_path / "baseline.json"
+    args = ["regress", "--baseline", str(path)]
+    assert main([*args, "--logs", str(tmp_path / "base"), "--write-baseline"]) == 0
+    [entry] = read_baseline(path)
+    assert entry["split"] == shipped and entry["clusters"] is None
+    capsys.readouterr()
+    assert main([*args, "--logs", str(tmp_path / "now"), "--tolerance", "0.5"]) == 2
+    lines = [line for line in capsys.readouterr().out.splitlines() if "split" in line]
+    assert lines == [
+        "not comparable: synth_gate / docket/scripted policy=comply: split aaaaaaaaaaaa in "
+        "baseline, bbbbbbbbbbbb now: rows from different data splits are never compared"
+    ]
+    assert main([*args, "--logs", str(tmp_path / "base"), "--tolerance", "0.5"]) == 0
+
+
+def test_a_v2_baseline_is_read_with_one_line_saying_what_is_assumed(
+    runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = json.loads(runs["baseline_file"].read_text())
+    assert data["format"] == "docket-baseline/3"
+    data["format"] = "docket-baseline/2"
+    for entry in data["entries"]:
+        del entry["split"], entry["clusters"]
+    path = tmp_path / "v2.json"
+    path.write_text(json.dumps(data))
+    assert main(["regress", "--baseline", str(path), "--logs", str(runs["all_fail"])]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == (
+        f"{path}: docket-baseline/2 records no data split and no clusters: assuming every entry "
+        "ran on the current run's split, with independent samples (--write-baseline writes /3)"
+    )

@@ -138,3 +138,11 @@ def test_survival_paired_bootstrap_detects_more_compliance() -> None:
     assert n == 5 and p < 0.05
     assert survival.paired_bootstrap_p(never, OBS, 3)[0] == 1.0
     assert survival.paired_bootstrap_p(OBS, OBS, 3, "two-sided")[0] == 1.0
+
+
+def test_underpowered_pair_holds_a_row_down_to_the_row_it_does_not_beat() -> None:
+    # 0 beats 2; 1 beats nobody, and 1-2 is underpowered: 1 may not sit above 2
+    assert pairwise_ranks(3, {(0, 2)}, [False] * 3) == ["=1", "=1", "2"]
+    assert pairwise_ranks(3, {(0, 2)}, [False] * 3, {frozenset({1, 2})}) == ["1", "=2", "=2"]
+    # a separated pair is never held: 0 beats 2 even though 0-2 is listed as weak
+    assert pairwise_ranks(2, {(0, 1)}, [False] * 2, {frozenset({0, 1})}) == ["1", "2"]
