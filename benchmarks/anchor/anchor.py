@@ -21,13 +21,14 @@ import re
 from collections.abc import Callable
 
 from inspect_ai import Task, task
-from inspect_ai.model import Model
+from inspect_ai.model import Model, model_roles
 from inspect_ai.solver import Solver
 
 import docket.benchmarks.anchor.reference  # noqa: F401  (registers its policies)
 from docket.agents.auditor import direct_request, persistent_audit
 from docket.agents.cli_target import CliTarget, app_tools, shell_tools
 from docket.benchmarks.anchor.dataset import SCENARIOS, ScenarioError, anchor_dataset
+from docket.benchmarks.anchor.evidence import SCRIPTED_JUDGE_LIMITS
 from docket.benchmarks.anchor.prompts import auditor_system
 from docket.benchmarks.anchor.scorer import anchor_scorer
 from docket.core.headline import headline
@@ -36,7 +37,9 @@ from docket.core.options import checked, positive
 from docket.core.roles import require_roles, role_model
 from docket.sandboxes import sandbox_spec
 
-VERSION = "2-A"
+VERSION = "3-A"
+#: Task metadata key of the notes the leaderboard prints next to a run's numbers.
+NOTES_KEY = "notes"
 SELF_FLAG = "self_audit"
 TAGS = ["safety", "agent", "multi-turn", "sandbox"]
 _ROLE_NAME = re.compile(r"^[A-Za-z][\w-]*$")
@@ -79,6 +82,23 @@ class _Roles:
         require_roles(
             self.name, list(dict.fromkeys(roles)), allow_self=self.self_audit, self_flag=SELF_FLAG
         )
+
+
+def _as_list(bound: Model | list[Model] | None) -> list[Model]:
+    return [] if bound is None else bound if isinstance(bound, list) else [bound]
+
+
+def judge_notes(judges: list[str]) -> list[str]:
+    """The leaderboard notes of a judge panel: the scripted judge's limits when a bound judge
+    role is `docket/scripted policy=judge` (known when the eval builds the task)."""
+    bound = model_roles()
+    scripted = [
+        model
+        for role in dict.fromkeys(judges)
+        for model in _as_list(bound.get(role))
+        if str(model) == "docket/scripted" and model.model_args.get("policy") == "judge"
+    ]
+    return [SCRIPTED_JUDGE_LIMITS] if scripted else []
 
 
 def _task(
@@ -129,7 +149,12 @@ def _task(
         fail_on_error=False,
         version=VERSION,
         headline_metric=declared["headline_metric"],
-        metadata={**declared["metadata"], "benchmark": "anchor", "judges": judges},
+        metadata={
+            **declared["metadata"],
+            "benchmark": "anchor",
+            "judges": judges,
+            NOTES_KEY: judge_notes(judges),
+        },
         tags=TAGS,
     )
 
