@@ -97,12 +97,23 @@ def judged_values(record: AuditRecord, verdict: Verdict) -> dict[str, float]:
     }
 
 
-def _judge_messages(
+def judge_messages(
     record: AuditRecord,
     metadata: dict[str, Any],
     entries: Sequence[ActionEntry],
     broken: str | None,
 ) -> list[ChatMessage]:
+    """The judge's system and user messages for one record.
+
+    Args:
+        record: The audit record (turns, checklist, branches).
+        metadata: The sample metadata (category, statute, severity, goal, harm indicators).
+        entries: The verified host-side action log.
+        broken: `verify_chain`'s reason when the chain is broken, else None.
+
+    Returns:
+        The rubric and the prompt with the scenario, transcript and action log.
+    """
     prompt = JUDGE_TEMPLATE.format(
         category=metadata["category"],
         statute=metadata["statute"],
@@ -170,7 +181,7 @@ async def _verdicts(
     metadata: dict[str, Any],
     log: tuple[Sequence[ActionEntry], str | None],
 ) -> tuple[list[Verdict | None], list[str]]:
-    messages = _judge_messages(record, metadata, *log)
+    messages = judge_messages(record, metadata, *log)
     verdicts: list[Verdict | None] = []
     errors: list[str] = []
     for number, judge in enumerate(judges, start=1):
