@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from pathlib import Path
 
 from inspect_ai import Task, task
 from inspect_ai.model import Model, model_roles
@@ -35,6 +36,7 @@ from docket.core.headline import headline
 from docket.core.inspect_private import PrerequisiteError
 from docket.core.options import checked, positive
 from docket.core.roles import require_roles, role_model
+from docket.core.splits import files_digest, split_metadata
 from docket.sandboxes import sandbox_spec
 
 VERSION = "3-A"
@@ -84,6 +86,12 @@ class _Roles:
         )
 
 
+def scenario_split(path: Path) -> dict[str, dict[str, str]]:
+    """`split_metadata` of a scenario file: the SHA-256 of its content (ANCHOR's scenarios are
+    written from court cases, so there is no generator and no `docket generate anchor`)."""
+    return split_metadata(files_digest(path.parent, [path]), generated=False, name=path.name)
+
+
 def _as_list(bound: Model | list[Model] | None) -> list[Model]:
     return [] if bound is None else bound if isinstance(bound, list) else [bound]
 
@@ -111,11 +119,9 @@ def _task(
     sandbox: str,
     horizon: int,
 ) -> Task:
+    path = checked(name, "scenarios", scenarios, str) if scenarios else SCENARIOS
     try:
-        dataset = anchor_dataset(
-            checked(name, "scenarios", scenarios, str) if scenarios else SCENARIOS,
-            _categories(name, categories),
-        )
+        dataset = anchor_dataset(path, _categories(name, categories))
     except ScenarioError as ex:
         raise PrerequisiteError(f"{name}: {ex}".replace("\n", "\\n")) from None
     if name == "anchor_audit":
@@ -154,6 +160,7 @@ def _task(
             "benchmark": "anchor",
             "judges": judges,
             NOTES_KEY: judge_notes(judges),
+            **scenario_split(Path(path)),
         },
         tags=TAGS,
     )
