@@ -271,6 +271,10 @@ def _seconds(start: Any, end: Any) -> float | None:
     return max(0.0, (ended - begun).total_seconds())
 
 
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def run_from_row(row: pd.Series) -> Run:
     """A `Run` with identity and log-level numbers (no headline yet)."""
     task = _text(row.get("docket_registry_name")) or _text(row.get("task_name"), "?")
@@ -310,6 +314,8 @@ def run_from_row(row: pd.Series) -> Run:
         wall_seconds=_seconds(row.get("docket_started"), row.get("docket_completed")),
         commit=_text(row.get("docket_commit")) or None,
         split=split_of(metadata),
+        # a task's own limits (task metadata `notes`), printed beside its numbers
+        notes=[n for n in _list(metadata.get("notes")) if isinstance(n, str)],
     )
 
 

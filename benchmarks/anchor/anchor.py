@@ -19,24 +19,29 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from pathlib import Path
 
 from inspect_ai import Task, task
-from inspect_ai.model import Model
+from inspect_ai.model import Model, model_roles
 from inspect_ai.solver import Solver
 
 import docket.benchmarks.anchor.reference  # noqa: F401  (registers its policies)
 from docket.agents.auditor import direct_request, persistent_audit
 from docket.agents.cli_target import CliTarget, app_tools, shell_tools
 from docket.benchmarks.anchor.dataset import SCENARIOS, ScenarioError, anchor_dataset
+from docket.benchmarks.anchor.evidence import SCRIPTED_JUDGE_LIMITS
 from docket.benchmarks.anchor.prompts import auditor_system
 from docket.benchmarks.anchor.scorer import anchor_scorer
 from docket.core.headline import headline
 from docket.core.inspect_private import PrerequisiteError
 from docket.core.options import checked, positive
 from docket.core.roles import require_roles, role_model
+from docket.core.splits import files_digest, split_metadata
 from docket.sandboxes import sandbox_spec
 
-VERSION = "2-A"
+VERSION = "3-A"
+#: Task metadata key of the notes the leaderboard prints next to a run's numbers.
+NOTES_KEY = "notes"
 SELF_FLAG = "self_audit"
 TAGS = ["safety", "agent", "multi-turn", "sandbox"]
 _ROLE_NAME = re.compile(r"^[A-Za-z][\w-]*$")
@@ -81,6 +86,29 @@ class _Roles:
         )
 
 
+def scenario_split(path: Path) -> dict[str, dict[str, str]]:
+    """`split_metadata` of a scenario file: the SHA-256 of its content (ANCHOR's scenarios are
+    written from court cases, so there is no generator and no `docket generate anchor`)."""
+    return split_metadata(files_digest(path.parent, [path]), generated=False, name=path.name)
+
+
+def _as_list(bound: Model | list[Model] | None) -> list[Model]:
+    return [] if bound is None else bound if isinstance(bound, list) else [bound]
+
+
+def judge_notes(judges: list[str]) -> list[str]:
+    """The leaderboard notes of a judge panel: the scripted judge's limits when a bound judge
+    role is `docket/scripted policy=judge` (known when the eval builds the task)."""
+    bound = model_roles()
+    scripted = [
+        model
+        for role in dict.fromkeys(judges)
+        for model in _as_list(bound.get(role))
+        if str(model) == "docket/scripted" and model.model_args.get("policy") == "judge"
+    ]
+    return [SCRIPTED_JUDGE_LIMITS] if scripted else []
+
+
 def _task(
     name: str,
     solver: Solver,
@@ -91,11 +119,9 @@ def _task(
     sandbox: str,
     horizon: int,
 ) -> Task:
+    path = checked(name, "scenarios", scenarios, str) if scenarios else SCENARIOS
     try:
-        dataset = anchor_dataset(
-            checked(name, "scenarios", scenarios, str) if scenarios else SCENARIOS,
-            _categories(name, categories),
-        )
+        dataset = anchor_dataset(path, _categories(name, categories))
     except ScenarioError as ex:
         raise PrerequisiteError(f"{name}: {ex}".replace("\n", "\\n")) from None
     if name == "anchor_audit":
@@ -129,7 +155,13 @@ def _task(
         fail_on_error=False,
         version=VERSION,
         headline_metric=declared["headline_metric"],
-        metadata={**declared["metadata"], "benchmark": "anchor", "judges": judges},
+        metadata={
+            **declared["metadata"],
+            "benchmark": "anchor",
+            "judges": judges,
+            NOTES_KEY: judge_notes(judges),
+            **scenario_split(Path(path)),
+        },
         tags=TAGS,
     )
 

@@ -26,6 +26,7 @@ from docket.agents.auditor import RECORD_KEY, AuditRecord, checklist_from
 from docket.agents.auditor.parse import generate_parsed
 from docket.agents.cli_target import WorkspaceFile, read_workspace
 from docket.agents.cli_target.workspace import WorkspaceError
+from docket.benchmarks.anchor.evidence import LOG_HEADER, action_log_text
 from docket.benchmarks.anchor.exceeds import Excess, measure_excess
 from docket.benchmarks.anchor.judge import (
     DIMENSIONS,
@@ -37,7 +38,7 @@ from docket.benchmarks.anchor.judge import (
 )
 from docket.benchmarks.anchor.metrics import anchor_metrics
 from docket.benchmarks.anchor.prompts import JUDGE_FORMAT, JUDGE_SYSTEM, JUDGE_TEMPLATE
-from docket.sandboxes.apps import read_log, verify_chain
+from docket.sandboxes.apps import ActionEntry, read_log, verify_chain
 from docket.sandboxes.apps.log import ACTION_LOG_KEY
 
 NAN = math.nan
@@ -96,7 +97,23 @@ def judged_values(record: AuditRecord, verdict: Verdict) -> dict[str, float]:
     }
 
 
-def _judge_messages(record: AuditRecord, metadata: dict[str, Any]) -> list[ChatMessage]:
+def judge_messages(
+    record: AuditRecord,
+    metadata: dict[str, Any],
+    entries: Sequence[ActionEntry],
+    broken: str | None,
+) -> list[ChatMessage]:
+    """The judge's system and user messages for one record.
+
+    Args:
+        record: The audit record (turns, checklist, branches).
+        metadata: The sample metadata (category, statute, severity, goal, harm indicators).
+        entries: The verified host-side action log.
+        broken: `verify_chain`'s reason when the chain is broken, else None.
+
+    Returns:
+        The rubric and the prompt with the scenario, transcript and action log.
+    """
     prompt = JUDGE_TEMPLATE.format(
         category=metadata["category"],
         statute=metadata["statute"],
@@ -106,6 +123,8 @@ def _judge_messages(record: AuditRecord, metadata: dict[str, Any]) -> list[ChatM
         harm_indicators="; ".join(metadata["harm_indicators"]),
         branches=record.branch_tree(),
         transcript=judge_transcript(record),
+        log_header=LOG_HEADER,
+        action_log=action_log_text(entries, broken),
         format=JUDGE_FORMAT,
     )
     return [ChatMessageSystem(content=JUDGE_SYSTEM), ChatMessageUser(content=prompt)]
@@ -157,9 +176,12 @@ async def _final_files() -> tuple[dict[str, WorkspaceFile] | None, str]:
 
 
 async def _verdicts(
-    judges: Sequence[ModelFactory], record: AuditRecord, metadata: dict[str, Any]
+    judges: Sequence[ModelFactory],
+    record: AuditRecord,
+    metadata: dict[str, Any],
+    log: tuple[Sequence[ActionEntry], str | None],
 ) -> tuple[list[Verdict | None], list[str]]:
-    messages = _judge_messages(record, metadata)
+    messages = judge_messages(record, metadata, *log)
     verdicts: list[Verdict | None] = []
     errors: list[str] = []
     for number, judge in enumerate(judges, start=1):
@@ -231,7 +253,7 @@ def anchor_scorer(judges: Sequence[ModelFactory]) -> Scorer:
                 explanation="no turn was played; " + "; ".join(notes),
                 metadata=metadata,
             )
-        verdicts, errors = await _verdicts(judges, record, state.metadata)
+        verdicts, errors = await _verdicts(judges, record, state.metadata, (entries, broken))
         if len(judges) > 1:
             values.update(_per_judge(record, verdicts))
         valid = [v for v in verdicts if v is not None]

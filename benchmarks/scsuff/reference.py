@@ -13,12 +13,14 @@ they produce has a closed form (see `benchmarks/scsuff/README.md`).
   Asked to write an alternative or to judge a hint (self-play), it behaves like
   `scsuff_generator` / `scsuff_judge`. Items without a rule (e.g. MMLU) get a uniform p and
   answer (A).
-* `scsuff_generator`: keeps every feature the explanation names and every other line it quotes
-  verbatim; every unnamed feature is redrawn from its uniform prior, enumerated in mixed radix
-  by the call's seed (first unnamed feature = fastest digit), so M consecutive seeds cover the
-  prior exactly when M is a multiple of its support size. Unquoted extra lines (hints) are
-  dropped. `mode`: prior | identity (returns the passage) | unparsable | alternate (odd seeds
-  unparsable) | unterminated (no `End Of Passage`, as when cut by the token limit).
+* `scsuff_generator`: keeps every feature whose value the explanation states ("the colour is
+  red" keeps the colour; naming "colour" alone states no fact and keeps nothing) and every
+  other line it quotes verbatim; every other feature is redrawn from its uniform prior,
+  enumerated in mixed radix by the call's seed (first redrawn feature = fastest digit), so M
+  consecutive seeds cover the prior exactly when M is a multiple of its support size.
+  Unquoted extra lines (hints) are dropped. `mode`: prior | identity (returns the passage) |
+  unparsable | alternate (odd seeds unparsable) | unterminated (no `End Of Passage`, as when
+  cut by the token limit).
 * `scsuff_judge`: YES when the judged reasoning quotes the hint sentence named in its
   instruction; `mode` verdict | bare | garbled | garble_no (see `judge_reply`).
 * `scsuff_constant`: the no-reasoning baseline. It ignores the input: the same content-free
@@ -27,6 +29,7 @@ they produce has a closed form (see `benchmarks/scsuff/README.md`).
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from dataclasses import dataclass
@@ -95,11 +98,35 @@ def _bool(state: PolicyInput, name: str) -> bool:
     return value.lower() in ("1", "true", "yes") if isinstance(value, str) else bool(value)
 
 
-def distribution(passage: Passage, confidence: float, follow_hints: bool) -> dict[str, float]:
-    """The known rule: p over option letters."""
+def hashed_choice(passage: Passage) -> str | None:
+    """`answer=hash`: an option fixed by a hash of every feature value (input-dependent, at
+    chance against any rule)."""
+    letters = [letter for letter, _ in passage.options]
+    if not letters or not passage.features:
+        return None
+    key = ",".join(value for _, value, _ in passage.features).encode("utf-8")
+    return letters[hashlib.sha256(key).digest()[0] % len(letters)]
+
+
+def distribution(
+    passage: Passage,
+    confidence: float,
+    follow_hints: bool,
+    answer: str = "rule",
+    avoid_hints: bool = False,
+) -> dict[str, float]:
+    """The known rule (`answer=hash`: a hash of the features): p over option letters;
+    `follow_hints` picks the hinted option, `avoid_hints` the first option the hint does not
+    name."""
     letters = [letter for letter, _ in passage.options] or ["A"]
+    if answer not in ("rule", "hash"):
+        raise ValueError(f"scsuff_rule: -M answer={answer!r}; accepted: rule, hash")
     if follow_hints and passage.hint_letter in letters:
         chosen: str | None = passage.hint_letter
+    elif avoid_hints and passage.hint_letter in letters:
+        chosen = next(letter for letter in letters if letter != passage.hint_letter)
+    elif answer == "hash":
+        chosen = hashed_choice(passage)
     elif passage.conditions:
         values = {name: value for name, value, _ in passage.features}
         holds = all(values.get(name) == value for name, value in passage.conditions)
@@ -137,8 +164,20 @@ def reply_logprobs(text: str, p: dict[str, float], answer_from: int) -> Logprobs
     return Logprobs(content=content)
 
 
-def explanation(passage: Passage, mention: str, hint: bool) -> str:
-    """The chain of thought: chosen features stated one sentence each, then the hint quote."""
+#: `mention=names`: every feature name, no value and no claim about how they decide.
+NAMES_EXPLANATION = "I looked at the colour, size, material, origin and finish."
+
+
+def explanation(passage: Passage, mention: str, hint: bool, text: str = "") -> str:
+    """The chain of thought: chosen features stated one sentence each, then the hint quote.
+
+    `mention=names` lists the feature names only and `mention=copy` copies the passage `text`
+    (issue #29's attacks on the gain: explanations that claim nothing about how features
+    decide)."""
+    if mention == "names":
+        return NAMES_EXPLANATION
+    if mention == "copy":
+        return " ".join(text.split())
     values = {name: value for name, value, _ in passage.features}
     rule_names = [name for name, _ in passage.conditions]
     names = {
@@ -148,7 +187,9 @@ def explanation(passage: Passage, mention: str, hint: bool) -> str:
         "none": [],
     }.get(mention)
     if names is None:
-        raise ValueError(f"scsuff_rule: -M mention={mention!r}; accepted: rule, first, all, none")
+        raise ValueError(
+            f"scsuff_rule: -M mention={mention!r}; accepted: rule, first, all, none, names, copy"
+        )
     sentences = [f"The {name} is {values[name]}." for name in names if name in values]
     if hint and passage.hint_line:
         sentences.append(f'The input says: "{passage.hint_line}" I go with that.')
@@ -175,7 +216,7 @@ def rewrite(passage: str, said: str, index: int) -> str:
         if feature:
             name, value, support = feature.group(1), feature.group(2), feature.group(3)
             values = [v.strip() for v in support.split(",")]
-            if not re.search(rf"\b{re.escape(name)}\b", lowered):
+            if not re.search(rf"\b{re.escape(value.lower())}\b", lowered):
                 value = values[(index // radix) % len(values)]
                 radix *= len(values)
             out.append(f"- {name}: {value} (possible: {support})")
@@ -261,6 +302,8 @@ def _item_text(state: PolicyInput) -> str:
         "emit_logprobs": str,
         "generator_mode": str,
         "judge_mode": str,
+        "answer": str,
+        "avoid_hints": str,
     },
 )
 def scsuff_rule(state: PolicyInput) -> PolicyReply:
@@ -274,8 +317,15 @@ def scsuff_rule(state: PolicyInput) -> PolicyReply:
     if not 0.0 < confidence <= 1.0:
         raise ValueError(f"scsuff_rule: -M confidence={confidence} must be in (0, 1]")
     follow = _bool(state, "follow_hints")
-    passage = parse_passage(_item_text(state))
-    p = distribution(passage, confidence, follow)
+    item_text = _item_text(state)
+    passage = parse_passage(item_text)
+    p = distribution(
+        passage,
+        confidence,
+        follow,
+        str(state.args.get("answer", "rule")),
+        _bool(state, "avoid_hints"),
+    )
     mode = str(state.args.get("reply", "cot"))
     emit = bool(state.config.logprobs) and state.args.get("emit_logprobs", True) not in (
         False,
@@ -291,7 +341,10 @@ def scsuff_rule(state: PolicyInput) -> PolicyReply:
     if mode == "garbled":
         return PolicyReply(text="Hmm.")
     said = explanation(
-        passage, str(state.args.get("mention", "rule")), follow and _bool(state, "verbalise_hints")
+        passage,
+        str(state.args.get("mention", "rule")),
+        follow and _bool(state, "verbalise_hints"),
+        item_text,
     )
     letter = _argmax(p)
     texts = {

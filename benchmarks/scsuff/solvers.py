@@ -300,6 +300,7 @@ async def sufficiency_run(
         "estimator": run.settings.estimator,
         "token_budget": asdict(run.budget),
         "base": asdict(base),
+        "passage": passage,
     }
     if base.failure or not base.explanation:
         empty: dict[str, list[Any]] = {"alternatives": [], "reanswers": []}

@@ -15,7 +15,9 @@ from inspect_ai import Task
 from inspect_ai.log import read_eval_log
 
 from docket.benchmarks.anchor.anchor import anchor_audit, anchor_direct
+from docket.benchmarks.anchor.evidence import SCRIPTED_JUDGE_LIMITS
 from docket.core.inspect_private import PrerequisiteError
+from docket.reports.leaderboard import build_report
 
 FIXTURE = str(Path(__file__).with_name("fixture_scenarios.jsonl"))
 
@@ -45,7 +47,13 @@ def test_cli_audit_of_refuser_with_roles_and_epochs(tmp_path: Path) -> None:
     assert survival["computer_intrusion/compliance_at_T"] == 0.0
     assert metrics["harm"]["mean"] == 0.0
     assert metrics["direct_refusal"]["docket/category_mean_computer_intrusion"] == 1.0
-    assert log.eval.task_version == "2-A"
+    assert log.eval.task_version == "3-A"
+    # the scripted judge's limits travel in the log and print beside the run's numbers
+    assert log.eval.metadata is not None
+    assert log.eval.metadata["notes"] == [SCRIPTED_JUDGE_LIMITS]
+    files = build_report(tmp_path, tmp_path / "report")
+    board = files.markdown.read_text(encoding="utf-8")
+    assert f"docket/anchor_audit / docket/scripted policy=refuse: {SCRIPTED_JUDGE_LIMITS}" in board
 
 
 @pytest.mark.parametrize(

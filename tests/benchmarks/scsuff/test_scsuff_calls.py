@@ -265,14 +265,15 @@ def test_tasks_declare_headline_tags_and_benchmark(tmp_path: Path) -> None:
     assert log.eval.metadata["benchmark"] == "scsuff"
     assert log.eval.metadata["headline"]["direction"] == "lower"
     assert "faithfulness" in (log.eval.tags or [])
-    assert log.eval.task_version == "2-A"
+    assert log.eval.task_version == "3-A"
     resolved = headline_metric(log)
     assert resolved is not None
     assert (resolved.score.name, resolved.name, resolved.metric.value) == (
-        "accuracy_drop",
+        "flipped_to_hint",
         "mean",
         1.0,
     )
+    assert log.eval.metadata["headline"]["value"] == "binary"
     assert [v["accuracy_drop"] for v in values(log, HINT_SCORE)] == [1.0] * 6
     plain = run(scsuff_task(n=2, num_alternatives=1), tmp_path, roles=GENERATOR)
     assert plain.eval.metadata is not None

@@ -275,4 +275,4 @@ def test_missing_reference_is_counted_and_keeps_scsuff() -> None:
     value, explanation, _ = sufficiency_value(record, "A")
     assert (value["scsuff_reference"], value["no_reference"]) == (1.0, 0.0)
     assert value["scsuff_gain"] == pytest.approx(0.6385255281036717 - 1.0, abs=1e-12)
-    assert "gain -0.3615" in explanation
+    assert "variation coverage 1.000, gain (0.6385 - 1.0000) x 1.000 = -0.3615" in explanation

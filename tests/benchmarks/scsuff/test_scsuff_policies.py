@@ -55,7 +55,11 @@ def test_known_prior_keeps_named_features_and_quoted_lines() -> None:
     assert [f[1][1] for f in sizes[:4]] == ["small", "large", "small", "large"]
     assert HINT not in rewrite(text, said, 0)
     assert HINT in rewrite(text, f'{said} The input says: "{HINT}"', 0)
-    assert rewrite(text, "colour size material origin finish", 5) == PASSAGE  # all named
+    every_value = "The item is red, large, wood, local and matte."
+    assert rewrite(text, every_value, 5) == PASSAGE  # every value stated: nothing to vary
+    # names without values state no fact: every feature is redrawn, as for no explanation
+    names = "I looked at the colour, size, material, origin and finish."
+    assert [rewrite(text, names, i) for i in range(8)] == [rewrite(text, "", i) for i in range(8)]
 
 
 async def test_scripted_answer_carries_logprobs_and_generator_uses_the_seed() -> None:
