@@ -284,8 +284,9 @@ def _setup_failure(report_fd: int, step: str, ex: BaseException) -> None:
         os._exit(127)
 
 
-#: The prepared command's fds: the failure pipe to its namespace init, and its request socket.
-_REPORT_FD, _REQUEST_FD = 3, 4
+#: The prepared command's fds: the failure pipe to its namespace init, its request socket, and
+#: (with a cgroup) the agent cgroup's `cgroup.procs`.
+_REPORT_FD, _REQUEST_FD, _AGENT_CGROUP_FD = 3, 4, 5
 
 
 def _prepared_command(requests: socket.socket, report_fd: int, limits: dict[str, Any]) -> None:
@@ -297,12 +298,12 @@ def _prepared_command(requests: socket.socket, report_fd: int, limits: dict[str,
     then `execve` (or a file builtin).
     Failures go to the namespace init on `_REPORT_FD` as one line.
     """
-    high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 100) for fd in (report_fd, requests.fileno())]
-    os.dup2(high[0], _REPORT_FD)
-    os.dup2(high[1], _REQUEST_FD)
-    os.closerange(_REQUEST_FD + 1, 65536)
-    os.set_inheritable(_REPORT_FD, False)
-    os.set_inheritable(_REQUEST_FD, False)
+    agent_cgroup = limits.get("agent_cgroup_fd", -1)
+    keep = [report_fd, requests.fileno()] + ([agent_cgroup] if agent_cgroup >= 0 else [])
+    high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 100) for fd in keep]
+    for target, fd in enumerate(high, start=_REPORT_FD):
+        os.dup2(fd, target, inheritable=False)
+    os.closerange(_REPORT_FD + len(high), 65536)
     step = "session"
     try:
         os.setsid()
@@ -330,6 +331,12 @@ def _prepared_command(requests: socket.socket, report_fd: int, limits: dict[str,
             adj.write("1000")
     except BaseException as ex:
         _setup_failure(_REPORT_FD, "oom_score_adj", ex)
+    if agent_cgroup >= 0:  # into the agent's cgroup (its pids.max), out of the service's
+        try:
+            os.write(_AGENT_CGROUP_FD, b"0")
+            os.close(_AGENT_CGROUP_FD)
+        except BaseException as ex:
+            _setup_failure(_REPORT_FD, "agent cgroup", ex)
     os.write(
         _REPORT_FD, f"request {int(request['id'])} {int(bool(request.get('detached')))}\n".encode()
     )
@@ -522,6 +529,7 @@ class Service:
         self.by_init: dict[int, _Exec] = {}
         self.spare: _Exec | None = None
         self.limits: dict[str, Any] = {}
+        self.agent_cgroup_fd = -1
         wake_read, wake_write = os.pipe()
         os.set_blocking(wake_read, False)
         os.set_blocking(wake_write, False)
@@ -534,6 +542,7 @@ class Service:
             "seccomp": [bytes.fromhex(program) for program in init.get("seccomp", [])],
             "rlimits": init.get("rlimits", {}),
             "bounding": _bounding_set(),
+            "agent_cgroup_fd": self.agent_cgroup_fd,
         }
         _fresh_session_keyring()
         _setup_mounts(init["mounts"])
@@ -715,6 +724,8 @@ def main() -> None:
     service = Service(sock)
     try:
         message, fds = read_message(sock)
+        if message.get("agent_cgroup") and fds:  # the agent cgroup's cgroup.procs (host-opened)
+            service.agent_cgroup_fd = fds.pop(0)
         for fd in fds:
             os.close(fd)
         service.start(message)

@@ -37,9 +37,9 @@ logger = logging.getLogger(__name__)
 _HOST_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
 _START_TIMEOUT = 30.0
 _KILL_WAIT = 10.0
-#: Tasks the cgroup allows beyond `max_processes`: the exec service, a prepared namespace init
-#: and the running exec's one.
-_SERVICE_TASKS = 3
+#: Tasks the sample's cgroup allows beyond `max_processes` (which bounds the agent's own child
+#: cgroup): the exec service, its prepared spare (2) and one namespace init per running exec.
+_SERVICE_TASKS = 64
 _SERVICE_SOURCE = Path(execd.__file__).read_bytes()
 
 
@@ -132,7 +132,12 @@ class SandboxSession:
         process: subprocess.Popen[bytes] | None = None
         try:
             if cgroups.available:
-                cgroup = SampleCgroup(cgroups, config.memory_mb, _tasks_limit(config.max_processes))
+                cgroup = SampleCgroup(
+                    cgroups,
+                    config.memory_mb,
+                    _tasks_limit(config.max_processes),
+                    agent_tasks=config.max_processes,
+                )
             # Popen from the event loop's thread: bwrap's --die-with-parent follows the thread
             process = subprocess.Popen(
                 ["bwrap", "--args", str(args_fd), "--", *command],
@@ -205,7 +210,14 @@ class SandboxSession:
         }
         self.channel.setblocking(False)
         init = {"op": "init", "mounts": mounts, "seccomp": [p.hex() for p in seccomp]}
-        await self._send({**init, "rlimits": rlimits})
+        agent_fd = self.cgroup.agent_procs_fd() if self.cgroup is not None else None
+        try:
+            await self._send(
+                {**init, "rlimits": rlimits, "agent_cgroup": agent_fd is not None},
+                [agent_fd] if agent_fd is not None else None,
+            )
+        finally:
+            _close(agent_fd)
         try:
             reply = await self._read_message()
         except (EOFError, OSError, ValueError):

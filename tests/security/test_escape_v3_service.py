@@ -1,0 +1,115 @@
+"""Escape attempts (v3) on the exec service itself: starve it so the scorer's exec fails.
+
+The agent's commands live in a child cgroup of the sample's whose `pids.max` is
+`max_processes`; the exec service and its prepared namespace stay outside it, so a full
+`pids.max` fails the agent's next fork and never the scorer's exec.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import anyio
+import pytest
+
+from docket.sandboxes.bwrap.cgroup import detect
+from docket.sandboxes.bwrap.config import BwrapConfig
+from tests.sandboxes.bwrap_support import bwrap_sandbox, requires_bwrap
+
+pytestmark = requires_bwrap
+
+MAX_PROCESSES = 16
+LIMITS = BwrapConfig(memory_mb=256, max_processes=MAX_PROCESSES, max_file_size_mb=4)
+
+#: Forks up to 40 setsid sleepers (as many as pids.max lets it), says how many, and lingers.
+FILL_PIDS = textwrap.dedent(
+    """
+    import os, time
+    started = 0
+    for _ in range(40):
+        try:
+            pid = os.fork()
+        except OSError:
+            break
+        if pid == 0:
+            os.setsid()
+            time.sleep(60)
+            os._exit(0)
+        started += 1
+    with open("/tmp/filled", "w") as report:
+        report.write(str(started))
+    time.sleep(60)
+    """
+)
+
+#: The agent's next fork while the sleepers linger.
+ONE_FORK = textwrap.dedent(
+    """
+    import os
+    try:
+        pid = os.fork()
+    except BlockingIOError:
+        print("EAGAIN")
+    else:
+        if pid == 0:
+            os._exit(0)
+        os.waitpid(pid, 0)
+        print("forked")
+    """
+)
+
+needs_cgroup = pytest.mark.skipif(
+    not detect().available, reason=f"no usable cgroup here: {detect().reason}"
+)
+
+
+@needs_cgroup
+@pytest.mark.escape(
+    "Fill pids.max with 40 lingering setsid sleeps (max_processes: 16) so the scorer's exec fails",
+    "the agent's commands are in a child cgroup with pids.max = max_processes; the exec "
+    "service and its spare namespace are outside it",
+)
+async def test_full_pids_max_fails_the_agents_fork_not_the_scorers_exec() -> None:
+    async with bwrap_sandbox(LIMITS) as sb:
+        async with anyio.create_task_group() as tg:
+
+            async def linger() -> None:
+                await sb.exec(["python3", "-c", FILL_PIDS], timeout=60)
+
+            tg.start_soon(linger)
+            with anyio.fail_after(30):
+                while not (await sb.exec(["test", "-s", "/tmp/filled"])).success:
+                    await anyio.sleep(0.1)
+            # the filler itself is one of the agent's 16 tasks
+            assert await sb.read_file("/tmp/filled") == str(MAX_PROCESSES - 1)
+            assert (await sb.exec(["python3", "-c", ONE_FORK])).stdout == "EAGAIN\n"
+            scorer = await sb.exec(["echo", "scored"])
+            assert (scorer.returncode, scorer.stdout) == (0, "scored\n")
+            await sb.write_file("check.txt", "ok")
+            assert await sb.read_file("check.txt") == "ok"
+            tg.cancel_scope.cancel()
+        assert sb.session.alive
+        after = await sb.exec(["sh", "-c", "echo $$ > /dev/null && echo alive"])
+        assert after.stdout == "alive\n"
+
+
+@needs_cgroup
+@pytest.mark.escape(
+    "Move out of the agent's cgroup through an inherited fd of a cgroup.procs",
+    "each command writes itself into the agent's cgroup and closes that fd before execve; "
+    "there is no /sys",
+)
+async def test_command_holds_no_cgroup_fd_and_sees_no_cgroupfs() -> None:
+    async with bwrap_sandbox(LIMITS) as sb:
+        fds = await sb.exec(
+            ["python3", "-c", "import os; print(sorted(os.listdir('/proc/self/fd')))"]
+        )
+        assert fds.stdout == "['0', '1', '2', '3']\n"  # 3: listdir's own
+        assert not (await sb.exec(["ls", "/sys/fs/cgroup"])).success
+        own = await sb.exec(["cat", "/proc/self/cgroup"])
+        pids_line = next(
+            line for line in own.stdout.splitlines() if ":pids:" in line or line[:3] == "0::"
+        )
+        assert pids_line.endswith("/agent")  # the command, not the service's cgroup
+        cgroup = sb.session.cgroup
+        assert cgroup is not None and cgroup.agent_tasks() == 0  # nothing of it left running
