@@ -276,9 +276,17 @@ def _regular_or_fail(mode: int) -> None:
         raise PermissionError(errno.EPERM, f"not a regular file ({kind})")
 
 
+#: errnos that mean a kernel resource ran out (for now): that exec fails alone, with exit 126.
+_RESOURCE_ERRNOS = frozenset(
+    (errno.EAGAIN, errno.ENOMEM, errno.EMFILE, errno.ENFILE, errno.ENOSPC, errno.ETOOMANYREFS)
+)
+
+
 def _setup_failure(report_fd: int, step: str, ex: BaseException) -> None:
+    """Report a failed step in one line (`busy` when a kernel resource ran out), then exit."""
+    kind = "busy" if isinstance(ex, OSError) and ex.errno in _RESOURCE_ERRNOS else "setup"
     try:
-        line = f"setup {step}: {type(ex).__name__}: {ex}".replace("\n", " ")
+        line = f"{kind} {step}: {type(ex).__name__}: {ex}".replace("\n", " ")
         os.write(report_fd, line.encode() + b"\n")
     finally:
         os._exit(127)
@@ -403,8 +411,11 @@ def _namespace_init(
         _private_proc()
     except BaseException as ex:
         _setup_failure(status_fd, "proc", ex)
-    report, report_end = os.pipe()
-    command = os.fork()
+    try:
+        report, report_end = os.pipe()
+        command = os.fork()
+    except OSError as ex:  # EAGAIN: the sample's pids.max (or EMFILE)
+        _setup_failure(status_fd, "fork the command", ex)
     if command == 0:
         try:
             _prepared_command(requests, report_end, limits)
@@ -421,8 +432,9 @@ def _namespace_init(
             break
     lines = dict(line.partition(" ")[::2] for line in _read_all(report).splitlines())
     if "request" not in lines:  # it never got a request: it failed to get ready, or we end
-        reason = lines.get("setup", "the prepared command ended before its request")
-        os.write(status_fd, f"setup {reason}\n".encode())
+        kind = "busy" if "busy" in lines else "setup"
+        reason = lines.get(kind, "the prepared command ended before its request")
+        os.write(status_fd, f"{kind} {reason}\n".encode())
         os._exit(0)
     id, detached = (int(x) for x in lines["request"].split())
     os.write(status_fd, f"exit {status}\n".encode())
@@ -516,6 +528,7 @@ class _Exec:
         self.wait_status: int | None = None
         self.error: int | None = None
         self.setup: str | None = None
+        self.busy = False  # setup failed for want of a kernel resource (the service lives on)
         self.reported = False
 
 
@@ -524,7 +537,8 @@ class Service:
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
-        self.selector = selectors.DefaultSelector()
+        # poll, not epoll: epoll watches are a per-uid pool the agent can exhaust (ENOSPC)
+        self.selector = selectors.PollSelector()
         self.execs: dict[int, _Exec] = {}
         self.by_init: dict[int, _Exec] = {}
         self.spare: _Exec | None = None
@@ -555,7 +569,7 @@ class Service:
         self.sock.setblocking(True)
         self.selector.register(self.sock, selectors.EVENT_READ, None)
         self.selector.register(self.wake, selectors.EVENT_READ, None)
-        self.spare = self.prepare()
+        self.spare = self.try_prepare()
         while True:
             for key, _ in self.selector.select():
                 if key.fileobj is self.sock:
@@ -575,11 +589,22 @@ class Service:
         os.set_blocking(read_end, False)
         try:
             requests = _prepare(self.sock, write_end, self.limits)
+        except BaseException:
+            os.close(read_end)
+            raise
         finally:
             os.close(write_end)
         entry = _Exec(read_end, requests)
         self.selector.register(read_end, selectors.EVENT_READ, entry)
         return entry
+
+    def try_prepare(self) -> _Exec | None:
+        """A spare namespace, or None when the kernel refuses one for now (EAGAIN from clone,
+        EMFILE, ENOMEM, ...): the next exec tries again, and fails alone if it still cannot."""
+        try:
+            return self.prepare()
+        except OSError:
+            return None
 
     def take_spare(self) -> _Exec:
         """The prepared namespace for the next exec: the spare while its command still waits
@@ -596,20 +621,11 @@ class Service:
     def handle(self, message: dict[str, Any], fds: list[int]) -> None:
         op = message.get("op")
         if op == "exec":
-            entry = self.take_spare()
-            entry.id = int(message["id"])
-            entry.detached = bool(message.get("detached"))
-            self.execs[entry.id] = entry
-            assert entry.requests is not None
-            try:
-                send_message(entry.requests, message, fds)
-            except OSError:
-                pass  # the prepared namespace died: its status says why
-            entry.requests.close()
-            entry.requests = None
+            self.start_exec(int(message["id"]), message, fds)
             for fd in fds:
                 os.close(fd)
-            self.spare = self.prepare()
+            if self.spare is None:
+                self.spare = self.try_prepare()
         elif op == "kill":
             target = self.execs.get(int(message["id"]))
             if target is not None:
@@ -618,6 +634,29 @@ class Service:
         else:
             for fd in fds:
                 os.close(fd)
+
+    def start_exec(self, id: int, message: dict[str, Any], fds: list[int]) -> None:
+        """Hand exec `id` to a prepared namespace; if the kernel refuses what that takes, the
+        exec alone fails (one line, naming the errno) and the service goes on."""
+        try:
+            entry = self.take_spare()
+        except OSError as ex:
+            self.refuse(id, f"cannot make its pid namespace: {ex}")
+            return
+        entry.id = id
+        entry.detached = bool(message.get("detached"))
+        self.execs[id] = entry
+        assert entry.requests is not None
+        try:
+            send_message(entry.requests, message, fds)
+        except OSError as ex:  # ETOOMANYREFS: too many fds in flight; the command ends unrun
+            entry.setup, entry.busy = f"cannot pass the command its pipes: {ex}", True
+        entry.requests.close()
+        entry.requests = None
+
+    def refuse(self, id: int, why: str) -> None:
+        """Report exec `id` as not started for want of a kernel resource."""
+        send_message(self.sock, {"op": "exit", "id": id, "setup": why, "busy": True})
 
     def kill(self, entry: _Exec) -> None:
         """SIGKILL the exec's namespace init (not yet reaped, so its pid is still ours)."""
@@ -655,8 +694,8 @@ class Service:
                 entry.reported = True
             elif kind == "error":
                 entry.error = int(value)
-            elif kind == "setup":
-                entry.setup = value
+            elif kind in ("setup", "busy") and not entry.busy:
+                entry.setup, entry.busy = value, kind == "busy"
         return True
 
     def finish(self, entry: _Exec) -> None:
@@ -675,6 +714,7 @@ class Service:
         message: dict[str, Any] = {"op": "exit", "id": entry.id}
         if entry.setup is not None:
             message["setup"] = entry.setup
+            message["busy"] = entry.busy
         elif entry.error is not None:
             message["error"] = entry.error
         elif entry.wait_status is None:

@@ -530,6 +530,9 @@ def _kill_process(process: subprocess.Popen[bytes]) -> None:
 def _result(
     outcome: dict[str, Any], argv: list[str] | None, stdout: bytes, stderr: bytes
 ) -> RawResult:
+    if "setup" in outcome and outcome.get("busy"):  # a kernel resource ran out: this exec only
+        line = f"bwrap sandbox: cannot start the command: {outcome['setup']}\n"
+        return RawResult(126, stdout, stderr + line.encode())
     if "setup" in outcome:
         raise SandboxUnavailableError(
             f"the bwrap sandbox could not prepare the command ({outcome['setup']})"

@@ -7,6 +7,7 @@ The agent's commands live in a child cgroup of the sample's whose `pids.max` is
 
 from __future__ import annotations
 
+import re
 import textwrap
 
 import anyio
@@ -113,3 +114,32 @@ async def test_command_holds_no_cgroup_fd_and_sees_no_cgroupfs() -> None:
         assert pids_line.endswith("/agent")  # the command, not the service's cgroup
         cgroup = sb.session.cgroup
         assert cgroup is not None and cgroup.agent_tasks() == 0  # nothing of it left running
+
+
+@needs_cgroup
+@pytest.mark.escape(
+    "Make the exec service's clone fail (EAGAIN) with 40 concurrent execs at max_processes: 4",
+    "a clone the kernel refuses fails that exec alone (exit 126, one line); the service "
+    "lives on and the next exec runs",
+)
+async def test_clone_eagain_fails_one_exec_and_the_service_lives_on() -> None:
+    config = BwrapConfig(memory_mb=256, max_processes=4)
+    results: list[tuple[int, str]] = []
+    async with bwrap_sandbox(config) as sb:
+
+        async def one() -> None:
+            done = await sb.exec(["sleep", "2"], timeout=30, concurrency=False)
+            results.append((done.returncode, done.stderr))
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(40):
+                tg.start_soon(one)
+        refused = re.compile(
+            r"bwrap sandbox: cannot start the command: .*\[Errno 11\] .*"
+            r"Resource temporarily unavailable\n"
+        )
+        codes = sorted({code for code, _stderr in results})
+        assert codes == [0, 126]  # some ran, the rest were refused; none was killed
+        assert all(refused.fullmatch(err) for code, err in results if code == 126)
+        assert sb.session.alive
+        assert (await sb.exec(["echo", "alive"])).stdout == "alive\n"
