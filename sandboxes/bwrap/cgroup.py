@@ -258,6 +258,21 @@ class SampleCgroup:
         except (OSError, ValueError):
             return None
 
+    def events(self) -> dict[str, int]:
+        """How often the sample hit its limits: `oom_kill` (processes the OOM killer ended),
+        `pids_max` (forks refused by the sample's pids.max, the service's side) and
+        `agent_pids_max` (by the agent's)."""
+        found = {"oom_kill": 0, "pids_max": 0, "agent_pids_max": 0}
+        for path in self.paths:
+            for name in ("memory.events", "memory.oom_control"):
+                found["oom_kill"] += _counter(path / name, "oom_kill")
+            found["pids_max"] += _counter(path / "pids.events", "max")
+        if self.agent is not None:
+            found["agent_pids_max"] = _counter(self.agent / "pids.events", "max")
+            if self.support.version == 2:  # v2's pids.events counts its children's hits too
+                found["pids_max"] = max(found["pids_max"] - found["agent_pids_max"], 0)
+        return found
+
     def remove(self) -> list[int]:
         """Kill anything still inside, then remove the directories; returns the killed pids."""
         survivors = self.pids()
@@ -267,6 +282,18 @@ class SampleCgroup:
         for path in self._all_dirs():
             _remove_dir(path)
         return survivors
+
+
+def _counter(path: Path, key: str) -> int:
+    """The `key N` line of a cgroup events file (0 when absent)."""
+    try:
+        for line in path.read_text().splitlines():
+            name, _, value = line.partition(" ")
+            if name == key:
+                return int(value)
+    except (OSError, ValueError):
+        pass
+    return 0
 
 
 def _remove_dir(path: Path) -> None:

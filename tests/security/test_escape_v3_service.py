@@ -8,13 +8,20 @@ The agent's commands live in a child cgroup of the sample's whose `pids.max` is
 from __future__ import annotations
 
 import re
+import shutil
+import signal
+import subprocess
 import textwrap
+import time
+from pathlib import Path
 
 import anyio
 import pytest
 
+from docket.sandboxes.bwrap import cgroup
 from docket.sandboxes.bwrap.cgroup import detect
 from docket.sandboxes.bwrap.config import BwrapConfig
+from docket.sandboxes.bwrap.session import SandboxGone
 from tests.sandboxes.bwrap_support import bwrap_sandbox, requires_bwrap
 
 pytestmark = requires_bwrap
@@ -143,3 +150,75 @@ async def test_clone_eagain_fails_one_exec_and_the_service_lives_on() -> None:
         assert all(refused.fullmatch(err) for code, err in results if code == 126)
         assert sb.session.alive
         assert (await sb.exec(["echo", "alive"])).stdout == "alive\n"
+
+
+def _new_user_namespace() -> tuple[subprocess.Popen[bytes], int]:
+    """A host process in a user namespace of its own, kept alive, and that namespace's inode."""
+    holder = subprocess.Popen(
+        ["unshare", "-U", "sh", "-c", "stat -L -c %i /proc/self/ns/user; exec sleep 60"],
+        stdout=subprocess.PIPE,
+    )
+    assert holder.stdout is not None
+    return holder, int(holder.stdout.readline())
+
+
+@pytest.mark.skipif(shutil.which("unshare") is None, reason="needs util-linux unshare")
+@pytest.mark.escape(
+    "Teardown of a sandbox that died on its own kills processes of whoever reuses its "
+    "user-namespace inode number (another sample, or any host process)",
+    "each session holds its user namespace open until teardown's survivor scan, so the "
+    "kernel cannot pass that number on",
+)
+async def test_dead_sandboxs_teardown_kills_nothing_that_reused_its_namespace_number() -> None:
+    holders: list[subprocess.Popen[bytes]] = []
+    try:
+        async with bwrap_sandbox(LIMITS) as dead:
+            number = dead.session.user_ns
+            signal.pidfd_send_signal(dead.session.pidfd, signal.SIGKILL)  # as an OOM kill would
+            while dead.session.process.poll() is None:
+                await anyio.sleep(0.01)
+            # new namespaces, held, take the lowest free numbers: the dead one's once freed
+            deadline = time.monotonic() + 3
+            while time.monotonic() < deadline and len(holders) < 150:
+                holder, inode = _new_user_namespace()
+                holders.append(holder)
+                if inode == number:
+                    break
+                await anyio.sleep(0.01)
+        # the dead sandbox is torn down: every holder lives on
+        assert [holder.poll() for holder in holders] == [None] * len(holders)
+    finally:
+        for holder in holders:
+            holder.kill()
+            holder.wait()
+
+
+async def test_sandbox_gone_names_its_cause_in_one_line() -> None:
+    async with bwrap_sandbox(LIMITS) as sb:
+        signal.pidfd_send_signal(sb.session.pidfd, signal.SIGKILL)
+        with pytest.raises(SandboxGone) as gone:
+            await sb.exec(["true"])
+    message = str(gone.value)
+    assert "\n" not in message
+    assert message.startswith("the bwrap sandbox of this sample is gone: its exec service ")
+    assert message.endswith(
+        "; cause: its exec service was killed by SIGKILL; the sample cannot go on"
+    )
+
+
+def test_cgroup_events_count_oom_kills_and_refused_forks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "cgroup.subtree_control").write_text("memory pids\n")
+    monkeypatch.setenv(cgroup.CGROUP_ENV, str(tmp_path))
+    cgroup.detect.cache_clear()
+    try:
+        sample = cgroup.SampleCgroup(cgroup.detect(), memory_mb=64, max_tasks=80, agent_tasks=16)
+    finally:
+        cgroup.detect.cache_clear()
+    [path] = sample.paths
+    assert sample.events() == {"oom_kill": 0, "pids_max": 0, "agent_pids_max": 0}
+    (path / "memory.events").write_text("low 0\nhigh 0\nmax 7\noom 3\noom_kill 2\n")
+    (path / "pids.events").write_text("max 5\n")  # v2: the agent's 4 are in it too
+    (path / "agent" / "pids.events").write_text("max 4\n")
+    assert sample.events() == {"oom_kill": 2, "pids_max": 1, "agent_pids_max": 4}
