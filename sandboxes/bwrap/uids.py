@@ -22,6 +22,7 @@ import os
 import pwd
 import tempfile
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,6 +40,9 @@ _SHARED_POOLS = (
 _held: set[int] = set()
 _lock = threading.Lock()
 _cursor = [0]
+#: Scans of the uids processes hold are reused this long (a scan costs ~10 ms under load).
+_SCAN_TTL_S = 30.0
+_scanned: list[tuple[float, frozenset[int]]] = []
 
 
 @dataclass
@@ -77,6 +81,16 @@ def _named_by_passwd(uid: int) -> bool:
     return True
 
 
+def _busy_uids() -> frozenset[int]:
+    """Uids running processes hold (a scan at most `_SCAN_TTL_S` old; our own leases are
+    tracked apart, so a stale scan only misses a foreign process that just took a uid of the
+    range)."""
+    now = time.monotonic()
+    if not _scanned or now - _scanned[0][0] > _SCAN_TTL_S:
+        _scanned[:] = [(now, frozenset(_uids_of_processes()))]
+    return _scanned[0][1]
+
+
 def _uids_of_processes() -> set[int]:
     """Real, effective, saved and filesystem uids of every process (from /proc/*/status)."""
     found: set[int] = set()
@@ -90,7 +104,7 @@ def _uids_of_processes() -> set[int]:
     return found
 
 
-def _try_lease(uid: int, folder: Path, busy: set[int]) -> UidLease | None:
+def _try_lease(uid: int, folder: Path, busy: frozenset[int]) -> UidLease | None:
     if uid in _held or uid in busy or _named_by_passwd(uid):
         return None
     fd = os.open(folder / str(uid), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
@@ -140,7 +154,7 @@ def lease_uid(config: BwrapConfig) -> UidLease:
     first, last = config.host_uid_range
     count = last - first + 1
     folder = _lock_dir()
-    busy = _uids_of_processes()
+    busy = _busy_uids()
     with _lock:
         start = _cursor[0] % count
         for step in range(count):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -97,3 +98,19 @@ def test_lock_folder_is_private() -> None:
     folder = uids._lock_dir()
     assert folder.stat().st_mode & 0o077 == 0
     assert Path(folder).parent.name == f"docket-bin-{os.getuid()}"
+
+
+@as_root
+def test_a_uid_a_running_process_holds_is_skipped() -> None:
+    config = parse_config({"host_uid_range": RANGE})
+    squatter = subprocess.Popen(["sleep", "30"], user=RANGE[0], group=RANGE[0], extra_groups=[])
+    uids._scanned.clear()  # a fresh scan of /proc, not one from before the squatter
+    try:
+        leases = [uids.lease_uid(config) for _ in range(2)]
+        assert sorted(lease.uid or 0 for lease in leases) == [RANGE[0] + 1, RANGE[0] + 2]
+        for lease in leases:
+            lease.release()
+    finally:
+        squatter.kill()
+        squatter.wait()
+        uids._scanned.clear()

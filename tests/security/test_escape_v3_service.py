@@ -141,13 +141,15 @@ async def test_clone_eagain_fails_one_exec_and_the_service_lives_on() -> None:
         async with anyio.create_task_group() as tg:
             for _ in range(40):
                 tg.start_soon(one)
+        # the service's clone, or the namespace init's fork, got EAGAIN (or the spare that
+        # hit it was gone when its request came: EPIPE)
         refused = re.compile(
-            r"bwrap sandbox: cannot start the command: .*\[Errno 11\] .*"
-            r"Resource temporarily unavailable\n"
+            r"bwrap sandbox: cannot start the command: [^\n]*\[Errno (11|32)\] [^\n]*\n"
         )
         codes = sorted({code for code, _stderr in results})
         assert codes == [0, 126]  # some ran, the rest were refused; none was killed
-        assert all(refused.fullmatch(err) for code, err in results if code == 126)
+        assert all(refused.fullmatch(err) for code, err in results if code == 126), results
+        assert any("[Errno 11]" in err for _code, err in results)
         assert sb.session.alive
         assert (await sb.exec(["echo", "alive"])).stdout == "alive\n"
 
