@@ -423,6 +423,8 @@ def _namespace_init(
             os._exit(127)
     os.close(report_end)
     requests.close()
+    if limits.get("agent_cgroup_fd", -1) >= 0:  # only its command needs it, once
+        os.close(limits["agent_cgroup_fd"])
     while True:
         try:
             pid, status = os.wait()

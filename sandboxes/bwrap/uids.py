@@ -20,6 +20,7 @@ import fcntl
 import logging
 import os
 import pwd
+import stat
 import tempfile
 import threading
 import time
@@ -65,11 +66,13 @@ class UidLease:
 
 
 def _lock_dir() -> Path:
+    """`$TMPDIR/docket-bin-<uid>/uids`, checked to be ours and closed to everyone else."""
     folder = Path(tempfile.gettempdir()) / f"docket-bin-{os.getuid()}" / "uids"
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    info = folder.lstat()
-    if info.st_uid != os.getuid() or info.st_mode & 0o077:
-        raise PermissionError(f"{folder} must be a directory only we can use")
+    for path, others in ((folder.parent, 0o022), (folder, 0o077)):
+        info = path.lstat()
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & others:
+            raise PermissionError(f"{path} must be a directory of ours that others cannot write")
     return folder
 
 

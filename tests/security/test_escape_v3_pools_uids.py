@@ -114,3 +114,14 @@ def test_a_uid_a_running_process_holds_is_skipped() -> None:
         squatter.kill()
         squatter.wait()
         uids._scanned.clear()
+
+
+def test_lock_folder_under_a_folder_others_can_write_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    planted = tmp_path / f"docket-bin-{os.getuid()}"
+    planted.mkdir()
+    planted.chmod(0o777)  # as if another local user had made it first
+    monkeypatch.setattr(uids.tempfile, "gettempdir", lambda: str(tmp_path))
+    with pytest.raises(PermissionError, match="must be a directory of ours that others cannot"):
+        uids._lock_dir()
