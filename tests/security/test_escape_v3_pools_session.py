@@ -1,6 +1,7 @@
-"""Escape attempt (v3), through Inspect: at `--max-samples 2`, sample A exhausts every per-uid
-pool at once from a lingering exec while sample B uses `bash_session()`, `exec` and
-`write_file` (B's tool-support server is injected and started during the attack)."""
+"""Escape attempt (v3), through Inspect: at `--max-samples 2`, sample A exhausts four per-uid
+pools at once (all but epoll, which has its own short test) from a lingering exec while sample B
+uses `bash_session()`, `exec` and `write_file` (B's tool-support server is injected and started
+during the attack)."""
 
 from __future__ import annotations
 
@@ -26,15 +27,14 @@ from tests.security.test_escape_v3_pools import (
     CHECKS,
     EXPECTED_CHECK,
     LIMITS,
-    low_epoll_limit,
     pytestmark,  # noqa: F401  (root and bwrap only)
     ready_file,
 )
 
-#: The pools A exhausts together, and the errno each attack must end with.
+#: The pools A exhausts together, and the errno each attack must end with (epoll has its own
+#: test, which lowers fs.epoll.max_user_watches for seconds, not for a whole eval).
 POOLS = {
     "unix_fds": "ETOOMANYREFS",
-    "epoll": "ENOSPC",
     "inotify": "EMFILE",
     "pipe_pages": "EPERM",
     "signals": "EAGAIN",
@@ -106,10 +106,9 @@ async def _use_everything(env: BwrapSandboxEnvironment, state: TaskState) -> Non
 
 
 @pytest.mark.escape(
-    "Starve a concurrent sample's bash_session, exec and write_file through every per-uid pool "
-    "at once (--max-samples 2)",
-    "each concurrent sample runs as a host uid of its own (host_uid_range); the exec service "
-    "uses poll(2), not epoll",
+    "Starve a concurrent sample's bash_session, exec and write_file through fds in flight, "
+    "inotify, pipe pages and queued signals at once (--max-samples 2)",
+    "each concurrent sample runs as a host uid of its own (host_uid_range)",
 )
 def test_bash_session_exec_and_write_file_of_b_survive_a(tmp_path: Path) -> None:
     gate: dict[str, Any] = {}
@@ -121,8 +120,7 @@ def test_bash_session_exec_and_write_file_of_b_survive_a(tmp_path: Path) -> None
         sandbox=("bwrap", str(config)),
     )
     model = get_model("docket/scripted", policy="refuse")
-    with low_epoll_limit():
-        [log] = eval(task, model=model, log_dir=str(tmp_path), display="none", max_samples=2)
+    [log] = eval(task, model=model, log_dir=str(tmp_path), display="none", max_samples=2)
     assert log.status == "success", log.error
     samples = {sample.id: sample for sample in log.samples or []}
     assert all(sample.error is None for sample in samples.values()), samples
