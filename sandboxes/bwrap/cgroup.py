@@ -7,6 +7,14 @@ access to the evaluator's memory and pids cgroups (root, as on CI). cgroup v2 ne
 delegated directory with the memory and pids controllers enabled for its children: the
 evaluator's own cgroup when that is so, or the one named by `$DOCKET_CGROUP`. Without either,
 `detect()` says why in one line and the sandbox falls back to per-process rlimits.
+
+Inside the sample's cgroup, the agent's commands get a child cgroup of their own (`agent/`,
+in the pids hierarchy) whose `pids.max` is `max_processes`; the exec service and its prepared
+namespaces stay outside it (cgroup v2: in the sibling `service/`, as v2 allows no processes in
+a cgroup that has controllers enabled for its children). So however many tasks the agent
+keeps alive, the service can still fork the scorer's exec. A command moves itself into
+`agent/` (writing `0` to an fd of its `cgroup.procs` that the host opened) after it got its
+request and before it `execve`s.
 """
 
 from __future__ import annotations
@@ -132,10 +140,29 @@ def _write(path: Path, value: str) -> None:
     path.write_text(value)
 
 
-class SampleCgroup:
-    """One sample's cgroup (one directory per v1 hierarchy, or one v2 directory)."""
+#: Child cgroups of a sample's: the agent's commands, and (v2) the exec service.
+AGENT, SERVICE = "agent", "service"
 
-    def __init__(self, support: CgroupSupport, memory_mb: int | None, max_tasks: int | None):
+
+class SampleCgroup:
+    """One sample's cgroup (one directory per v1 hierarchy, or one v2 directory), with the
+    agent's child cgroup in the pids hierarchy (and, v2, a `service/` sibling)."""
+
+    def __init__(
+        self,
+        support: CgroupSupport,
+        memory_mb: int | None,
+        max_tasks: int | None,
+        agent_tasks: int | None = None,
+    ):
+        """Make the directories and set the limits.
+
+        Args:
+            support: Where sample cgroups go (`detect()`).
+            memory_mb: `memory.max` of the whole sample, MiB (None: unlimited).
+            max_tasks: `pids.max` of the whole sample, service included (None: unlimited).
+            agent_tasks: `pids.max` of the agent's child cgroup (None: unlimited).
+        """
         self.support = support
         name = f"{PREFIX}{os.getpid()}-{uuid.uuid4().hex[:12]}"
         self.paths = tuple(parent / name for parent in support.parents)
@@ -145,8 +172,9 @@ class SampleCgroup:
                 path.mkdir()
                 created.append(path)
             self._limit(memory_mb, max_tasks)
+            self.agent, self.service = self._children(agent_tasks, created)
         except BaseException:
-            for path in created:
+            for path in reversed(created):
                 with contextlib.suppress(OSError):
                     path.rmdir()
             raise
@@ -170,17 +198,80 @@ class SampleCgroup:
             elif tasks:
                 _write(path / "pids.max", tasks)
 
+    def _children(
+        self, agent_tasks: int | None, created: list[Path]
+    ) -> tuple[Path | None, Path | None]:
+        """The agent's cgroup (pids hierarchy) and, on v2, the service's leaf beside it."""
+        if self.support.version == 2:
+            (root,) = self.paths
+            _write(root / "cgroup.subtree_control", "+pids")
+            for child in (SERVICE, AGENT):
+                (root / child).mkdir()
+                created.append(root / child)
+            agent, service = root / AGENT, root / SERVICE
+        else:
+            pids = [path for path in self.paths if (path / "pids.max").exists()]
+            if not pids:
+                return None, None
+            agent, service = pids[0] / AGENT, None
+            agent.mkdir()
+            created.append(agent)
+        if agent_tasks:
+            _write(agent / "pids.max", str(agent_tasks))
+        return agent, service
+
     def attach(self, pid: int) -> None:
-        """Move `pid` (not yet running sample code) into the cgroup."""
+        """Move `pid` (not yet running sample code) into the cgroup (v2: its service leaf)."""
         for path in self.paths:
-            _write(path / "cgroup.procs", str(pid))
+            leaf = self.service if self.support.version == 2 and self.service else path
+            _write(leaf / "cgroup.procs", str(pid))
+
+    def agent_procs_fd(self) -> int | None:
+        """A write-only fd of the agent cgroup's `cgroup.procs` (None without one).
+
+        Writing `0` to it moves the writer there; the kernel checks the opener's (our)
+        credentials, so an unprivileged command may use it, and only it: the exec service
+        hands it to each command, which closes it before `execve`.
+        """
+        if self.agent is None:
+            return None
+        return os.open(self.agent / "cgroup.procs", os.O_WRONLY | os.O_CLOEXEC)
+
+    def _all_dirs(self) -> list[Path]:
+        """Children first, then the sample's own directories."""
+        children = [path for path in (self.agent, self.service) if path is not None]
+        return children + list(self.paths)
 
     def pids(self) -> list[int]:
         found: set[int] = set()
-        for path in self.paths:
+        for path in self._all_dirs():
             with contextlib.suppress(OSError):
                 found.update(int(p) for p in (path / "cgroup.procs").read_text().split())
         return sorted(found)
+
+    def agent_tasks(self) -> int | None:
+        """Tasks now in the agent's cgroup (`pids.current`), None where unknown."""
+        if self.agent is None:
+            return None
+        try:
+            return int((self.agent / "pids.current").read_text())
+        except (OSError, ValueError):
+            return None
+
+    def events(self) -> dict[str, int]:
+        """How often the sample hit its limits: `oom_kill` (processes the OOM killer ended),
+        `pids_max` (forks refused by the sample's pids.max, the service's side) and
+        `agent_pids_max` (by the agent's)."""
+        found = {"oom_kill": 0, "pids_max": 0, "agent_pids_max": 0}
+        for path in self.paths:
+            for name in ("memory.events", "memory.oom_control"):
+                found["oom_kill"] += _counter(path / name, "oom_kill")
+            found["pids_max"] += _counter(path / "pids.events", "max")
+        if self.agent is not None:
+            found["agent_pids_max"] = _counter(self.agent / "pids.events", "max")
+            if self.support.version == 2:  # v2's pids.events counts its children's hits too
+                found["pids_max"] = max(found["pids_max"] - found["agent_pids_max"], 0)
+        return found
 
     def remove(self) -> list[int]:
         """Kill anything still inside, then remove the directories; returns the killed pids."""
@@ -188,9 +279,21 @@ class SampleCgroup:
         for pid in survivors:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
-        for path in self.paths:
+        for path in self._all_dirs():
             _remove_dir(path)
         return survivors
+
+
+def _counter(path: Path, key: str) -> int:
+    """The `key N` line of a cgroup events file (0 when absent)."""
+    try:
+        for line in path.read_text().splitlines():
+            name, _, value = line.partition(" ")
+            if name == key:
+                return int(value)
+    except (OSError, ValueError):
+        pass
+    return 0
 
 
 def _remove_dir(path: Path) -> None:
@@ -222,11 +325,14 @@ def remove_leftovers() -> list[Path]:
         for path in sorted(parent.glob(f"{PREFIX}*")):
             if not path.is_dir() or _owner_alive(path):
                 continue
-            with contextlib.suppress(OSError):
-                for pid in (path / "cgroup.procs").read_text().split():
-                    with contextlib.suppress(ProcessLookupError, PermissionError):
-                        os.kill(int(pid), signal.SIGKILL)
-            _remove_dir(path)
+            dirs = [path / AGENT, path / SERVICE, path]
+            for directory in dirs:
+                with contextlib.suppress(OSError):
+                    for pid in (directory / "cgroup.procs").read_text().split():
+                        with contextlib.suppress(ProcessLookupError, PermissionError):
+                            os.kill(int(pid), signal.SIGKILL)
+            for directory in dirs:
+                _remove_dir(directory)
             if not path.exists():
                 removed.append(path)
     return removed

@@ -34,7 +34,11 @@ class BwrapConfigError(PrerequisiteError, ValueError):
 
 
 #: Limits `require` can insist on.
-Requirement = Literal["seccomp", "cgroup", "ptys"]
+Requirement = Literal["seccomp", "cgroup", "ptys", "uid"]
+
+#: The default block of host uids samples lease one each of (as root): far above the uids
+#: distributions hand out and the usual subuid ranges.
+DEFAULT_UID_RANGE = (1_500_000_000, 1_500_004_095)
 
 
 class BwrapConfig(BaseModel):
@@ -67,9 +71,10 @@ class BwrapConfig(BaseModel):
     Docker-format JSON profile."""
 
     require: list[Requirement] | None = None
-    """Limits the host must enforce or the eval stops: `seccomp`, `cgroup`. Default:
-    `[seccomp]` (unless `seccomp: none`); without `cgroup` here, a host with no usable cgroup
-    falls back to per-process rlimits and says so once."""
+    """Limits the host must enforce or the eval stops: `seccomp`, `cgroup`, `uid` (each
+    concurrent sample runs as a host uid of its own). Default: `[seccomp]` (unless `seccomp:
+    none`); without `cgroup` here, a host with no usable cgroup falls back to per-process
+    rlimits and says so once (and likewise for `uid`)."""
 
     ro_binds: list[str] | dict[str, str] = Field(default_factory=list)
     """Host paths bound read-only: `["/host/path", "/host:/in/sandbox"]` or `{host: sandbox}`."""
@@ -80,8 +85,13 @@ class BwrapConfig(BaseModel):
     network: Literal["none"] = "none"
     """Only `none` (loopback only) is supported; use docker/k8s for networked tasks."""
 
-    host_uid: int = Field(default=65534, gt=0)
-    """Host uid (and gid) the sandbox runs as when Inspect runs as root; ignored otherwise."""
+    host_uid: int | None = Field(default=None, gt=0)
+    """Host uid (and gid) every sample's sandbox runs as when Inspect runs as root (ignored
+    otherwise). Unset (the default), each concurrent sample gets one of `host_uid_range`
+    instead; set, samples share this uid and the kernel's per-uid pools (said once)."""
+
+    host_uid_range: tuple[int, int] = DEFAULT_UID_RANGE
+    """First and last host uid (inclusive) samples lease one each of, as root."""
 
     @field_validator("seccomp")
     @classmethod
@@ -100,6 +110,11 @@ class BwrapConfig(BaseModel):
     def _consistent(self) -> BwrapConfig:
         if self.seccomp == "none" and "seccomp" in self.required():
             raise ValueError("require lists seccomp but seccomp is none")
+        if self.host_uid is not None and "uid" in self.required():
+            raise ValueError("require lists uid but host_uid is set (samples would share it)")
+        first, last = self.host_uid_range
+        if not 0 < first <= last < (1 << 32) - 1:
+            raise ValueError("host_uid_range must be [first, last] with 0 < first <= last")
         return self
 
     @field_validator("env")

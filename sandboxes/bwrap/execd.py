@@ -402,16 +402,25 @@ def _regular_or_fail(mode: int) -> None:
         raise PermissionError(errno.EPERM, f"not a regular file ({kind})")
 
 
+#: errnos that mean a kernel resource ran out (for now): that exec fails alone, with exit 126.
+_RESOURCE_ERRNOS = frozenset(
+    (errno.EAGAIN, errno.ENOMEM, errno.EMFILE, errno.ENFILE, errno.ENOSPC, errno.ETOOMANYREFS)
+)
+
+
 def _setup_failure(report_fd: int, step: str, ex: BaseException) -> None:
+    """Report a failed step in one line (`busy` when a kernel resource ran out), then exit."""
+    kind = "busy" if isinstance(ex, OSError) and ex.errno in _RESOURCE_ERRNOS else "setup"
     try:
-        line = f"setup {step}: {type(ex).__name__}: {ex}".replace("\n", " ")
+        line = f"{kind} {step}: {type(ex).__name__}: {ex}".replace("\n", " ")
         os.write(report_fd, line.encode() + b"\n")
     finally:
         os._exit(127)
 
 
-#: The prepared command's fds: the failure pipe to its namespace init, and its request socket.
-_REPORT_FD, _REQUEST_FD = 3, 4
+#: The prepared command's fds: the failure pipe to its namespace init, its request socket, and
+#: (with a cgroup) the agent cgroup's `cgroup.procs`.
+_REPORT_FD, _REQUEST_FD, _AGENT_CGROUP_FD = 3, 4, 5
 
 
 def _prepared_command(requests: socket.socket, report_fd: int, limits: dict[str, Any]) -> None:
@@ -423,12 +432,12 @@ def _prepared_command(requests: socket.socket, report_fd: int, limits: dict[str,
     then `execve` (or a file builtin).
     Failures go to the namespace init on `_REPORT_FD` as one line.
     """
-    high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 100) for fd in (report_fd, requests.fileno())]
-    os.dup2(high[0], _REPORT_FD)
-    os.dup2(high[1], _REQUEST_FD)
-    os.closerange(_REQUEST_FD + 1, 65536)
-    os.set_inheritable(_REPORT_FD, False)
-    os.set_inheritable(_REQUEST_FD, False)
+    agent_cgroup = limits.get("agent_cgroup_fd", -1)
+    keep = [report_fd, requests.fileno()] + ([agent_cgroup] if agent_cgroup >= 0 else [])
+    high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 100) for fd in keep]
+    for target, fd in enumerate(high, start=_REPORT_FD):
+        os.dup2(fd, target, inheritable=False)
+    os.closerange(_REPORT_FD + len(high), 65536)
     step = "session"
     try:
         os.setsid()
@@ -456,6 +465,12 @@ def _prepared_command(requests: socket.socket, report_fd: int, limits: dict[str,
             adj.write("1000")
     except BaseException as ex:
         _setup_failure(_REPORT_FD, "oom_score_adj", ex)
+    if agent_cgroup >= 0:  # into the agent's cgroup (its pids.max), out of the service's
+        try:
+            os.write(_AGENT_CGROUP_FD, b"0")
+            os.close(_AGENT_CGROUP_FD)
+        except BaseException as ex:
+            _setup_failure(_REPORT_FD, "agent cgroup", ex)
     launcher = None  # detached only for the sealed launcher itself, run through this fd
     if request.get("detached") and request.get("argv"):
         launcher = _sealed_launcher(request["argv"][0], limits.get("tools"))
@@ -526,8 +541,11 @@ def _namespace_init(
         _private_proc()
     except BaseException as ex:
         _setup_failure(status_fd, "proc", ex)
-    report, report_end = os.pipe()
-    command = os.fork()
+    try:
+        report, report_end = os.pipe()
+        command = os.fork()
+    except OSError as ex:  # EAGAIN: the sample's pids.max (or EMFILE)
+        _setup_failure(status_fd, "fork the command", ex)
     if command == 0:
         try:
             _prepared_command(requests, report_end, limits)
@@ -535,6 +553,8 @@ def _namespace_init(
             os._exit(127)
     os.close(report_end)
     requests.close()
+    if limits.get("agent_cgroup_fd", -1) >= 0:  # only its command needs it, once
+        os.close(limits["agent_cgroup_fd"])
     while True:
         try:
             pid, status = os.wait()
@@ -544,8 +564,9 @@ def _namespace_init(
             break
     lines = dict(line.partition(" ")[::2] for line in _read_all(report).splitlines())
     if "request" not in lines:  # it never got a request: it failed to get ready, or we end
-        reason = lines.get("setup", "the prepared command ended before its request")
-        os.write(status_fd, f"setup {reason}\n".encode())
+        kind = "busy" if "busy" in lines else "setup"
+        reason = lines.get(kind, "the prepared command ended before its request")
+        os.write(status_fd, f"{kind} {reason}\n".encode())
         os._exit(0)
     id, detached = (int(x) for x in lines["request"].split())
     os.write(status_fd, f"exit {status}\n".encode())
@@ -639,6 +660,7 @@ class _Exec:
         self.wait_status: int | None = None
         self.error: int | None = None
         self.setup: str | None = None
+        self.busy = False  # setup failed for want of a kernel resource (the service lives on)
         self.reported = False
 
 
@@ -647,12 +669,14 @@ class Service:
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
-        self.selector = selectors.DefaultSelector()
+        # poll, not epoll: epoll watches are a per-uid pool the agent can exhaust (ENOSPC)
+        self.selector = selectors.PollSelector()
         self.execs: dict[int, _Exec] = {}
         self.by_init: dict[int, _Exec] = {}
         self.spare: _Exec | None = None
         self.limits: dict[str, Any] = {}
         self.staging = ""
+        self.agent_cgroup_fd = -1
         wake_read, wake_write = os.pipe()
         os.set_blocking(wake_read, False)
         os.set_blocking(wake_write, False)
@@ -665,6 +689,7 @@ class Service:
             "seccomp": [bytes.fromhex(program) for program in init.get("seccomp", [])],
             "rlimits": init.get("rlimits", {}),
             "bounding": _bounding_set(),
+            "agent_cgroup_fd": self.agent_cgroup_fd,
         }
         _fresh_session_keyring()
         _setup_mounts(init["mounts"])
@@ -678,7 +703,7 @@ class Service:
         self.sock.setblocking(True)
         self.selector.register(self.sock, selectors.EVENT_READ, None)
         self.selector.register(self.wake, selectors.EVENT_READ, None)
-        self.spare = self.prepare()
+        self.spare = self.try_prepare()
         while True:
             for key, _ in self.selector.select():
                 if key.fileobj is self.sock:
@@ -698,11 +723,22 @@ class Service:
         os.set_blocking(read_end, False)
         try:
             requests = _prepare(self.sock, write_end, self.limits)
+        except BaseException:
+            os.close(read_end)
+            raise
         finally:
             os.close(write_end)
         entry = _Exec(read_end, requests)
         self.selector.register(read_end, selectors.EVENT_READ, entry)
         return entry
+
+    def try_prepare(self) -> _Exec | None:
+        """A spare namespace, or None when the kernel refuses one for now (EAGAIN from clone,
+        EMFILE, ENOMEM, ...): the next exec tries again, and fails alone if it still cannot."""
+        try:
+            return self.prepare()
+        except OSError:
+            return None
 
     def take_spare(self) -> _Exec:
         """The prepared namespace for the next exec: the spare while its command still waits
@@ -719,20 +755,11 @@ class Service:
     def handle(self, message: dict[str, Any], fds: list[int]) -> None:
         op = message.get("op")
         if op == "exec":
-            entry = self.take_spare()
-            entry.id = int(message["id"])
-            entry.detached = bool(message.get("detached"))
-            self.execs[entry.id] = entry
-            assert entry.requests is not None
-            try:
-                send_message(entry.requests, message, fds)
-            except OSError:
-                pass  # the prepared namespace died: its status says why
-            entry.requests.close()
-            entry.requests = None
+            self.start_exec(int(message["id"]), message, fds)
             for fd in fds:
                 os.close(fd)
-            self.spare = self.prepare()
+            if self.spare is None:
+                self.spare = self.try_prepare()
         elif op == "seal":
             self.seal(message, fds)
         elif op == "kill":
@@ -761,8 +788,31 @@ class Service:
             if spare.requests is not None:
                 spare.requests.close()  # its init reports and is reaped as any other
                 spare.requests = None
-            self.spare = self.prepare()
+            self.spare = self.try_prepare()
         send_message(self.sock, reply)
+
+    def start_exec(self, id: int, message: dict[str, Any], fds: list[int]) -> None:
+        """Hand exec `id` to a prepared namespace; if the kernel refuses what that takes, the
+        exec alone fails (one line, naming the errno) and the service goes on."""
+        try:
+            entry = self.take_spare()
+        except OSError as ex:
+            self.refuse(id, f"cannot make its pid namespace: {ex}")
+            return
+        entry.id = id
+        entry.detached = bool(message.get("detached"))
+        self.execs[id] = entry
+        assert entry.requests is not None
+        try:
+            send_message(entry.requests, message, fds)
+        except OSError as ex:  # ETOOMANYREFS: too many fds in flight; the command ends unrun
+            entry.setup, entry.busy = f"cannot pass the command its pipes: {ex}", True
+        entry.requests.close()
+        entry.requests = None
+
+    def refuse(self, id: int, why: str) -> None:
+        """Report exec `id` as not started for want of a kernel resource."""
+        send_message(self.sock, {"op": "exit", "id": id, "setup": why, "busy": True})
 
     def kill(self, entry: _Exec) -> None:
         """SIGKILL the exec's namespace init (not yet reaped, so its pid is still ours)."""
@@ -800,8 +850,8 @@ class Service:
                 entry.reported = True
             elif kind == "error":
                 entry.error = int(value)
-            elif kind == "setup":
-                entry.setup = value
+            elif kind in ("setup", "busy") and not entry.busy:
+                entry.setup, entry.busy = value, kind == "busy"
         return True
 
     def finish(self, entry: _Exec) -> None:
@@ -820,6 +870,7 @@ class Service:
         message: dict[str, Any] = {"op": "exit", "id": entry.id}
         if entry.setup is not None:
             message["setup"] = entry.setup
+            message["busy"] = entry.busy
         elif entry.error is not None:
             message["error"] = entry.error
         elif entry.wait_status is None:
@@ -869,6 +920,8 @@ def main() -> None:
     service = Service(sock)
     try:
         message, fds = read_message(sock)
+        if message.get("agent_cgroup") and fds:  # the agent cgroup's cgroup.procs (host-opened)
+            service.agent_cgroup_fd = fds.pop(0)
         for fd in fds:
             os.close(fd)
         service.start(message)

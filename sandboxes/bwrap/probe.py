@@ -54,8 +54,11 @@ _FIX = (
 
 
 def run_as_uid(config: BwrapConfig) -> int | None:
-    """Host uid to drop to before starting bwrap: `config.host_uid` as root, else None."""
-    return config.host_uid if os.geteuid() == 0 else None
+    """A host uid the sandbox runs as (the probe's): `host_uid`, else the first of
+    `host_uid_range`, as root; None otherwise. Samples lease their own (`uids.lease_uid`)."""
+    if os.geteuid() != 0:
+        return None
+    return config.host_uid if config.host_uid is not None else config.host_uid_range[0]
 
 
 def candidates() -> list[str]:

@@ -33,6 +33,7 @@ from .layout import SANDBOX_UID, SANDBOX_USER, base_env, resolve_path
 from .probe import ensure_bwrap, host_limits, run_as_uid
 from .session import ExecFailed, RawResult, SandboxSession, StreamLimitExceeded
 from .toolsupport import is_tool_bundle
+from .uids import UidLease, check_uid_support, lease_uid
 
 logger = logging.getLogger(__name__)
 _UNSEALED = (
@@ -81,12 +82,15 @@ class BwrapSandboxEnvironment(SandboxEnvironment):
     process an `exec` starts ends with it (except Inspect's own tool-support server).
     """
 
-    def __init__(self, config: BwrapConfig, session: SandboxSession) -> None:
+    def __init__(
+        self, config: BwrapConfig, session: SandboxSession, uid: UidLease | None = None
+    ) -> None:
         super().__init__()
         self.config = config
         self.session = session
         #: "" once Inspect's tool support is sealed, a reason if that failed, None before
         self._sealing: str | None = None
+        self.uid = uid
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -101,6 +105,7 @@ class BwrapSandboxEnvironment(SandboxEnvironment):
         for host, _dest in resolved.bind_pairs():
             _check_bind_source(host, run_as_uid(resolved))
         host_limits(resolved, await ensure_bwrap(resolved))
+        check_uid_support(resolved)
 
     @override
     @classmethod
@@ -111,20 +116,25 @@ class BwrapSandboxEnvironment(SandboxEnvironment):
         metadata: dict[str, str],
     ) -> dict[str, SandboxEnvironment]:
         resolved = load_config(config)
-        run_as = run_as_uid(resolved)
-        for host, _dest in resolved.bind_pairs():
-            _check_bind_source(host, run_as)
         binary = await ensure_bwrap(resolved)
         limits = host_limits(resolved, binary)
-        session = await SandboxSession.start(
-            binary,
-            resolved,
-            run_as=run_as,
-            seccomp=limits.seccomp,
-            cgroups=limits.cgroups,
-            rlimits=_rlimits(resolved, limits.cgroups.available),
-        )
-        return {"default": cls(resolved, session)}
+        check_uid_support(resolved)
+        uid = lease_uid(resolved)  # this sample's own host uid (its per-uid kernel pools)
+        try:
+            for host, _dest in resolved.bind_pairs():
+                _check_bind_source(host, uid.uid)
+            session = await SandboxSession.start(
+                binary,
+                resolved,
+                run_as=uid.uid,
+                seccomp=limits.seccomp,
+                cgroups=limits.cgroups,
+                rlimits=_rlimits(resolved, limits.cgroups.available),
+            )
+        except BaseException:
+            uid.release()
+            raise
+        return {"default": cls(resolved, session, uid)}
 
     @override
     @classmethod
@@ -138,6 +148,8 @@ class BwrapSandboxEnvironment(SandboxEnvironment):
         for environment in environments.values():
             if isinstance(environment, BwrapSandboxEnvironment):
                 await environment.session.close()
+                if environment.uid is not None:  # nothing of the sandbox is left: reusable
+                    environment.uid.release()
 
     @override
     @classmethod

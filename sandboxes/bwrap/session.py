@@ -16,6 +16,7 @@ import itertools
 import json
 import logging
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -37,9 +38,9 @@ logger = logging.getLogger(__name__)
 _HOST_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
 _START_TIMEOUT = 30.0
 _KILL_WAIT = 10.0
-#: Tasks the cgroup allows beyond `max_processes`: the exec service, a prepared namespace init
-#: and the running exec's one.
-_SERVICE_TASKS = 3
+#: Tasks the sample's cgroup allows beyond `max_processes` (which bounds the agent's own child
+#: cgroup): the exec service, its prepared spare (2) and one namespace init per running exec.
+_SERVICE_TASKS = 64
 _SERVICE_SOURCE = Path(execd.__file__).read_bytes()
 
 
@@ -100,6 +101,12 @@ class SandboxSession:
         self.user_ns: int | None = None
         #: Why the sandbox has no devpts of its own with at most PTY_MAX ptys (None: it has).
         self.ptys_problem: str | None = None
+        #: Held open from the handshake until teardown's survivor scan: while it is open the
+        #: kernel cannot free the namespace, so its inode number cannot pass to a namespace of
+        #: another sample (a freed number is reused at once), whose processes that scan would
+        #: then kill as "survivors".
+        self._user_ns_fd: int | None = None
+        self._status_fd: int | None = None
         self._ids = itertools.count(1)
         self._buffer = bytearray()
         self._mailbox: dict[int, dict[str, Any]] = {}
@@ -134,7 +141,12 @@ class SandboxSession:
         process: subprocess.Popen[bytes] | None = None
         try:
             if cgroups.available:
-                cgroup = SampleCgroup(cgroups, config.memory_mb, _tasks_limit(config.max_processes))
+                cgroup = SampleCgroup(
+                    cgroups,
+                    config.memory_mb,
+                    _tasks_limit(config.max_processes),
+                    agent_tasks=config.max_processes,
+                )
             # Popen from the event loop's thread: bwrap's --die-with-parent follows the thread
             process = subprocess.Popen(
                 ["bwrap", "--args", str(args_fd), "--", *command],
@@ -164,9 +176,12 @@ class SandboxSession:
                 child_pid = await _child_pid(status_read)
             if child_pid is None:
                 raise _start_failure(process, "bwrap exited before starting the sandbox")
-            if cgroup is not None:
-                cgroup.attach(child_pid)
-            session = cls(process, ours, child_pid, cgroup)
+            try:
+                if cgroup is not None:
+                    cgroup.attach(child_pid)
+                session = cls(process, ours, child_pid, cgroup)
+            except ProcessLookupError:
+                raise _start_failure(process, "its pid 1 exited as it started") from None
         except BaseException:
             _close(status_read)
             _kill_process(process)
@@ -174,7 +189,7 @@ class SandboxSession:
             if cgroup is not None:
                 cgroup.remove()
             raise
-        _close(status_read)
+        session._status_fd = status_read  # bwrap writes its pid 1's exit code there at the end
         try:
             with anyio.fail_after(_START_TIMEOUT):
                 await session._handshake(config, seccomp, rlimits or {}, plan.late_binds)
@@ -208,7 +223,14 @@ class SandboxSession:
         }
         self.channel.setblocking(False)
         init = {"op": "init", "mounts": mounts, "seccomp": [p.hex() for p in seccomp]}
-        await self._send({**init, "rlimits": rlimits})
+        agent_fd = self.cgroup.agent_procs_fd() if self.cgroup is not None else None
+        try:
+            await self._send(
+                {**init, "rlimits": rlimits, "agent_cgroup": agent_fd is not None},
+                [agent_fd] if agent_fd is not None else None,
+            )
+        finally:
+            _close(agent_fd)
         try:
             reply = await self._read_message()
         except (EOFError, OSError, ValueError):
@@ -218,8 +240,21 @@ class SandboxSession:
                 f"bwrap could not start the sandbox: {reply.get('message', reply)}"
             )
         self.ptys_problem = reply.get("ptys")
-        with contextlib.suppress(OSError):
-            self.user_ns = os.stat(f"/proc/{self.child_pid}/ns/user").st_ino
+        self._hold_user_ns()
+
+    def _hold_user_ns(self) -> None:
+        """Open pid 1's user namespace (checked through the pidfd to still be that process)."""
+        try:
+            fd = os.open(f"/proc/{self.child_pid}/ns/user", os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            raise self._mark_gone("its pid 1 exited during the handshake") from None
+        try:
+            signal.pidfd_send_signal(self.pidfd, 0)  # still our pid 1, not a reused pid
+        except OSError:
+            _close(fd)
+            raise self._mark_gone("its pid 1 exited during the handshake") from None
+        self._user_ns_fd = fd
+        self.user_ns = os.fstat(fd).st_ino
 
     # -- channel ---------------------------------------------------------------------------
 
@@ -260,11 +295,32 @@ class SandboxSession:
     def _mark_gone(self, why: str) -> SandboxGone:
         if self._gone is None:
             last = _last_line(self.process)
-            self._gone = f"{why}; {last}" if last else why
+            self._gone = f"{why}; {self._cause()}" + (f"; its last words: {last}" if last else "")
         return SandboxGone(
-            f"the bwrap sandbox of this sample is gone: {self._gone} "
-            "(a command killed it, or it ran out of memory); the sample cannot go on"
+            f"the bwrap sandbox of this sample is gone: {self._gone}; the sample cannot go on"
         )
+
+    def _cause(self) -> str:
+        """Why the sandbox ended, as far as the host can tell: OOM kills and refused forks in
+        its cgroup, and how its exec service (bwrap's pid 1) ended."""
+        causes: list[str] = []
+        events = self.cgroup.events() if self.cgroup is not None else {}
+        if events.get("oom_kill"):
+            causes.append(f"the OOM killer ended {events['oom_kill']} of its processes")
+        if events.get("pids_max"):
+            causes.append(f"its pids.max refused {events['pids_max']} fork(s) of the service")
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=0.5)  # bwrap ends right after its pid 1
+        code = _exit_code(self._status_fd)
+        if code is None:
+            causes.append("its exec service's end is unknown")
+        elif code > 128:
+            number = code - 128
+            name = signal.Signals(number).name if number in signal.valid_signals() else number
+            causes.append(f"its exec service was killed by {name}")
+        else:
+            causes.append(f"its exec service exited with status {code}")
+        return "cause: " + ", ".join(causes)
 
     async def _wait_exit(self, id: int) -> dict[str, Any]:
         while True:
@@ -450,7 +506,8 @@ class SandboxSession:
                 os.kill(pid, signal.SIGKILL)
         if self.cgroup is not None:
             survivors += self.cgroup.remove()
-        _close(self.pidfd)
+        _close(self.pidfd, self._user_ns_fd, self._status_fd)
+        self._user_ns_fd = self._status_fd = None
         self.channel.close()
         if self.process.stderr is not None:
             self.process.stderr.close()
@@ -516,6 +573,19 @@ async def _child_pid(status_fd: int) -> int | None:
     return int(document["child-pid"])
 
 
+def _exit_code(status_fd: int | None) -> int | None:
+    """The `exit-code` bwrap wrote on its JSON status fd when its pid 1 ended (128 + signal
+    for a signal), if it has."""
+    if status_fd is None:
+        return None
+    data = bytearray()
+    with contextlib.suppress(OSError):
+        while chunk := os.read(status_fd, 4096):
+            data += chunk
+    found = re.search(rb'"exit-code"\s*:\s*(\d+)', bytes(data))
+    return int(found.group(1)) if found else None
+
+
 def _start_failure(process: subprocess.Popen[bytes], fallback: str) -> SandboxUnavailableError:
     """bwrap's own first error line (it writes `bwrap: ...` on stderr and exits)."""
     detail = fallback
@@ -550,6 +620,9 @@ def _kill_process(process: subprocess.Popen[bytes]) -> None:
 def _result(
     outcome: dict[str, Any], argv: list[str] | None, stdout: bytes, stderr: bytes
 ) -> RawResult:
+    if "setup" in outcome and outcome.get("busy"):  # a kernel resource ran out: this exec only
+        line = f"bwrap sandbox: cannot start the command: {outcome['setup']}\n"
+        return RawResult(126, stdout, stderr + line.encode())
     if "setup" in outcome:
         raise SandboxUnavailableError(
             f"the bwrap sandbox could not prepare the command ({outcome['setup']})"

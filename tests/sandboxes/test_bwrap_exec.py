@@ -164,9 +164,13 @@ async def test_a_killed_spare_namespace_is_replaced_before_the_next_exec() -> No
     async with bwrap_sandbox() as sb:
         assert (await sb.exec(["true"])).success
         service = sb.session.child_pid
-        spares = {init: _children(init) for init in _children(service)}
-        inits = [init for init, commands in spares.items() if commands]
-        waiting = [command for init in inits for command in spares[init]]
+        for _ in range(250):  # the spare's init forks its command on its own time (under load)
+            spares = {init: _children(init) for init in _children(service)}
+            inits = [init for init, commands in spares.items() if commands]
+            waiting = [command for init in inits for command in spares[init]]
+            if waiting:
+                break
+            await anyio.sleep(0.02)
         assert waiting, "the spare's prepared command should be there"
         for init in inits:
             os.kill(init, signal.SIGSTOP)

@@ -144,14 +144,18 @@ def delegated_v2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pa
 def test_v2_sample_cgroup_limits_attach_and_removal(delegated_v2: Path) -> None:
     support = cgroup.detect()
     assert support.version == 2 and support.parents == (delegated_v2,)
-    sample = cgroup.SampleCgroup(support, memory_mb=128, max_tasks=40)
+    sample = cgroup.SampleCgroup(support, memory_mb=128, max_tasks=40, agent_tasks=16)
     [path] = sample.paths
     assert (path / "memory.max").read_text() == str(128 << 20)
     assert (path / "memory.swap.max").read_text() == "0"
     assert (path / "pids.max").read_text() == "40"
-    sample.attach(4242)
-    assert (path / "cgroup.procs").read_text() == "4242"
-    for name in ("memory.max", "memory.swap.max", "pids.max", "cgroup.procs"):
+    assert (path / "cgroup.subtree_control").read_text() == "+pids"
+    assert (path / "agent" / "pids.max").read_text() == "16"
+    sample.attach(4242)  # v2: no process in a cgroup with controllers for its children
+    assert (path / "service" / "cgroup.procs").read_text() == "4242"
+    assert not (path / "cgroup.procs").exists()
+    written = ["memory.max", "memory.swap.max", "pids.max", "cgroup.subtree_control"]
+    for name in [*written, "agent/pids.max", "service/cgroup.procs"]:
         (path / name).unlink()  # a real cgroupfs removes its files itself
     assert sample.remove() == []
     assert not path.exists()
