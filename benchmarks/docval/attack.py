@@ -12,6 +12,7 @@ use surface features.
   row or the column of a token the question names). It is trained on a freshly generated split
   (never the test split); the answer is the best token and its tagged neighbours on its line,
   the box their union.
+* `constant_attacker` — the most frequent training answer and the median training box.
 * `keyword_rule` — no training: the token that shares the most words (4-letter prefixes) with
   the question, then the rest of its line (else the next line) as answer and box.
 
@@ -340,6 +341,25 @@ def _decode(prompt: Prompt, proba: np.ndarray) -> tuple[str, list[float]]:
     while hi < len(line) - 1 and proba[line[hi + 1]] >= 0.5:
         hi += 1
     return _answer([prompt.tokens[i] for i in line[lo : hi + 1]])
+
+
+def constant_attacker(docs: Iterable[dict[str, Any]]) -> Attacker:
+    """The best constant: the most frequent first answer of `docs` and their median gold box.
+
+    Args:
+        docs: Training split records.
+
+    Returns:
+        An attacker that ignores its prompt.
+    """
+    from collections import Counter
+
+    questions = [q for d in docs for q in d["questions"] if q.get("bbox")]
+    if not questions:
+        raise ValueError("constant_attacker: no questions with a gold box")
+    answer = Counter(q["answers"][0] for q in questions).most_common(1)[0][0]
+    box = [float(v) for v in np.median([q["bbox"] for q in questions], axis=0)]
+    return lambda text: (answer, box)
 
 
 def evaluate(attacker: Attacker, docs: Iterable[dict[str, Any]]) -> dict[str, float]:
