@@ -14,6 +14,7 @@ from inspect_ai.solver import generate
 
 import docket.benchmarks.docval.reference  # noqa: F401  (registers its policies)
 from docket.benchmarks.docval.dataset import load_source, to_samples
+from docket.benchmarks.docval.grounding import check_trace
 from docket.benchmarks.docval.layouts import DOC_TYPES
 from docket.benchmarks.docval.scorer import docval_grounding_scorer
 from docket.core.headline import headline
@@ -120,7 +121,8 @@ def docval_teacher(
         self_teacher: Let the model under test play the unbound `teacher` role.
 
     Returns:
-        The task: document questions answered by `teacher_cot`, scored by `val_scorer`.
+        The task: document questions answered by `teacher_cot`, scored by `val_scorer` with
+        the grounding check (`grounding.check_trace`: every step cites the page).
     """
     name = "docval_teacher"
     allow_self = checked(name, "self_teacher", self_teacher, bool)
@@ -151,7 +153,7 @@ def docval_teacher(
             positive(name, "max_regions", max_regions),
             with_image,
         ),
-        scorer=val_scorer(),
+        scorer=val_scorer(check_trace),
         config=GenerateConfig(max_tokens=positive(name, "max_tokens", max_tokens)),
         version=VERSION,
         tags=["document-qa", "localization", "distillation"],
