@@ -32,14 +32,17 @@ DIFFICULTY: dict[str, tuple[tuple[float, float], tuple[float, float], float, int
 }
 
 
-def document_id(seed: int, index: int) -> str:
-    """The opaque id of document `index` of split `seed`: 12 hex digits of a SHA-256.
+_LETTERS = str.maketrans("0123456789abcdef", "bcdfghjkmnpqrstv")
 
-    Neither the seed nor the index can be read back from it, so nothing a model sees drives the
-    generator (with a secret seed, not even by enumeration).
+
+def document_id(seed: int, index: int) -> str:
+    """The opaque id of document `index` of split `seed`: 12 letters from a SHA-256.
+
+    The id holds no digit, and neither the seed nor the index can be read back from it, so
+    nothing a model sees drives the generator (with a secret seed, not even by enumeration).
     """
     digest = hashlib.sha256(f"docval-document:{seed}:{index}".encode()).hexdigest()
-    return f"doc-{digest[:12]}"
+    return f"doc-{digest[:12].translate(_LETTERS)}"
 
 
 def make_document(
