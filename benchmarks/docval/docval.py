@@ -13,7 +13,7 @@ from inspect_ai.model import GenerateConfig, Model, model_roles
 from inspect_ai.solver import generate
 
 import docket.benchmarks.docval.reference  # noqa: F401  (registers its policies)
-from docket.benchmarks.docval.dataset import load_source, to_samples
+from docket.benchmarks.docval.dataset import load_source, source_split, to_samples
 from docket.benchmarks.docval.grounding import check_trace
 from docket.benchmarks.docval.layouts import DOC_TYPES
 from docket.benchmarks.docval.scorer import docval_grounding_scorer
@@ -59,7 +59,8 @@ def docval_grounding(
     Args:
         mode: `vision` (page image + question) or `layout_text` (word-level OCR tokens with
             pixel boxes serialised as text, for text-only models).
-        data: '' for the shipped 1,050-question split, a `.jsonl[.gz]` DocVAL split, a
+        data: '' for the shipped 1,050-question split, a `docket generate docval` directory
+            (its manifest is checked), a `.jsonl[.gz]` DocVAL split, a
             DocVQA-format `.json` (per-question `bbox` for box metrics), or `hf:NAME[:SPLIT]`
             (online only).
         difficulty: Keep only `easy`, `medium` or `hard` documents (`all` keeps every one).
@@ -91,7 +92,7 @@ def docval_grounding(
         version=VERSION,
         tags=["document-qa", "localization", "vision" if mode == "vision" else "layout-text"],
         headline_metric=h["headline_metric"],
-        metadata={**h["metadata"], "benchmark": "docval", "mode": mode},
+        metadata={**h["metadata"], **source_split(data), "benchmark": "docval", "mode": mode},
     )
 
 
@@ -158,5 +159,5 @@ def docval_teacher(
         version=VERSION,
         tags=["document-qa", "localization", "distillation"],
         headline_metric=h["headline_metric"],
-        metadata={**h["metadata"], "benchmark": "docval", "mode": "teacher"},
+        metadata={**h["metadata"], **source_split(data), "benchmark": "docval", "mode": "teacher"},
     )

@@ -22,6 +22,7 @@ from docket.benchmarks.docval.wording import Wording
 from docket.core.jsonl import jsonl_text
 
 SHIPPED_DOCS = 210
+SPLIT_STEM = "test"  # a split directory holds SPLIT_STEM.jsonl.gz
 SHIPPED_QUESTIONS = 5
 
 #: difficulty -> (rotation degrees range, scale range, blur radius, JPEG quality)
@@ -130,6 +131,27 @@ def generate(
         record, jpeg = make_document(seed, i, difficulty, questions, family)
         (out / record["image"]).write_bytes(jpeg)
         records.append(record)
-    with gzip.open(path, "wt", encoding="utf-8") as handle:
-        handle.write(jsonl_text(records, compact=True))
+    # mtime 0: the same seed gives byte-identical files (and so the same split hash)
+    with gzip.GzipFile(path, "wb", mtime=0) as handle:
+        handle.write(jsonl_text(records, compact=True).encode("utf-8"))
     return path
+
+
+def generate_split(seed: int, out: Path, size: int | None = None) -> None:
+    """`docket generate docval --seed SECRET --out DIR [--size N]`: a private test split.
+
+    Writes `DIR/test.jsonl.gz` and `DIR/images/` in the test wording, the layout
+    `-T data=DIR` reads (after `docket generate` adds its `split.json` manifest).
+
+    Args:
+        seed: The integer `docket generate` derives from the secret seed.
+        out: The (new, empty) directory.
+        size: Documents to write (5 questions each); default the shipped 210.
+
+    Raises:
+        ValueError: `size` is below 1.
+    """
+    docs = SHIPPED_DOCS if size is None else size
+    if docs < 1:
+        raise ValueError(f"docval: --size {docs}; a split needs at least 1 document")
+    generate(out, seed=seed, docs=docs, questions=SHIPPED_QUESTIONS, split=SPLIT_STEM)
