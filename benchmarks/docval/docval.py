@@ -24,7 +24,7 @@ from docket.core.roles import require_roles, role_model
 from docket.methods.distill.teacher import teacher_cot, val_scorer
 from docket.methods.local.provider import cannot_read_images
 
-VERSION = "2-A"
+VERSION = "3-A"
 MODES = ("vision", "layout_text")
 DIFFICULTIES = ("all", "easy", "medium", "hard")
 
