@@ -7,7 +7,7 @@ is accepted:
 
 * the reasoning has at least `MIN_STEPS` steps (`Step N:` markers, else sentences);
 * every step cites something the document holds: a quoted text (`"..."`) that is printed on the
-  page (a segment's text, or part of one of at least 3 characters), or a box `[x1, y1, x2, y2]`
+  page (a segment's text, or whole words of one, at least 3 characters), or a box `[x1, y1, x2, y2]`
   that covers a printed segment (IoU >= `BOX_MIN_IOU` with a segment, or with the union of the
   segments it overlaps, for answers printed over several segments);
 * the steps together cite at least `MIN_DISTINCT` different segments (the answer's and another,
@@ -52,14 +52,22 @@ def _norm(text: str) -> str:
     return " ".join(text.lower().split())
 
 
+def _holds(text: str, quote: str) -> bool:
+    """`quote` is `text`, or whole words of it (3+ characters): "Total" in "Total due", not
+    "ate" in "Date"."""
+    if quote == text:
+        return True
+    return (
+        len(quote) >= MIN_QUOTE and re.search(rf"(?<!\w){re.escape(quote)}(?!\w)", text) is not None
+    )
+
+
 def _quoted(step: str, segments: Sequence[Segment]) -> set[int]:
-    """Ids of the segments whose text a quote in `step` is, or is part of."""
+    """Ids of the segments whose text a quote in `step` is, or is whole words of."""
     cited: set[int] = set()
     for match in _QUOTE.finditer(step):
         quote = _norm(match.group(1) or match.group(2) or "")
-        if len(quote) < MIN_QUOTE and not any(quote == _norm(str(s[5])) for s in segments):
-            continue
-        cited |= {int(s[0]) for s in segments if quote and quote in _norm(str(s[5]))}
+        cited |= {int(s[0]) for s in segments if quote and _holds(_norm(str(s[5])), quote)}
     return cited
 
 

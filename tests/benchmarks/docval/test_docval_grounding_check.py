@@ -106,6 +106,16 @@ def test_each_rule_of_the_check() -> None:
     assert grounding_problems(parrot, "$1,234.50", box, SEGMENTS) == [
         "the steps cite 1 printed segments; at least 2"
     ]
+    # a template that quotes letters of common words ("ota" and "Tot" of "Total")
+    template = (
+        'Step 1: Note "ota". Step 2: Note "Tot". Step 3: The answer "$1,234.50" is at '
+        "[60, 10, 120, 22]."
+    )
+    assert grounding_problems(template, "$1,234.50", box, SEGMENTS) == [
+        "step 1 cites no text or box printed on the page",
+        "step 2 cites no text or box printed on the page",
+        "the steps cite 1 printed segments; at least 2",
+    ]
     # a box that covers no printed segment, and a different final box
     moved = honest.replace("[60, 10, 120, 22]", "[300, 300, 340, 320]")
     assert grounding_problems(moved, "$1,234.50", box, SEGMENTS) == [
