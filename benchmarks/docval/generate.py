@@ -4,7 +4,10 @@ Reproducible from `--seed`: document i uses `random.Random(f"{seed}:{i}")` for i
 `random.Random(f"{seed}:{i}:ocr")` for its simulated OCR, so any document can be regenerated
 alone. Writes `OUT/images/<doc_id>.jpg` and `OUT/<split>.jsonl.gz` (one document per line with
 its words, segments, OCR tokens, facts and questions). The shipped split is
-`generate data --seed 0 --docs 210 --questions 5`; other seeds give fresh (hidden) splits.
+`generate data --seed 0 --docs 210 --questions 5`; `docket generate docval --seed SECRET`
+(`generate_split`) gives fresh private splits. Test splits use the `test` wording and
+training data the `train` wording (`wording.py`: no label or question template in common).
+Document ids are opaque (`document_id`): they name neither the seed nor the index.
 """
 
 from __future__ import annotations
