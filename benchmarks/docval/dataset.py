@@ -19,6 +19,7 @@ from inspect_ai.model import ChatMessageUser, Content, ContentImage, ContentText
 
 from docket.benchmarks.docval.prompts import ocr_tokens, question_prompt
 from docket.core.jsonl import JsonlLineError, parse_lines
+from docket.core.splits import files_digest, read_manifest, split_metadata
 
 DATA_DIR = Path(__file__).parent / "data"
 SHIPPED = DATA_DIR / "test.jsonl.gz"
@@ -231,8 +232,8 @@ def load_hf(name: str, split: str = "test") -> list[dict[str, Any]]:  # pragma: 
 
 
 def load_source(data: str) -> list[dict[str, Any]]:
-    """Documents from `data`: '' (shipped split), a `.jsonl[.gz]` split, a DocVQA `.json`, or
-    `hf:NAME[:SPLIT]`."""
+    """Documents from `data`: '' (shipped split), a `docket generate` directory, a
+    `.jsonl[.gz]` split, a DocVQA `.json`, or `hf:NAME[:SPLIT]`."""
     if not data:
         return load_documents(SHIPPED)
     if data.startswith("hf:"):
@@ -241,7 +242,46 @@ def load_source(data: str) -> list[dict[str, Any]]:
     path = Path(data)
     if not path.exists():
         raise DocvalDataError(f"{path}: no such data file")
+    if path.is_dir():
+        _generated_split(path)
+        return load_documents(path / "test.jsonl.gz")
     return load_docvqa(path) if path.suffix == ".json" else load_documents(path)
+
+
+def _generated_split(path: Path) -> dict[str, Any]:
+    """The checked manifest of a `docket generate docval` directory (one error line if not)."""
+    try:
+        manifest = read_manifest(path)
+    except ValueError as ex:
+        raise DocvalDataError(str(ex)) from None
+    if manifest.get("benchmark") != "docval":
+        raise DocvalDataError(f"{path}: a split of {manifest.get('benchmark')!r}, not docval")
+    if not (path / "test.jsonl.gz").is_file():
+        raise DocvalDataError(f"{path}: no test.jsonl.gz")
+    return manifest
+
+
+def source_split(data: str) -> dict[str, dict[str, str]]:
+    """`split_metadata` naming the split `data` selects, for `Task(metadata=...)`.
+
+    Args:
+        data: The tasks' `data` option.
+
+    Returns:
+        The shipped split's content hash (source `shipped`), a generated directory's manifest
+        hash (source `generated`, named by the directory), or a file's hash (source
+        `generated`, named `file:NAME`); `hf:` sources are named by the dataset, unhashed.
+    """
+    if not data:
+        return split_metadata(files_digest(DATA_DIR), generated=False, name="docval")
+    if data.startswith("hf:"):
+        return split_metadata("unhashed", generated=True, name=data)
+    path = Path(data)
+    if path.is_dir():
+        sha256 = str(_generated_split(path)["sha256"])
+        return split_metadata(sha256, generated=True, name=path.name)
+    sha256 = files_digest(path.parent, [path])
+    return split_metadata(sha256, generated=True, name=f"file:{path.name}")
 
 
 def to_samples(docs: list[dict[str, Any]], mode: str) -> list[Sample]:

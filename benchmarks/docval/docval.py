@@ -13,7 +13,8 @@ from inspect_ai.model import GenerateConfig, Model, model_roles
 from inspect_ai.solver import generate
 
 import docket.benchmarks.docval.reference  # noqa: F401  (registers its policies)
-from docket.benchmarks.docval.dataset import load_source, to_samples
+from docket.benchmarks.docval.dataset import load_source, source_split, to_samples
+from docket.benchmarks.docval.grounding import check_trace
 from docket.benchmarks.docval.layouts import DOC_TYPES
 from docket.benchmarks.docval.scorer import docval_grounding_scorer
 from docket.core.headline import headline
@@ -23,7 +24,7 @@ from docket.core.roles import require_roles, role_model
 from docket.methods.distill.teacher import teacher_cot, val_scorer
 from docket.methods.local.provider import cannot_read_images
 
-VERSION = "2-A"
+VERSION = "3-A"
 MODES = ("vision", "layout_text")
 DIFFICULTIES = ("all", "easy", "medium", "hard")
 
@@ -58,7 +59,8 @@ def docval_grounding(
     Args:
         mode: `vision` (page image + question) or `layout_text` (word-level OCR tokens with
             pixel boxes serialised as text, for text-only models).
-        data: '' for the shipped 1,050-question split, a `.jsonl[.gz]` DocVAL split, a
+        data: '' for the shipped 1,050-question split, a `docket generate docval` directory
+            (its manifest is checked), a `.jsonl[.gz]` DocVAL split, a
             DocVQA-format `.json` (per-question `bbox` for box metrics), or `hf:NAME[:SPLIT]`
             (online only).
         difficulty: Keep only `easy`, `medium` or `hard` documents (`all` keeps every one).
@@ -90,7 +92,7 @@ def docval_grounding(
         version=VERSION,
         tags=["document-qa", "localization", "vision" if mode == "vision" else "layout-text"],
         headline_metric=h["headline_metric"],
-        metadata={**h["metadata"], "benchmark": "docval", "mode": mode},
+        metadata={**h["metadata"], **source_split(data), "benchmark": "docval", "mode": mode},
     )
 
 
@@ -120,7 +122,8 @@ def docval_teacher(
         self_teacher: Let the model under test play the unbound `teacher` role.
 
     Returns:
-        The task: document questions answered by `teacher_cot`, scored by `val_scorer`.
+        The task: document questions answered by `teacher_cot`, scored by `val_scorer` with
+        the grounding check (`grounding.check_trace`: every step cites the page).
     """
     name = "docval_teacher"
     allow_self = checked(name, "self_teacher", self_teacher, bool)
@@ -151,10 +154,10 @@ def docval_teacher(
             positive(name, "max_regions", max_regions),
             with_image,
         ),
-        scorer=val_scorer(),
+        scorer=val_scorer(check_trace),
         config=GenerateConfig(max_tokens=positive(name, "max_tokens", max_tokens)),
         version=VERSION,
         tags=["document-qa", "localization", "distillation"],
         headline_metric=h["headline_metric"],
-        metadata={**h["metadata"], "benchmark": "docval", "mode": "teacher"},
+        metadata={**h["metadata"], **source_split(data), "benchmark": "docval", "mode": "teacher"},
     )

@@ -20,6 +20,7 @@ from datetime import date, timedelta
 from typing import Any
 
 from docket.benchmarks.docval.render import Canvas, Page, Segment
+from docket.benchmarks.docval.wording import Wording
 
 DOC_TYPES = ("receipt", "invoice", "form", "table", "letter")
 
@@ -147,7 +148,7 @@ class QA:
 
 
 Facts = dict[str, Any]
-Builder = Callable[[random.Random], tuple[Page, list[QA], Facts]]
+Builder = Callable[[random.Random, "Wording | None"], tuple[Page, list[QA], Facts]]
 
 #: Date styles: ISO, day/month/year, "March 4, 2021", "4 Mar 2021".
 DATE_STYLES = 4
@@ -224,6 +225,24 @@ def _address(rng: random.Random) -> tuple[str, str]:
     )
 
 
+def _distractor_value(rng: random.Random, style: int) -> str:
+    """A value for a distractor line: a count, a code or a date (shapes answers have)."""
+    kind = rng.randrange(3)
+    if kind == 0:
+        return str(rng.randint(1, 99))
+    if kind == 1:
+        return f"{rng.choice('ABCDKLMN')}{rng.randint(100, 99999)}"
+    return format_date(_day(rng), style)
+
+
+def _distractor(c: Canvas, x: float, y: float, label: str, value: str, size: int) -> float:
+    """Print `label value` from (x, y); return the x where it ends."""
+    c.text(x, y, label, "sans", size)
+    at = x + c.width_of(label + " ", "sans", size) + 6
+    c.text(at, y, value, "mono", size)
+    return at + c.width_of(value, "mono", size)
+
+
 def _qa(question: str, seg: Segment, kind: str, key: str, extra: list[str] | None = None) -> QA:
     answers = [seg.text, *[a for a in (extra or []) if a != seg.text]]
     return QA(question, answers, [seg.id], kind, key)
@@ -243,13 +262,16 @@ def _money_facts(
     }
 
 
-def receipt(rng: random.Random) -> tuple[Page, list[QA], Facts]:
+def receipt(rng: random.Random, w: Wording | None = None) -> tuple[Page, list[QA], Facts]:
     """A till receipt: shop header, date, items with quantities, subtotal, tax, total."""
+    w = w or Wording("test", rng)
     currency = rng.choice(["$", "EUR ", "£"])
     n_items = rng.randint(3, 7)
     width, size = rng.choice([420, 460, 500]), rng.choice([14, 15, 16])
     line = size + 10
-    height = 230 + line * (n_items + 6)
+    height = 230 + line * (n_items + 8)
+    style = rng.randrange(DATE_STYLES)
+    noise = w.distractors("receipt", 2)
     c = Canvas(width, height)
     margin = rng.randint(18, 30)
     right = width - margin
@@ -258,10 +280,15 @@ def receipt(rng: random.Random) -> tuple[Page, list[QA], Facts]:
     c.text(margin, 20 + size + 14, street, "sans", size - 2)
     c.text(margin, 20 + 2 * size + 16, city, "sans", size - 2)
     y = 30 + 3 * size + 24
-    c.text(margin, y, "Date:", "sans", size)
-    when = format_date(_day(rng), rng.randrange(DATE_STYLES))
-    date_seg = c.text(margin + c.width_of("Date: ", "sans", size) + 8, y, when, "sans", size)
-    receipt_no = c.text(right, y, f"No. {rng.randint(1000, 99999)}", "mono", size, "right")
+    date_label = w.label("receipt.date")
+    c.text(margin, y, date_label, "sans", size)
+    when = format_date(_day(rng), style)
+    at = margin + c.width_of(date_label + " ", "sans", size) + 8
+    date_seg = c.text(at, y, when, "sans", size)
+    number = rng.randint(1000, 99999)
+    receipt_no = c.text(right, y, f"{w.label('receipt.no')} {number}", "mono", size, "right")
+    y += line
+    _distractor(c, margin, y, noise[0], _distractor_value(rng, style), size - 2)
     y += line + 6
     c.hline(margin, right, y)
     y += 8
@@ -282,57 +309,53 @@ def receipt(rng: random.Random) -> tuple[Page, list[QA], Facts]:
     tax = percent_of(subtotal, rate)
     totals: dict[str, Segment] = {}
     for key, label, value in (
-        ("Subtotal", "Subtotal", subtotal),
-        ("Tax", f"Tax {rate}%", tax),
-        ("Total", "Total", subtotal + tax),
+        ("Subtotal", w.label("receipt.subtotal"), subtotal),
+        ("Tax", w.label("receipt.tax", rate=rate), tax),
+        ("Total", w.label("receipt.total"), subtotal + tax),
     ):
         c.text(margin, y, label, "bold" if key == "Total" else "sans", size)
         totals[key] = c.text(
             right, y, money(value, currency), "bold" if key == "Total" else "mono", size, "right"
         )
         y += line
+    _distractor(c, margin, y + 6, noise[1], _distractor_value(rng, style), size - 2)
     pick = rng.randrange(len(items))
     item, qty_seg, amount = items[pick]
+    ask = lambda field, **slots: w.question("receipt", field, **slots)  # noqa: E731
     qas = [
         _qa(
-            "What is the total amount paid?",
+            ask("total"),
             totals["Total"],
             "distractor",
             "total",
             _money_answers(totals["Total"].text, currency),
         ),
         _qa(
-            "What is the subtotal before tax?",
+            ask("subtotal"),
             totals["Subtotal"],
             "distractor",
             "subtotal",
             _money_answers(totals["Subtotal"].text, currency),
         ),
         _qa(
-            "How much tax was charged?",
+            ask("tax"),
             totals["Tax"],
             "key_value",
             "tax",
             _money_answers(totals["Tax"].text, currency),
         ),
-        _qa("What is the date on the receipt?", date_seg, "key_value", "date"),
-        _qa("What is the name of the shop?", shop, "header", "shop"),
+        _qa(ask("date"), date_seg, "key_value", "date"),
+        _qa(ask("shop"), shop, "header", "shop"),
+        _qa(ask("receipt_no"), receipt_no, "header", "receipt_no", [str(number)]),
         _qa(
-            "What is the receipt number?",
-            receipt_no,
-            "header",
-            "receipt_no",
-            [receipt_no.text.removeprefix("No. ")],
-        ),
-        _qa(
-            f"What is the line amount for {item.text}?",
+            ask("item_amount", item=item.text),
             amount,
             "table_cell",
             "item_amount",
             _money_answers(amount.text, currency),
         ),
         _qa(
-            f"How many units of {item.text} were bought?",
+            ask("item_qty", item=item.text),
             qty_seg,
             "table_cell",
             "item_qty",
@@ -344,8 +367,10 @@ def receipt(rng: random.Random) -> tuple[Page, list[QA], Facts]:
     return c.page, qas, facts
 
 
-def invoice(rng: random.Random) -> tuple[Page, list[QA], Facts]:
+def invoice(rng: random.Random, w: Wording | None = None) -> tuple[Page, list[QA], Facts]:
     """An invoice: seller block and invoice meta in two columns, bill-to, item table, totals."""
+    w = w or Wording("test", rng)
+    noise = w.distractors("invoice", 2)
     currency = rng.choice(["$", "EUR "])
     width, height, size = 800, 1000, rng.choice([14, 15])
     c = Canvas(width, height)
@@ -360,17 +385,20 @@ def invoice(rng: random.Random) -> tuple[Page, list[QA], Facts]:
     value_x = width * 0.76
     style, issued, terms = rng.randrange(DATE_STYLES), _day(rng), rng.choice(PAYMENT_TERMS)
     meta: dict[str, Segment] = {}
-    for i, (label, value) in enumerate(
-        (
-            ("Invoice No:", f"INV-{rng.randint(1000, 9999)}"),
-            ("Issue date:", format_date(issued, style)),
-            ("Due date:", format_date(issued + timedelta(days=terms), style)),
-            ("Terms:", f"Net {terms}"),
-        )
-    ):
-        c.text(meta_x, 90 + i * 26, label, "sans", size)
-        meta[label] = c.text(value_x, 90 + i * 26, value, "mono", size)
-    c.text(margin, 190, "Bill to:", "bold", size)
+    meta_rows = [
+        ("Invoice No:", w.label("invoice.no"), f"INV-{rng.randint(1000, 9999)}"),
+        ("Issue date:", w.label("invoice.issued"), format_date(issued, style)),
+        ("Due date:", w.label("invoice.due"), format_date(issued + timedelta(days=terms), style)),
+        ("Terms:", w.label("invoice.terms"), f"Net {terms}"),
+        ("", noise[0], _distractor_value(rng, style)),
+    ]
+    rng.shuffle(meta_rows)
+    for i, (key, label, value) in enumerate(meta_rows):
+        c.text(meta_x, 84 + i * 24, label, "sans", size)
+        seg = c.text(value_x, 84 + i * 24, value, "mono", size)
+        if key:
+            meta[key] = seg
+    c.text(margin, 190, w.label("invoice.bill_to"), "bold", size)
     first, last = _names(rng, 1)[0]
     client = c.text(margin, 214, f"{first} {last}", "sans", size)
     street2, city2 = _address(rng)
@@ -378,8 +406,9 @@ def invoice(rng: random.Random) -> tuple[Page, list[QA], Facts]:
     c.text(margin, 258, city2, "sans", size)
     cols = [margin, width * 0.5, width * 0.64, right]
     y = 320
-    for x, head in zip(cols, ["Description", "Qty", "Unit price", "Amount"], strict=True):
-        c.text(x, y, head, "bold", size, "right" if head == "Amount" else "left")
+    heads = ["Description", *(w.label(f"invoice.{k}") for k in ("qty", "unit", "amount"))]
+    for i, (x, head) in enumerate(zip(cols, heads, strict=True)):
+        c.text(x, y, head, "bold", size, "right" if i == 3 else "left")
     y += 28
     c.hline(margin, right, y - 4)
     rows: list[tuple[Segment, Segment, Segment, Segment]] = []
@@ -401,47 +430,49 @@ def invoice(rng: random.Random) -> tuple[Page, list[QA], Facts]:
     rate = rng.choice([5, 10, 20])
     tax = percent_of(subtotal, rate)
     totals: dict[str, Segment] = {}
-    for label, number in (
-        ("Subtotal", subtotal),
-        (f"VAT {rate}%", tax),
-        ("Total due", subtotal + tax),
+    for key, label, number in (
+        ("Subtotal", w.label("invoice.subtotal"), subtotal),
+        ("VAT", w.label("invoice.vat", rate=rate), tax),
+        ("Total", w.label("invoice.total"), subtotal + tax),
     ):
-        c.text(width * 0.58, y, label, "bold" if label == "Total due" else "sans", size)
-        totals[label.split()[0]] = c.text(right, y, money(number, currency), "mono", size, "right")
+        c.text(width * 0.58, y, label, "bold" if key == "Total" else "sans", size)
+        totals[key] = c.text(right, y, money(number, currency), "mono", size, "right")
         y += 26
+    _distractor(c, margin, y + 30, noise[1], _distractor_value(rng, style), size)
     pick = rng.randrange(len(rows))
     desc, qty_seg, unit_seg, amount = rows[pick]
     issue, due = meta["Issue date:"], meta["Due date:"]
+    ask = lambda field, **slots: w.question("invoice", field, **slots)  # noqa: E731
     qas = [
-        _qa("What is the invoice number?", meta["Invoice No:"], "header", "invoice_no"),
-        _qa("What is the issue date of the invoice?", issue, "distractor", "issue_date"),
-        _qa("When is the invoice due?", due, "distractor", "due_date"),
+        _qa(ask("invoice_no"), meta["Invoice No:"], "header", "invoice_no"),
+        _qa(ask("issue_date"), issue, "distractor", "issue_date"),
+        _qa(ask("due_date"), due, "distractor", "due_date"),
         _qa(
-            "What is the total amount due?",
+            ask("total"),
             totals["Total"],
             "distractor",
             "total",
             _money_answers(totals["Total"].text, currency),
         ),
         _qa(
-            "What is the subtotal?",
+            ask("subtotal"),
             totals["Subtotal"],
             "distractor",
             "subtotal",
             _money_answers(totals["Subtotal"].text, currency),
         ),
-        _qa("Who is the invoice billed to?", client, "key_value", "bill_to"),
-        _qa("Which company issued the invoice?", seller, "header", "seller"),
-        _qa(f"What is the quantity for {desc.text}?", qty_seg, "table_cell", "row_qty"),
+        _qa(ask("bill_to"), client, "key_value", "bill_to"),
+        _qa(ask("seller"), seller, "header", "seller"),
+        _qa(ask("row_qty", item=desc.text), qty_seg, "table_cell", "row_qty"),
         _qa(
-            f"What is the unit price of {desc.text}?",
+            ask("row_unit", item=desc.text),
             unit_seg,
             "table_cell",
             "row_unit",
             _money_answers(unit_seg.text, currency),
         ),
         _qa(
-            f"What is the amount for {desc.text}?",
+            ask("row_amount", item=desc.text),
             amount,
             "table_cell",
             "row_amount",
@@ -460,8 +491,20 @@ def invoice(rng: random.Random) -> tuple[Page, list[QA], Facts]:
     return c.page, qas, facts
 
 
-def form(rng: random.Random) -> tuple[Page, list[QA], Facts]:
+_FORM_LABELS = {
+    "Name": "form.name",
+    "Phone": "form.phone",
+    "Date of birth": "form.dob",
+    "City": "form.city",
+    "Email": "form.email",
+    "Relationship": "form.relationship",
+}
+
+
+def form(rng: random.Random, w: Wording | None = None) -> tuple[Page, list[QA], Facts]:
     """An application form with repeated labels in two sections (applicant, emergency contact)."""
+    w = w or Wording("test", rng)
+    noise = w.distractors("form", 3)
     width, height, size = 800, rng.choice([900, 960]), rng.choice([14, 15, 16])
     c = Canvas(width, height)
     margin = rng.randint(40, 70)
@@ -495,11 +538,14 @@ def form(rng: random.Random) -> tuple[Page, list[QA], Facts]:
     value_x = margin + 190
     y = 110
     sections: dict[str, dict[str, Segment]] = {}
-    for section, name, phone in (
-        ("Applicant", f"{first} {last}", phones[0]),
-        ("Emergency contact", " ".join(contact), phones[1]),
+    for n, (section, name, phone) in enumerate(
+        (
+            ("Applicant", f"{first} {last}", phones[0]),
+            ("Emergency contact", " ".join(contact), phones[1]),
+        )
     ):
-        c.text(margin, y, section, "bold", size + 2)
+        key = "form.applicant" if section == "Applicant" else "form.contact"
+        c.text(margin, y, w.label(key), "bold", size + 2)
         y += 36
         rows = [
             ("Name", name),
@@ -513,40 +559,37 @@ def form(rng: random.Random) -> tuple[Page, list[QA], Facts]:
             ]
         else:
             rows += [("Relationship", rng.choice(["Parent", "Spouse", "Sibling", "Friend"]))]
+        rows.append(("", _distractor_value(rng, style)))
+        rng.shuffle(rows)
         fields: dict[str, Segment] = {}
-        for label, value in rows:
-            c.text(margin, y, f"{label}:", "sans", size)
+        for field, value in rows:
+            label = w.label(_FORM_LABELS[field]) if field else noise[n]
+            c.text(margin, y, label if label.endswith(":") else f"{label}:", "sans", size)
             c.rect((value_x - 6, y - 6, width - margin, y + size + 10))
-            fields[label] = c.text(value_x, y, value, "mono", size)
+            seg = c.text(value_x, y, value, "mono", size)
+            if field:
+                fields[field] = seg
             y += size + 26
         sections[section] = fields
         y += 24
-    signed = c.text(margin + 120, y + 20, format_date(signed_on, style), "mono", size)
-    c.text(margin, y + 20, "Signed on:", "sans", size)
+    signed_label = w.label("form.signed")
+    at = margin + c.width_of(signed_label + " ", "sans", size) + 10
+    signed = c.text(at, y + 20, format_date(signed_on, style), "mono", size)
+    c.text(margin, y + 20, signed_label, "sans", size)
+    _distractor(c, margin, y + 56, noise[2], _distractor_value(rng, style), size)
     app, emer = sections["Applicant"], sections["Emergency contact"]
+    ask = lambda field, **slots: w.question("form", field, **slots)  # noqa: E731
     qas = [
-        _qa("What is the applicant's name?", app["Name"], "distractor", "applicant_name"),
+        _qa(ask("applicant_name"), app["Name"], "distractor", "applicant_name"),
+        _qa(ask("contact_name"), emer["Name"], "distractor", "contact_name"),
+        _qa(ask("applicant_phone"), app["Phone"], "distractor", "applicant_phone"),
+        _qa(ask("contact_phone"), emer["Phone"], "distractor", "contact_phone"),
+        _qa(ask("dob"), app["Date of birth"], "key_value", "dob"),
+        _qa(ask("email"), app["Email"], "key_value", "email"),
+        _qa(ask("relationship"), emer["Relationship"], "key_value", "relationship"),
+        _qa(ask("signed"), signed, "distractor", "signed"),
         _qa(
-            "What is the name of the emergency contact?", emer["Name"], "distractor", "contact_name"
-        ),
-        _qa("What is the applicant's phone number?", app["Phone"], "distractor", "applicant_phone"),
-        _qa(
-            "What is the emergency contact's phone number?",
-            emer["Phone"],
-            "distractor",
-            "contact_phone",
-        ),
-        _qa("What is the applicant's date of birth?", app["Date of birth"], "key_value", "dob"),
-        _qa("What is the applicant's email address?", app["Email"], "key_value", "email"),
-        _qa(
-            "How is the emergency contact related to the applicant?",
-            emer["Relationship"],
-            "key_value",
-            "relationship",
-        ),
-        _qa("On what date was the form signed?", signed, "distractor", "signed"),
-        _qa(
-            "What is the form's reference number?",
+            ask("ref"),
             ref,
             "header",
             "ref",
@@ -565,8 +608,10 @@ def form(rng: random.Random) -> tuple[Page, list[QA], Facts]:
     return c.page, qas, facts
 
 
-def table(rng: random.Random) -> tuple[Page, list[QA], Facts]:
+def table(rng: random.Random, w: Wording | None = None) -> tuple[Page, list[QA], Facts]:
     """A statistics table with a title, row and column headers and a totals row."""
+    w = w or Wording("test", rng)
+    noise = w.distractors("table", 2)
     width, size = 800, rng.choice([14, 15])
     n_rows = rng.randint(3, 5)
     height = 260 + 34 * (n_rows + 2)
@@ -575,9 +620,10 @@ def table(rng: random.Random) -> tuple[Page, list[QA], Facts]:
     metric = rng.choice(["Sales (units)", "Visitors", "Orders", "Tickets closed"])
     year = rng.randint(2018, 2025)
     title = c.text(margin, 36, f"{metric} by region, {year}", "bold", 20)
+    _distractor(c, margin, 70, noise[0], _distractor_value(rng, rng.randrange(DATE_STYLES)), 12)
     cols = [margin, *[margin + 170 + i * 130 for i in range(4)]]
     y = 100
-    for x, head in zip(cols, ["Region", *_QUARTERS], strict=True):
+    for x, head in zip(cols, [w.label("table.region"), *_QUARTERS], strict=True):
         c.text(x, y, head, "bold", size)
     regions = rng.sample(_REGIONS, n_rows)
     cells: dict[tuple[str, str], Segment] = {}
@@ -592,17 +638,19 @@ def table(rng: random.Random) -> tuple[Page, list[QA], Facts]:
             cells[(region, quarter)] = c.text(cols[i + 1], y, f"{value:,}", "mono", size)
     y += 34
     c.hline(margin, width - margin, y - 8, 2)
-    c.text(cols[0], y, "Total", "bold", size)
+    c.text(cols[0], y, w.label("table.total"), "bold", size)
     total_cells = {
         q: c.text(cols[i + 1], y, f"{totals[i]:,}", "bold", size) for i, q in enumerate(_QUARTERS)
     }
     source = c.text(margin, y + 60, f"Source: internal report {rng.randint(10, 99)}", "serif", 12)
+    _distractor(c, width / 2 + 40, y + 60, noise[1], str(rng.randint(2, 99)), 12)
+    ask = lambda field, **slots: w.question("table", field, **slots)  # noqa: E731
     qas: list[QA] = []
     for region, quarter in rng.sample(sorted(cells), 3):
         seg = cells[(region, quarter)]
         qas.append(
             _qa(
-                f"What is the {quarter} value for the {region} region?",
+                ask("cell", quarter=quarter, region=region),
                 seg,
                 "table_cell",
                 "cell",
@@ -613,15 +661,15 @@ def table(rng: random.Random) -> tuple[Page, list[QA], Facts]:
     seg = total_cells[quarter]
     qas += [
         _qa(
-            f"What is the total for {quarter}?",
+            ask("total", quarter=quarter),
             seg,
             "distractor",
             "total",
             [seg.text.replace(",", "")],
         ),
-        _qa("What is the title of the table?", title, "header", "title"),
+        _qa(ask("title"), title, "header", "title"),
         _qa(
-            "What source is given for the table?",
+            ask("source"),
             source,
             "key_value",
             "source",
@@ -635,8 +683,10 @@ def table(rng: random.Random) -> tuple[Page, list[QA], Facts]:
     return c.page, qas, facts
 
 
-def letter(rng: random.Random) -> tuple[Page, list[QA], Facts]:
+def letter(rng: random.Random, w: Wording | None = None) -> tuple[Page, list[QA], Facts]:
     """A business letter: sender block, two dates (letter, meeting), reference, signature."""
+    w = w or Wording("test", rng)
+    noise = w.distractors("letter", 2)
     width, height, size = 800, 1000, rng.choice([14, 15, 16])
     c = Canvas(width, height)
     margin = rng.randint(60, 80)
@@ -651,9 +701,12 @@ def letter(rng: random.Random) -> tuple[Page, list[QA], Facts]:
     (first, last), signer_name = _names(rng, 2)
     recipient = c.text(margin, 190, f"{first} {last}", "serif", size)
     c.text(margin, 212, recipient_company, "serif", size)
-    c.text(margin, 250, "Our ref:", "bold", size)
+    ref_label = w.label("letter.ref")
+    c.text(margin, 250, ref_label, "bold", size)
+    _distractor(c, width / 2, 120, noise[0], _distractor_value(rng, style), size - 2)
+    _distractor(c, width / 2, 250, noise[1], _distractor_value(rng, style), size - 2)
     ref = c.text(
-        margin + 100,
+        margin + c.width_of(ref_label + " ", "bold", size) + 12,
         250,
         f"{rng.choice('ABCDEFGH')}{rng.choice('KLMNPRST')}-{rng.randint(100, 999)}",
         "mono",
@@ -684,14 +737,15 @@ def letter(rng: random.Random) -> tuple[Page, list[QA], Facts]:
     title = c.text(
         margin, y + 94, rng.choice(["Account Manager", "Director", "Office Lead"]), "serif", size
     )
+    ask = lambda field, **slots: w.question("letter", field, **slots)  # noqa: E731
     qas = [
-        _qa("What is the date of the letter?", letter_date, "distractor", "letter_date"),
-        _qa("On what date is the review meeting?", meeting, "distractor", "meeting_date"),
-        _qa("Who is the letter addressed to?", recipient, "key_value", "recipient"),
-        _qa("Who signed the letter?", signer, "key_value", "signer"),
-        _qa("What is the job title of the person who signed?", title, "key_value", "signer_title"),
-        _qa("What is the reference number of the letter?", ref, "key_value", "ref"),
-        _qa("Which company sent the letter?", company, "header", "sender"),
+        _qa(ask("letter_date"), letter_date, "distractor", "letter_date"),
+        _qa(ask("meeting_date"), meeting, "distractor", "meeting_date"),
+        _qa(ask("recipient"), recipient, "key_value", "recipient"),
+        _qa(ask("signer"), signer, "key_value", "signer"),
+        _qa(ask("signer_title"), title, "key_value", "signer_title"),
+        _qa(ask("ref"), ref, "key_value", "ref"),
+        _qa(ask("sender"), company, "header", "sender"),
     ]
     facts: Facts = {
         "sender": company.text,

@@ -15,10 +15,13 @@ import gzip
 import json
 import re
 from functools import lru_cache
+from pathlib import Path
+from typing import Any
 
 from docket.agents.scripted.policy import PolicyInput, PolicyReply, policy
-from docket.benchmarks.docval.dataset import SHIPPED
+from docket.benchmarks.docval.dataset import SHIPPED, load_documents
 from docket.core.jsonl import JsonlLineError, parse_lines
+from docket.methods.distill.boxes import iou
 
 _DOC = re.compile(r"^Document (\S+)\.", re.MULTILINE)
 _QUESTION = re.compile(r"^Question: (.*)$", re.MULTILINE)
@@ -54,6 +57,12 @@ _STOP = {
     "date",
     "amount",
 }
+
+
+@lru_cache(maxsize=4)
+def _segments(path: str) -> dict[str, list[list[Any]]]:
+    """Each document's segments `[id, x1, y1, x2, y2, text]`, by document id."""
+    return {doc["doc_id"]: doc["segments"] for doc in load_documents(Path(path))}
 
 
 @lru_cache(maxsize=4)
@@ -133,7 +142,8 @@ def docval_oracle(state: PolicyInput) -> PolicyReply:
 
 @policy("docval_teacher", args={"data": str, "shift": int})
 def docval_teacher(state: PolicyInput) -> PolicyReply:
-    """A 7-step DocVAL teacher trace with the gold answer and box (box shifted by `shift`)."""
+    """A 7-step DocVAL teacher trace with the gold answer and box (box shifted by `shift`) whose
+    every step cites a text or box printed on the page (`grounded_steps`)."""
     text = state.last_user_text
     doc, question = _DOC.search(text), _QUESTION.search(text)
     gold = None
@@ -146,18 +156,41 @@ def docval_teacher(state: PolicyInput) -> PolicyReply:
     answer, box = gold
     shift = int(state.args.get("shift", 0))
     coords = [round(box[0]) + shift, round(box[1]), round(box[2]) + shift, round(box[3])]
-    steps = [
-        "Step 1: This is a business document with labelled fields.",
-        f"Step 2: The question asks: {question.group(1) if question else ''}",
-        "Step 3: Locate the text region that holds the requested field.",
-        "Step 4: The field label sits next to its value in that region.",
-        f'Step 5: Extract the answer value "{answer}".',
-        "Step 6: Verify its position against the label (spatial check).",
-        f"Step 7: The bounding box coordinates are {coords}.",
-    ]
+    pages = _segments(str(state.args.get("data") or SHIPPED))
+    segments = pages.get(doc.group(1) if doc else "", [])
+    steps = grounded_steps(question.group(1) if question else "", answer, box, coords, segments)
     return PolicyReply(
         text="REASONING: " + "\n".join(steps) + f"\nANSWER: {answer}\nBBOX: {coords}"
     )
+
+
+def grounded_steps(
+    question: str, answer: str, box: list[float], coords: list[int], segments: list[list[Any]]
+) -> list[str]:
+    """Seven reasoning steps that each cite the page: its first segment, the segment nearest
+    the answer (its label, usually), the answer's text and its box `coords`."""
+
+    def centre(s: list[Any]) -> tuple[float, float]:
+        return ((s[1] + s[3]) / 2, (s[2] + s[4]) / 2)
+
+    def at(s: list[Any]) -> str:
+        return f'"{s[5]}" at {[round(v) for v in s[1:5]]}'
+
+    own = [s for s in segments if iou(s[1:5], box) > 0]
+    others = [s for s in segments if s not in own]
+    if not own or not others:
+        return [f'Step 1: The answer "{answer}" is printed at {coords}.']
+    cx, cy = centre(own[0])
+    label = min(others, key=lambda s: abs(centre(s)[0] - cx) + 3 * abs(centre(s)[1] - cy))
+    return [
+        f"Step 1: The page opens with {at(segments[0])}.",
+        f'Step 2: The question asks: {question} The nearest printed text is "{label[5]}".',
+        f"Step 3: Locate the field: {at(label)}.",
+        f'Step 4: The value next to it reads "{own[0][5]}".',
+        f'Step 5: Extract the answer value "{answer}".',
+        f'Step 6: Spatial check: "{answer}" lies at {coords}, beside "{label[5]}".',
+        f"Step 7: The bounding box coordinates are {coords}.",
+    ]
 
 
 def _tokens(text: str) -> set[str]:

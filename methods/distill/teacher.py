@@ -28,6 +28,8 @@ from docket.methods.distill.validator import Region, validate
 
 #: Resolves the teacher model inside the solver (the task passes its role check).
 TeacherResolver = Callable[[], Model]
+#: An extra check of a parsed trace against its sample metadata: the problems ([] = passes).
+TraceCheck = Callable[[Parsed, dict[str, Any]], list[str]]
 
 MAX_REGIONS = 20
 STEPS = (
@@ -48,6 +50,7 @@ Detected text regions (pixel boxes, origin top-left):
 Question: {question}
 
 Think in exactly 7 steps: {steps}.
+In every step, quote the printed text you use (in double quotes) or give its pixel box.
 Then reply in exactly this format:
 REASONING: Step 1: ... Step 7: ...
 ANSWER: <answer copied as printed>
@@ -124,6 +127,8 @@ TRACE_KEYS = (
     "q_bbox",
     "q_reason",
     "iou",
+    "grounded",
+    "accepted_val",
 )
 
 
@@ -140,7 +145,7 @@ def _trace_metrics() -> dict[str, list[Any]]:
 
 
 @scorer(metrics=_trace_metrics())
-def val_scorer() -> Scorer:
+def val_scorer(check: TraceCheck | None = None) -> Scorer:
     """VAL in filter mode (accepted = Q >= 0.85) with verifier feedback in the metadata.
 
     `unparsed` = the trace lacks an ANSWER or a BBOX; `refused` = it gives no answer and
@@ -148,6 +153,11 @@ def val_scorer() -> Scorer:
     traces only). An empty or refusing trace scores Q = 0: without reasoning the validator's
     reasoning score is 0 (see `validator.reasoning_scores`). Stderr of `q` and `accepted` is
     clustered by document (`doc_id`), as several questions share a page.
+
+    Args:
+        check: An extra check a trace must pass to be accepted (e.g. `docval_teacher`'s
+            grounding check); `grounded` is 1 when it passes, `accepted_val` is VAL's decision
+            alone. Without one both are NaN (skipped by the metrics) and `accepted` is VAL's.
 
     Returns:
         A scorer whose value holds `q`, `accepted`, `q_parsed`, `unparsed`, `refused` and the
@@ -171,11 +181,14 @@ def val_scorer() -> Scorer:
         )
         parsed_fully = parsed.answer is not None and parsed.bbox is not None
         refused = is_refusal(state.output, parsed)
-        status = "REFUSED" if refused else ("UNPARSED" if not parsed_fully else result.decision)
+        ungrounded = check(parsed, meta) if check is not None else []
+        accepted = result.accepted and not ungrounded
+        decision = "ACCEPT" if accepted else "REJECT"
+        status = "REFUSED" if refused else ("UNPARSED" if not parsed_fully else decision)
         return Score(
             value={
                 "q": result.q,
-                "accepted": float(result.accepted),
+                "accepted": float(accepted),
                 "q_parsed": result.q if parsed_fully else math.nan,
                 "unparsed": float(not parsed_fully),
                 "refused": float(refused),
@@ -183,10 +196,12 @@ def val_scorer() -> Scorer:
                 "q_bbox": result.q_bbox,
                 "q_reason": result.q_reason,
                 "iou": result.iou,
+                "grounded": math.nan if check is None else float(not ungrounded),
+                "accepted_val": math.nan if check is None else float(result.accepted),
             },
             answer=parsed.answer,
             explanation=f"{status} Q={result.q:.3f}; "
-            + "; ".join(parsed.problems + (result.fixes or ["no errors"])),
+            + "; ".join(parsed.problems + ungrounded + (result.fixes or ["no errors"])),
             metadata={
                 "trace": {
                     "reasoning": parsed.reasoning,
@@ -194,6 +209,7 @@ def val_scorer() -> Scorer:
                     "bbox": list(parsed.bbox) if parsed.bbox else None,
                 },
                 "parse_problems": parsed.problems,
+                "grounding_problems": ungrounded,
                 "errors": [
                     {
                         "kind": e.kind,

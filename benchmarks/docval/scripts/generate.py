@@ -9,6 +9,7 @@ import argparse
 from pathlib import Path
 
 from docket.benchmarks.docval.generate import DIFFICULTY, SHIPPED_DOCS, SHIPPED_QUESTIONS, generate
+from docket.benchmarks.docval.wording import FAMILIES
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -24,9 +25,21 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--difficulty", nargs="+", default=list(DIFFICULTY), choices=list(DIFFICULTY)
     )
+    parser.add_argument(
+        "--family",
+        default="test",
+        choices=list(FAMILIES),
+        help="label and question wording: test splits use 'test', training data 'train'",
+    )
     args = parser.parse_args(argv)
     path = generate(
-        args.out, args.seed, args.docs, args.questions, args.split, tuple(args.difficulty)
+        args.out,
+        args.seed,
+        args.docs,
+        args.questions,
+        args.split,
+        tuple(args.difficulty),
+        args.family,
     )
     print(f"wrote {path}")
 

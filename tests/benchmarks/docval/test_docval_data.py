@@ -147,7 +147,8 @@ def test_one_token_is_not_an_answer_box(docs: list[dict[str, Any]]) -> None:
             union_hits += iou(union, q["bbox"]) >= 0.5
     n = len(best_single)
     # measured on the shipped split (README, "Why word-level OCR tokens")
-    assert round(sum(best_single) / n, 3) == 0.642
-    assert round(sum(map_fraction(b) for b in best_single) / n, 3) == 0.395
-    assert round(sum(b >= 0.9 for b in best_single) / n, 3) == 0.078
-    assert union_hits == n
+    assert round(sum(best_single) / n, 3) == 0.634
+    assert round(sum(map_fraction(b) for b in best_single) / n, 3) == 0.381
+    assert round(sum(b >= 0.9 for b in best_single) / n, 3) == 0.079
+    # 7 answers share an OCR token with a long label (a merge such as "Purchased: 4 Mar 2021")
+    assert union_hits == 1043 and n == 1050

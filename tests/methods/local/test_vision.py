@@ -34,7 +34,7 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
 PAGE = Path(__file__).parents[3] / "benchmarks" / "docval" / "data" / "images"
-FIRST, SECOND = str(PAGE / "docval-0-0000.jpg"), str(PAGE / "docval-0-0001.jpg")
+FIRST, SECOND = (str(page) for page in sorted(PAGE.glob("*.jpg"))[:2])  # ids are opaque
 IMAGE_TOKENS = 16  # (64 px / 16 px patches)^2
 
 
