@@ -272,10 +272,15 @@ def _generate(console: Console, args: argparse.Namespace) -> int:
         seed = secret_seed(args.seed)
     except ValueError as ex:
         return _error(console, ex)
+    if args.size is not None and args.size < 1:
+        return _error(console, "--size must be at least 1")
     module, _, function = str(spec).partition(":")
     generator = getattr(importlib.import_module(module), function)
     out.mkdir(parents=True, exist_ok=True)
-    generator(seed=seed, out=out, size=args.size)
+    try:
+        generator(seed=seed, out=out, size=args.size)
+    except (ValueError, OSError) as ex:
+        return _error(console, f"{args.benchmark}: the split was not written: {ex}")
     sha256 = write_manifest(out, args.benchmark)
     console.print(f"{args.benchmark}: split {sha256[:12]} written to {out.resolve()}")
     console.print(f"Run it with -T data={out.resolve()} (the seed is not stored: keep it secret)")

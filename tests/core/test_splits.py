@@ -65,3 +65,12 @@ def test_generate_refuses_unknown_benchmark_and_non_empty_out(
 ) -> None:
     assert main(["generate", "no_such", "--seed", "s", "--out", str(tmp_path / "o")]) == 2
     assert "no split generator" in capsys.readouterr().out
+
+
+def test_generate_refuses_a_size_below_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "o"
+    assert main(["generate", "docval", "--seed", "s", "--out", str(out), "--size", "0"]) == 2
+    assert "--size must be at least 1" in capsys.readouterr().out
+    assert not out.exists()
