@@ -5,12 +5,10 @@ a fault site and keeps the trajectory only when the counterfactual replay confir
 (`confirm`) and the failed run still has `MIN_STEPS` steps; its `tier` is that of the failed
 run's length. Sites are drawn so that no step is a likelier mistake than any other from its
 position or turn kind alone: every step that can host an error weighs 1 (shared by the error
-types it can host). Three error types change the kind of the turn they land on, and are
-weighed by how common that kind of turn is: premature termination and ignored feedback at the
-wrap-up land on the one wrap-up turn, ignored feedback at the end on the one final answer
-(`UNIQUE_TURN_WEIGHT` in total each), and a role violation turns a dispatch into a ledger
-(weight: the number of ledger turns of the clean run, so a ledger is no likelier a mistake than
-any other turn). No step weighs more than 1 in total. Rebuild the shipped split with
+types it can host); a premature termination, which turns a dispatch into the closing turns, is
+spread over its possible sites with `UNIQUE_TURN_WEIGHT` in total. No step weighs more than 1 in
+total. Ids are opaque (`trajectory_id`) and records hold neither the seed nor the index.
+Rebuild the shipped split with
 `python benchmarks/correct/scripts/generate.py OUT.jsonl.gz -n 2400`.
 """
 
