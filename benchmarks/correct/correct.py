@@ -23,6 +23,8 @@ from docket.benchmarks.correct.dataset import (
     SPLITS,
     TIERS,
     data_hash,
+    data_split,
+    is_generated,
     load_trajectories,
     select,
     to_sample,
@@ -47,7 +49,7 @@ from docket.core.options import checked, one_of, positive
 from docket.core.roles import require_roles
 
 NAME = "correct_localization"
-VERSION = "2-A"
+VERSION = "3-A"
 METHODS = ("all_at_once", "step_by_step", "binary_search", "correct", "surface_baseline")
 STRICT, TRANSDUCTIVE = "strict", "transductive_leaks_labels"
 MODES = (STRICT, TRANSDUCTIVE)
@@ -99,9 +101,11 @@ def correct_localization(
     Args:
         method: all_at_once, step_by_step, binary_search (Who&When), correct (schema cache)
             or surface_baseline (a words-and-positions classifier, no model call).
-        data: '' for the shipped split, a Who&When folder, a CORRECT-Error file (.jsonl or
-            .parquet), any JSON/JSONL file, or hf:<id> (hf:whoandwhen, hf:correct-error; needs
-            `datasets` and network).
+        data: '' for the shipped split, a folder written by `docket generate correct` (a
+            private test split, checked against its manifest; the methods that train use the
+            shipped train split), a Who&When folder, a CORRECT-Error file (.jsonl or .parquet),
+            any JSON/JSONL file, or hf:<id> (hf:whoandwhen, hf:correct-error; needs `datasets`
+            and network).
         split: train, test or all (records without a split field: by a hash of their id).
         tier: all, short (up to 15 steps), medium (16-59) or long (60 and more).
         size: Evaluate the first `size` trajectories of the split (0: all).
@@ -147,11 +151,13 @@ def correct_localization(
         raise PrerequisiteError(f"{NAME}: -T tolerance and -T size must be at least 0")
     if method == "correct" and distiller == "model":
         require_roles(NAME, ["distiller"], allow_self=distiller_self, self_flag=DISTILLER_FLAG)
+    data = checked(NAME, "data", data, str)
     everything = load_trajectories(
-        checked(NAME, "data", data, str),
-        checked(NAME, "hf_name", hf_name, str),
-        checked(NAME, "hf_split", hf_split, str),
+        data, checked(NAME, "hf_name", hf_name, str), checked(NAME, "hf_split", hf_split, str)
     )
+    split_entry = data_split(data)  # checks a generated split's manifest
+    # a generated split is all test: the methods that train use the shipped train split
+    train = select(load_trajectories() if is_generated(data) else everything, "train")
     chosen = select(everything, split, size, tier)
     if not chosen:
         raise PrerequisiteError(
@@ -167,6 +173,7 @@ def correct_localization(
             SchemaStream(
                 _cache_config(
                     everything,
+                    train,
                     chosen,
                     split=split,
                     mode=mode,
@@ -194,7 +201,7 @@ def correct_localization(
                 f"{NAME}: method=surface_baseline trains on the train split; evaluate it on "
                 "-T split=test"
             )
-        solver = surface_baseline(table, SurfaceConfig(select(everything, "train")))
+        solver = surface_baseline(table, SurfaceConfig(train))
     elif method == "all_at_once":
         solver = all_at_once(table, with_gt, max_tokens)
     elif method == "step_by_step":
@@ -224,12 +231,14 @@ def correct_localization(
             "tier": tier,
             "mode": mode if method == "correct" else None,
             "leaks": LEAKS[mode] if method == "correct" else None,
+            **split_entry,
         },
     )
 
 
 def _cache_config(
     everything: list[Trajectory],
+    train: list[Trajectory],
     chosen: list[Trajectory],
     *,
     split: str,
@@ -239,7 +248,7 @@ def _cache_config(
     **options: object,
 ) -> CacheConfig:
     """The cache options, the fit set of the mode and the identity recorded in the file."""
-    fit = chosen if mode == TRANSDUCTIVE else select(everything, "train")
+    fit = chosen if mode == TRANSDUCTIVE else train
     fit = fit[:fit_size] if fit_size > 0 else fit
     if options["retriever"] == "embedding":
         embedding_prerequisite()

@@ -25,8 +25,10 @@ from docket.benchmarks.correct.simulator.records import (
 )
 from docket.benchmarks.correct.simulator.tasks import length_tier
 from docket.core.inspect_private import PrerequisiteError
+from docket.core.splits import MANIFEST, files_digest, read_manifest, split_metadata
 
-SHIPPED = Path(__file__).parent / "data" / "mas_trajectories.jsonl.gz"
+SPLIT_FILE = "mas_trajectories.jsonl.gz"
+SHIPPED = Path(__file__).parent / "data" / SPLIT_FILE
 #: Short names for the public datasets (Hugging Face ids).
 HF_ALIASES = {"whoandwhen": "Kevin355/Who_and_When", "correct-error": "yifanyu/CORRECT-Error"}
 SPLITS = ("train", "test", "all")
@@ -39,13 +41,66 @@ def _shipped() -> tuple[Trajectory, ...]:
     return tuple(read_trajectories(SHIPPED))
 
 
+def is_generated(data: str) -> bool:
+    """Whether `data` is a split written by `docket generate correct` (a folder with a manifest)."""
+    return bool(data) and not data.startswith("hf:") and (Path(data) / MANIFEST).is_file()
+
+
+def split_file(data: Path) -> Path:
+    """The trajectory file of a generated split's folder; any other path as it is."""
+    return data / SPLIT_FILE if (data / MANIFEST).is_file() else data
+
+
+def check_generated(data: str) -> dict[str, object]:
+    """The manifest of a generated split, checked (one line on a bad or foreign split).
+
+    Args:
+        data: A folder written by `docket generate correct`.
+
+    Returns:
+        The manifest (benchmark, sha256, source).
+
+    Raises:
+        PrerequisiteError: No or a stale manifest, another benchmark's split, or no trajectory
+            file.
+    """
+    try:
+        manifest = read_manifest(Path(data))
+    except ValueError as ex:
+        raise PrerequisiteError(f"correct_localization: -T data={data}: {ex}") from None
+    if manifest.get("benchmark") != "correct":
+        raise PrerequisiteError(
+            f"correct_localization: -T data={data} is a split of {manifest.get('benchmark')!r}, "
+            "not of correct"
+        )
+    if not (Path(data) / SPLIT_FILE).is_file():
+        raise PrerequisiteError(f"correct_localization: -T data={data} has no {SPLIT_FILE}")
+    return manifest
+
+
+def data_split(data: str) -> dict[str, dict[str, str]]:
+    """The `split_metadata` of the shipped split ('') or a generated one; {} for other data."""
+    if not data:
+        return split_metadata(files_digest(SHIPPED.parent, [SHIPPED]), generated=False)
+    if is_generated(data):
+        sha256 = str(check_generated(data)["sha256"])
+        return split_metadata(sha256, generated=True, name=Path(data).name)
+    return {}
+
+
 def load_trajectories(data: str = "", hf_name: str = "", hf_split: str = "") -> list[Trajectory]:
-    """Trajectories from `data`: '' (shipped split), a file or folder, or `hf:<id or alias>`."""
+    """Trajectories from `data`: '' (shipped split), a file or folder, or `hf:<id or alias>`.
+
+    A folder written by `docket generate correct` is checked against its manifest first.
+    """
     try:
         if not data:
             return list(_shipped())
         if data.startswith("hf:"):
             return load_hf(data[3:], hf_name, hf_split or "train")
+        if is_generated(data):
+            check_generated(data)
+            return read_trajectories(Path(data) / SPLIT_FILE)
         return read_trajectories(data)
     except TrajectoryError as ex:
         raise PrerequisiteError(f"correct_localization: {ex}") from None

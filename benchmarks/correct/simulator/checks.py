@@ -5,15 +5,18 @@ Each check reads only the problem and the conversation (what a detector model se
 the steps it finds wrong. They are the reasoning a careful reader would do, written as rules:
 
 - `tool_value`: a WebSurfer/FileSurfer report states a value that its own tool output does not
-  give for the requested field (misread field, older figure, invented value);
-- `tool_entity`: a tool was called for another entity, region or range than the dispatch asked;
+  give for the requested field once decoded (the parts added, the years counted back, the
+  months of the quarter summed): a misread field, an older figure, an invented value;
+- `tool_entity`: a tool was called for another entity, attribute, region or range than the
+  dispatch asked;
 - `arithmetic`: the Calculator's result is not the value of its expression (unless the Verifier
   corrects it in the next turn);
 - `forwarded_value`: a dispatch forwards an input that differs from the latest reported value;
 - `plan_vs_question`: a plan item asks for an attribute, quarter or number the problem does not
   mention;
 - `plan_coverage`: a plan (or progress check) leaves out a number or region of the problem;
-- `delegation`: the Orchestrator records a value that no worker produced;
+- `delegation`: the Orchestrator records a value that no worker produced, or works one out
+  itself and gets it wrong;
 - `completion`: the run is wrapped up while plan items remain;
 - `final_value`: the wrap-up or final answer differs from the value it should report.
 
@@ -35,8 +38,12 @@ from functools import lru_cache
 from docket.benchmarks.correct.simulator.world import (
     ATTRIBUTE_NAMES,
     ATTRIBUTES,
+    MONTHS,
     REGIONS,
     build_world,
+    decode_fact,
+    quarters,
+    without_distractors,
 )
 
 CHECKS = (
@@ -59,12 +66,14 @@ QUESTIONS = {
     "plan_vs_question": "does every plan item ask for what the problem asks (attribute, quarter, "
     "numbers)?",
     "plan_coverage": "does the plan keep every number and region of the problem?",
-    "delegation": "was every recorded value produced by the agent whose job it is?",
+    "delegation": "was every recorded value produced by a worker, or computed right by the "
+    "Orchestrator?",
     "completion": "were all plan items done before the wrap-up?",
     "final_value": "does the reported answer equal the value the team computed and confirmed?",
 }
 
 _ASSIGN = re.compile(r"\b([a-z][a-z0-9_]*) = (-?\d+|[A-Z][a-z]+(?: [A-Z][a-z]+)?)")
+_OWN = re.compile(r"\b([a-z][a-z0-9_]*) = ((?:abs\()?-?\d+(?: [-+*] -?\d+)+\)?) = (-?\d+)\.")
 _STORE = re.compile(r"\bas ([a-z][a-z0-9_]*)(?=[.,;)?]|$)")
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?!\w|\.\d)")
 _CALL_KB = re.compile(r"search_kb\(entity='([^']*)', attribute='([^']*)'\)")
@@ -175,7 +184,7 @@ def _record_value(record: dict[str, object], attribute: str) -> str | None:
         return None
     value = facts[attribute]
     if isinstance(value, dict):
-        value = value.get("value")
+        value = decode_fact(facts, attribute)
     return None if value is None else str(value)
 
 
@@ -194,6 +203,9 @@ def _check_lookup(state: _State, content: str, flagged: set[str]) -> str | None:
     wanted_names = names_in(state.pending.text)
     wanted = wanted_names[0] if wanted_names else None
     if wanted is not None and call.group(1) != wanted:
+        flagged.add("tool_entity")
+    asked = attribute_in(state.pending.text.rsplit(f" of {call.group(1)}", 1)[0])
+    if asked is not None and call.group(2) != asked:
         flagged.add("tool_entity")
     stated = _stated_lookup(statement, wanted or call.group(1))
     expected = _record_value(record, call.group(2))
@@ -227,7 +239,11 @@ def _check_read(state: _State, content: str, flagged: set[str]) -> str | None:
         return None
     quarter, year = when.groups()
     row = rows.get((year, call.group(1)))
-    if row is None or row.get(quarter) != numbers[-1]:
+    try:
+        totals = quarters({m: int(row[m]) for m in MONTHS}) if row else {}
+    except (KeyError, ValueError):
+        totals = {}
+    if str(totals.get(quarter)) != numbers[-1]:
         flagged.add("tool_value")
     return numbers[-1]
 
@@ -262,7 +278,7 @@ def _check_code(state: _State, content: str, flagged: set[str]) -> None:
 
 
 def _plan_flags(state: _State, content: str, flagged: set[str]) -> None:
-    question = state.question
+    question = without_distractors(state.question)
     mentioned = set(_numbers(re.sub(r"has \d+ parts", "", question)))
     items = _ITEM.findall(content)
     for _, item in items:
@@ -309,10 +325,13 @@ def flags(question: str, steps: list[tuple[str, str]]) -> list[set[str]]:
             _plan_flags(state, content, flagged)
         elif agent == "Orchestrator":
             _orchestrator(state, content, flagged)
+            if _is_wrapup(following) and state.done < state.plan_items:
+                flagged.add("completion")  # the closing summary of a run that stops early
         elif agent in ("WebSurfer", "FileSurfer", "Calculator", "ComputerTerminal", "Coder"):
             _worker(state, agent, content, flagged)
             var = state.pending.var
-            if var and re.search(rf"\b{re.escape(var)} = ", check):  # corrected at once
+            said = re.search(rf"\b{re.escape(var)} = (\S+?)\.?$", check) if var else None
+            if said and said.group(1) != state.values.get(var):  # corrected at once
                 flagged -= {"tool_value", "arithmetic"}
         elif agent == "Verifier":
             for var, value in _ASSIGN.findall(content):
@@ -322,6 +341,12 @@ def flags(question: str, steps: list[tuple[str, str]]) -> list[set[str]]:
                 state.confirmed = numbers[-1]
         found.append(flagged)
     return found
+
+
+def _is_wrapup(step: tuple[str, str]) -> bool:
+    """Whether a step is the Orchestrator's wrap-up (it asks the Verifier to confirm)."""
+    agent, content = step
+    return agent == "Orchestrator" and "Verifier" in content and not content.startswith("Next")
 
 
 def _orchestrator(state: _State, content: str, flagged: set[str]) -> None:
@@ -347,6 +372,16 @@ def _orchestrator(state: _State, content: str, flagged: set[str]) -> None:
         answer_var = state.plan_vars[-1] if state.plan_vars else ""
         if numbers and answer_var in state.values and state.values[answer_var] != numbers[-1]:
             flagged.add("final_value")
+        return
+    own = _OWN.search(content)
+    if own:  # the Orchestrator's own computation
+        var, expression, value = own.groups()
+        result = safe_eval(expression)
+        if result is not None and str(result) != value:
+            flagged.add("delegation")
+        state.values[var] = value
+        state.dispatched.append(content)
+        state.done += 1
         return
     for var, value in _ASSIGN.findall(content):  # a ledger
         if var not in state.values:

@@ -5,12 +5,10 @@ a fault site and keeps the trajectory only when the counterfactual replay confir
 (`confirm`) and the failed run still has `MIN_STEPS` steps; its `tier` is that of the failed
 run's length. Sites are drawn so that no step is a likelier mistake than any other from its
 position or turn kind alone: every step that can host an error weighs 1 (shared by the error
-types it can host). Three error types change the kind of the turn they land on, and are
-weighed by how common that kind of turn is: premature termination and ignored feedback at the
-wrap-up land on the one wrap-up turn, ignored feedback at the end on the one final answer
-(`UNIQUE_TURN_WEIGHT` in total each), and a role violation turns a dispatch into a ledger
-(weight: the number of ledger turns of the clean run, so a ledger is no likelier a mistake than
-any other turn). No step weighs more than 1 in total. Rebuild the shipped split with
+types it can host); a premature termination, which turns a dispatch into the closing turns, is
+spread over its possible sites with `UNIQUE_TURN_WEIGHT` in total. No step weighs more than 1 in
+total. Ids are opaque (`trajectory_id`) and records hold neither the seed nor the index.
+Rebuild the shipped split with
 `python benchmarks/correct/scripts/generate.py OUT.jsonl.gz -n 2400`.
 """
 
@@ -30,7 +28,7 @@ from docket.benchmarks.correct.simulator.tasks import (
 )
 
 DATASET = "docket-mas"
-GENERATOR = "docket-mas-sim/2"
+GENERATOR = "docket-mas-sim/3"
 SPLIT_SEED = 2026
 #: Length tier of the i-th trajectory: i % 5 -> short, short, medium, medium, long.
 TIER_CYCLE = ("short", "short", "medium", "medium", "long")
@@ -38,7 +36,7 @@ TIER_CYCLE = ("short", "short", "medium", "medium", "long")
 UNIQUE_TURN_WEIGHT = {"premature_termination": 0.5, "wrapup": 0.5, "final": 0.5}
 _ATTEMPTS = 20
 #: Error types weighed by the turn they turn into rather than by the step that hosts them.
-_SPREAD = ("premature_termination", "role_violation")
+_SPREAD = ("premature_termination",)
 
 
 @dataclass(frozen=True)
@@ -92,10 +90,7 @@ def site_weights(clean: Run) -> list[tuple[int, str, float]]:
             continue
         regular = [k for k in kinds if k not in _SPREAD]
         weighted += [(step, k, 1.0 / len(regular)) for k in regular]
-    totals = {
-        "premature_termination": UNIQUE_TURN_WEIGHT["premature_termination"],
-        "role_violation": float(clean.kinds.count("ledger")),
-    }
+    totals = {"premature_termination": UNIQUE_TURN_WEIGHT["premature_termination"]}
     for kind, total in totals.items():
         steps = sites.get(kind, [])
         weighted += [(step, kind, total / len(steps)) for step in steps if total > 0]
@@ -140,7 +135,7 @@ def _record(
 ) -> Trajectory:
     turns = verdict.faulty.turns
     return Trajectory(
-        id=f"mas-{seed}-{index:05d}",
+        id=trajectory_id(seed, index),
         question=task.question,
         ground_truth=str(verdict.clean.answer),
         history=tuple(Step(t.name, t.role, t.content) for t in turns),
@@ -153,8 +148,6 @@ def _record(
             "task_family": task.family,
             "error_type": fault.kind,
             "split": split,
-            "seed": seed,
-            "index": index,
             "final_answer": str(verdict.faulty.answer),
             "is_corrected": False,
             "tier": length_tier(len(turns)),
@@ -164,6 +157,16 @@ def _record(
     )
 
 
+def trajectory_id(seed: int, index: int) -> str:
+    """The opaque id of the `index`-th trajectory of `seed`: 16 hex digits of a SHA-256.
+
+    Neither the seed nor the index can be read off it; only someone who already holds the seed
+    can recompute it (for the shipped split, whose seed is public, so are its labels: private
+    splits come from `docket generate correct --seed SECRET`).
+    """
+    return "mas-" + hashlib.sha256(f"docket-mas-id:{seed}:{index}".encode()).hexdigest()[:16]
+
+
 def split_for(trajectory_id: str) -> str:
     """`train` or `test` by the parity of the first byte of the id's SHA-256."""
     return "train" if hashlib.sha256(trajectory_id.encode()).digest()[0] % 2 == 0 else "test"
@@ -171,5 +174,5 @@ def split_for(trajectory_id: str) -> str:
 
 def generate_split(count: int, seed: int = SPLIT_SEED, length: str = "") -> list[Trajectory]:
     """`count` trajectories, each in the split `split_for` gives its id (`length`: one tier)."""
-    ids = [f"mas-{seed}-{i:05d}" for i in range(count)]
+    ids = [trajectory_id(seed, i) for i in range(count)]
     return [make_trajectory(seed, i, split_for(ids[i]), length) for i in range(count)]

@@ -137,7 +137,14 @@ _SYMBOL = {"add": "+", "sub": "-", "mul": "*"}
 #: Distractor turns that may follow a report, and their shares.
 _FOLLOWERS = (("recheck", 0.3), ("ledger", 0.4), ("notes", 0.3))
 #: Turn kinds that precede a wrap-up in a clean run (a premature one may only follow these).
-_BEFORE_WRAPUP = ("calc", "lookup", "recheck", "recheck_fix", "ledger", "notes")
+_BEFORE_WRAPUP = ("calc", "own_calc", "lookup", "recheck", "recheck_fix", "ledger", "notes")
+#: The attributes the task families look up (`tasks`): a wrong call names one of them.
+ASKED = frozenset(
+    {"birth_city", "residence_city", "country", "capital", "founded", "area_km2", "elevation_m"}
+    | {"population"}
+)
+#: Share of Calculator operations the Orchestrator works out itself (clean runs do it right).
+OWN_SHARE = 0.3
 
 
 def evaluate(op: str, values: list[Value]) -> Value:
@@ -264,9 +271,9 @@ REASONS: dict[str, tuple[str, ...]] = {
         "{right} was reported for {var}, but the Orchestrator went on with the earlier {wrong}.",
     ),
     "role_violation": (
-        "The Orchestrator worked out {var} itself ({wrong}) instead of asking the {agent}; the "
-        "exact value is {right}.",
-        "{var} was recorded as {wrong} by the Orchestrator without the {agent}; it should be "
+        "The Orchestrator worked out {var} itself ({wrong}) instead of asking the {agent}, and "
+        "got it wrong; the exact value is {right}.",
+        "{var} was computed as {wrong} by the Orchestrator without the {agent}; it should be "
         "{right}.",
     ),
     "wrong_tool_argument": (
@@ -485,33 +492,35 @@ def _dispatch(play: _Play, op: Op, done: int, total: int) -> dict[str, Value] | 
     """The Orchestrator's turn for `op`: the inputs it forwards, or None when no worker acts."""
     agent = AGENT[type(op)]
     refs = [r for r in _refs(op) if r in play.values]
-    stale = {r: s for r in refs if (s := play.stale(r)) is not None}
+    # not the operation's own variable: its latest value is restated before the wrap-up
+    stale = {r: s for r in refs if r != op.var and (s := play.stale(r)) is not None}
     exact: Value = "error"
     if isinstance(op, Calc | Code):
         exact = _compute(play, op, {r: play.values[r] for r in refs})
+    own = isinstance(op, Calc) and isinstance(exact, int) and play.draw("own") < OWN_SHARE
     kinds = []
     if play.log and isinstance(play.log[-1][1], int) and play.kinds[-1] in _BEFORE_WRAPUP:
         kinds.append("premature_termination")  # an intermediate number passed off as the answer
-    if stale:
-        kinds.append("ignored_feedback")
-    if isinstance(exact, int):
+    if own:
         kinds.append("role_violation")
+    elif stale:
+        kinds.append("ignored_feedback")
     chosen = play.offer(kinds)
     if chosen == "premature_termination":
         var, value = play.log[-1]
         play.explain(kind=chosen, done=done, total=total, var=var, value=value)
         _finish(play, var, value, done, total, wrapped=True)
         return None
-    if chosen == "role_violation" and isinstance(op, Calc | Code):
-        rng = play.rng()
-        value = _mental(int(exact), rng)
-        play.explain(kind=chosen, var=op.var, wrong=value, right=exact, agent=agent)
+    if own and isinstance(op, Calc):
+        value = int(exact)
+        if chosen == "role_violation":
+            value = _mental(value, play.rng())
+            play.explain(kind=chosen, var=op.var, wrong=value, right=exact, agent=agent)
+        values = [play.values.get(a[1:]) if isinstance(a, str) else a for a in op.args]
+        expr = expression(op.op, [v for v in values if v is not None])
         play.set(op.var, value)
-        play.say(
-            "Orchestrator",
-            "ledger",
-            play.words("ledger", "Orchestrator", assignments=play.assignments(3)),
-        )
+        text = play.words("own_calc", "Orchestrator", var=op.var, expr=expr, value=value)
+        play.say("Orchestrator", "own_calc", text)
         return None
     inputs = {r: play.values[r] for r in refs}
     if chosen == "ignored_feedback":
@@ -627,11 +636,13 @@ def _lookup(
         alternatives = [
             a for a, t in ATTRIBUTES[entity.kind].items() if t == wanted and a != op.attribute
         ]
-        kinds = ["wrong_tool_argument", "hallucinated_fact"]
+        # an invented name would be the only name of the step its record lacks: numbers only
+        kinds = ["hallucinated_fact"] if wanted == "int" else []
         kinds += ["misread_tool_output"] if alternatives else []
+        kinds += ["wrong_tool_argument"] if set(alternatives) & ASKED else []
         kinds += ["stale_information"] if op.attribute in DATED else []
     slip = found and bool(alternatives) and _background_slip(play, quiet)
-    chosen = play.offer([] if quiet or slip else kinds)
+    chosen = play.offer([] if slip else kinds)
     attr = attribute_name(op.attribute, alternative=play.draw("alias") < 0.3)
     call = _call(op, inputs, None)
     if entity is None or not found:
@@ -643,10 +654,12 @@ def _lookup(
     value: Value = true
     shown = entity
     if chosen == "wrong_tool_argument":
-        shown = world.entities[play.rng().choice(world.confusable(name))]
-        call = f"search_kb(entity='{shown.name}', attribute='{op.attribute}')"
-        value = shown.facts.get(op.attribute, "unknown")
-        play.explain(kind=chosen, agent="WebSurfer", wrong=shown.name, right=name)
+        # the call names another field that tasks ask for (a field no clean call names would
+        # give the mistake away by its name)
+        asked = play.rng().choice([a for a in alternatives if a in ASKED])
+        call = f"search_kb(entity='{name}', attribute='{asked}')"
+        value = entity.facts[asked]
+        play.explain(kind=chosen, agent="WebSurfer", wrong=f"attribute {asked}", right=op.attribute)
     elif chosen == "hallucinated_fact":
         value = _fabricate(play.rng(), true, entity.record_json(), entity.kind, op.attribute)
         play.explain(
@@ -703,7 +716,7 @@ def _read_cell(play: _Play, op: ReadCell, quiet: bool) -> tuple[Value, Value] | 
     kinds = ["wrong_tool_argument", "hallucinated_fact", "misread_tool_output"]
     kinds += ["stale_information"] if op.year == CURRENT_YEAR else []
     slip = _background_slip(play, quiet)
-    chosen = play.offer([] if quiet or slip else kinds)
+    chosen = play.offer([] if slip else kinds)
     true = world.sales[op.year][op.region][op.quarter]
     region, quarter, year = op.region, op.quarter, op.year
     value: Value = true
@@ -736,7 +749,7 @@ def _read_cell(play: _Play, op: ReadCell, quiet: bool) -> tuple[Value, Value] | 
     if chosen == "hallucinated_fact":
         rng = play.rng()
         value = true
-        while str(value) in table:
+        while value == true or str(value) in table:
             value = true + rng.choice([-1, 1]) * rng.randrange(5, 90)
         play.explain(kind=chosen, agent="FileSurfer", wrong=value, right=true, what=what)
     else:
@@ -757,9 +770,7 @@ def _calc(
     present = [v for v in values if v is not None]
     exact = evaluate(op.op, present)
     slip = isinstance(exact, int) and _background_slip(play, quiet)
-    chosen = play.offer(
-        ["calculation_slip"] if isinstance(exact, int) and not (quiet or slip) else []
-    )
+    chosen = play.offer(["calculation_slip"] if isinstance(exact, int) and not slip else [])
     result = exact
     expr = expression(op.op, present)
     if chosen == "calculation_slip":
@@ -775,9 +786,9 @@ def _calc(
 
 def _code(play: _Play, op: Code, quiet: bool) -> None:
     exact = code_result(op)
-    variants = [replace(op, stop=op.stop - 1), replace(op, start=op.start + 1)]
-    changed = [v for v in variants if code_result(v) != exact]
-    chosen = play.offer(["wrong_tool_argument"] if changed and not quiet else [])
+    # one past the bound: as many numbers of the program are new as in the right one
+    changed = [v for v in [replace(op, stop=op.stop + 1)] if code_result(v) != exact]
+    chosen = play.offer(["wrong_tool_argument"] if changed else [])
     used = op
     if chosen == "wrong_tool_argument":
         used = changed[int(play.rng().random() * len(changed))]
@@ -805,20 +816,16 @@ def _finish(
 ) -> None:
     """Wrap-up request, the Verifier's confirmation, the final answer and closing turns."""
     if not wrapped:
-        stale = play.stale(var)
-        chosen = play.offer(["ignored_feedback"] if stale is not None else [])
-        if chosen == "ignored_feedback":
-            play.explain(kind=chosen, var=var, wrong=stale, right=value)
-            value = stale
+        play.offer([])
+    # every latest value is restated once before the wrap-up, so no reported value goes unused
+    summary = play.words("ledger", "Orchestrator", assignments=play.assignments(len(play.log)))
+    play.say("Orchestrator", "ledger", summary)
+    play.offer([])
     play.say("Orchestrator", "wrapup", play.words("wrapup", "Orchestrator", var=var, value=value))
     play.offer([])
     play.say("Verifier", "confirm", play.words("confirm", "Verifier", value=value))
-    earlier = [v for _, v in play.log if v != value and value is not None and _same_kind(v, value)]
-    chosen = play.offer(["ignored_feedback"] if earlier and not wrapped else [])
+    play.offer([])
     answer = value
-    if chosen == "ignored_feedback":
-        answer = earlier[-1]
-        play.explain(kind=chosen, var=var, wrong=answer, right=value)
     play.say("Orchestrator", "final", play.words("final", "Orchestrator", value=answer))
     play.answer = answer
     for index in range(int(play.draw("closing") * 3)):

@@ -178,6 +178,16 @@ TEMPLATES: dict[str, Templates] = {
         "plain": ("Progress so far: {assignments}.", "Recorded so far: {assignments}."),
         "formal": ("Ledger update. Values recorded so far: {assignments}.",),
     },
+    "own_calc": {
+        "terse": ("No Calculator needed: {var} = {expr} = {value}.",),
+        "plain": (
+            "I can work this one out myself: {var} = {expr} = {value}.",
+            "Simple enough to do directly: {var} = {expr} = {value}.",
+        ),
+        "formal": (
+            "This step is computed directly by the Orchestrator: {var} = {expr} = {value}.",
+        ),
+    },
     "notes": {
         "terse": ("Notes: {assignments}.",),
         "plain": ("Summary of what we have: {assignments}.", "For the record: {assignments}."),

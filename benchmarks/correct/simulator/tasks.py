@@ -33,6 +33,7 @@ from docket.benchmarks.correct.simulator.world import (
     REGIONS,
     SALES_FILE,
     build_world,
+    distractor,
 )
 
 
@@ -281,7 +282,13 @@ def make_task(rng: random.Random, tier: str, family: str = "") -> TaskSpec:
         parts = [FAMILIES[name](rng) for name in chosen]
         if count > 1 and any(not isinstance(expected_answer(p), int) for p in parts):
             continue
-        task = replace(compose(rng, parts), seed=rng.randrange(10**9), density=density)
+        task = compose(rng, parts)
+        task = replace(
+            task,
+            question=f"{distractor(rng)} {task.question}",
+            seed=rng.randrange(10**9),
+            density=density,
+        )
         if low <= len(run(task).turns) <= high:
             return task
     raise RuntimeError(f"no {tier} task within {low}-{high} steps")

@@ -22,7 +22,7 @@ class ErrorType:
 TAXONOMY: tuple[ErrorType, ...] = (
     ErrorType(
         "wrong_tool_argument",
-        "A tool is called with a wrong argument (similar entity, neighbouring row, off-by-one "
+        "A tool is called with a wrong argument (another field, another region, an off-by-one "
         "bound) and its honest output is used as if it answered the request.",
         "TRAIL execution: incorrect tool arguments",
         "WebSurfer lookup, FileSurfer cell read, Coder program",
@@ -66,16 +66,17 @@ TAXONOMY: tuple[ErrorType, ...] = (
     ),
     ErrorType(
         "role_violation",
-        "The Orchestrator does the Calculator's or Coder's job itself, with a rough estimate.",
+        "The Orchestrator does the Calculator's job itself and gets it wrong (clean runs also "
+        "let it work out some calculations itself, correctly).",
         "MAST FM-1.2 disobey role specification",
-        "Orchestrator dispatch of a computation",
+        "Orchestrator's own calculation",
     ),
     ErrorType(
         "ignored_feedback",
-        "The Orchestrator ignores the value another agent just reported (or the Verifier's "
-        "confirmation) and uses an earlier one.",
+        "The Orchestrator ignores the value another agent reported last and forwards an "
+        "earlier one.",
         "MAST FM-2.5 ignored other agent's input",
-        "Orchestrator dispatch after a report, Orchestrator final answer",
+        "Orchestrator dispatch after a report",
     ),
     ErrorType(
         "premature_termination",

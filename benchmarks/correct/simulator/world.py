@@ -3,13 +3,21 @@
 Everything is built from fixed name lists and one fixed seed, so the world is identical on every
 machine (`build_world()` is cached). Tools print nested output: a knowledge-base record is a
 JSON object whose dated facts carry their previous value, and `sales.csv` holds one row per
-year and region.
+year and region with monthly figures.
+
+No number a report states is printed as such by its tool (`encode_fact`, `table_text`): a
+record gives a population as its urban and rural parts, an area as land and water, an
+elevation as the river level and the height above it, a year as years before `AS_OF` (a first
+award as the age at the award), and the table gives months, not quarters. So a reported value
+is never a string of its tool output, right or wrong: telling them apart takes the addition or
+subtraction that `decode_fact` does.
 """
 
 from __future__ import annotations
 
 import json
 import random
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -25,6 +33,9 @@ REGIONS = ("North", "South", "East", "West", "Central", "Coastal")
 QUARTERS = ("Q1", "Q2", "Q3", "Q4")
 CURRENT_YEAR = 2024
 PREVIOUS_YEAR = 2023
+#: The year that record ages count back from.
+AS_OF = 2026
+MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
 #: Attributes per entity kind, with their value type ("city" values name another city).
 ATTRIBUTES: dict[str, dict[str, str]] = {
@@ -73,6 +84,32 @@ ATTRIBUTE_NAMES: dict[str, tuple[str, ...]] = {
 }
 
 
+#: Sentences of a question that do not bear on it (irrelevant context, as in GSM-IC): their
+#: numbers and regions are in the question but no plan needs them.
+DISTRACTORS = (
+    "Unrelated to this question, {n} other requests are waiting in the queue.",
+    "For context only, the team has handled {n} similar questions this week.",
+    "Separately, the {region} office filed {n} reports last month, which do not matter here.",
+    "As background, the previous run took {n} minutes.",
+)
+_DISTRACTOR = re.compile(
+    "|".join(
+        re.escape(d).replace(re.escape("{n}"), r"\d+").replace(re.escape("{region}"), r"\w+")
+        for d in DISTRACTORS
+    )
+)
+
+
+def distractor(rng: random.Random) -> str:
+    """One irrelevant sentence with a number (and sometimes a region) for a question."""
+    return rng.choice(DISTRACTORS).format(n=rng.randrange(2, 99), region=rng.choice(REGIONS))
+
+
+def without_distractors(question: str) -> str:
+    """The question with its irrelevant sentences (`DISTRACTORS`) removed."""
+    return _DISTRACTOR.sub("", question).strip()
+
+
 @dataclass
 class Entity:
     """One knowledge-base record."""
@@ -83,18 +120,77 @@ class Entity:
     outdated: dict[str, int] = field(default_factory=dict)
 
     def record_json(self) -> str:
-        """The record as the search tool prints it: nested JSON, dated facts with history."""
+        """The record as the search tool prints it: nested JSON, every number encoded."""
         facts: dict[str, object] = {}
         for key, value in self.facts.items():
-            if key in self.outdated:
-                facts[key] = {
-                    "value": value,
-                    "as_of": NEW_CENSUS,
-                    "previous": {"value": self.outdated[key], "as_of": OLD_CENSUS},
-                }
-            else:
+            if not isinstance(value, int):
                 facts[key] = value
+                continue
+            facts[key] = encode_fact(self, key, value)
+            if key in self.outdated:
+                assert isinstance(facts[key], dict)
+                facts[key] = {
+                    **facts[key],  # type: ignore[dict-item]
+                    "as_of": NEW_CENSUS,
+                    "previous": {
+                        **encode_fact(self, key, self.outdated[key]),
+                        "as_of": OLD_CENSUS,
+                    },
+                }
         return json.dumps({"name": self.name, "type": self.kind, "facts": facts})
+
+
+def _split(name: str, key: str, value: int) -> int:
+    """A reproducible share of `value` (its first part when a fact is printed as two parts)."""
+    rng = random.Random(f"{name}:{key}:{value}")
+    return rng.randrange(max(value // 4, 1), max(3 * value // 4, 2)) if value > 1 else 0
+
+
+#: Facts printed as two parts that add up to the value.
+PARTS = {
+    "population": ("urban", "rural"),
+    "area_km2": ("land_km2", "water_km2"),
+    "elevation_m": ("river_level_m", "above_river_m"),
+}
+
+
+def encode_fact(entity: Entity, key: str, value: int) -> dict[str, int]:
+    """How a record prints an int fact: two parts, years before `AS_OF`, or an age."""
+    if key in PARTS:
+        first = _split(entity.name, key, value)
+        return {PARTS[key][0]: first, PARTS[key][1]: value - first}
+    if key == "first_award_year":
+        return {"age_at_award": value - int(entity.facts["birth_year"])}
+    return {"years_before": AS_OF - value, "counted_from": AS_OF}
+
+
+def decode_fact(facts: dict[str, object], key: str, previous: bool = False) -> int | None:
+    """The value of fact `key` from a printed record's `facts` (None if it is not there).
+
+    Args:
+        facts: The `facts` object of a record as `Entity.record_json` prints it.
+        key: The attribute.
+        previous: Decode the outdated (previous census) value instead.
+
+    Returns:
+        The integer the encoded fact stands for.
+    """
+    raw = facts.get(key)
+    if not isinstance(raw, dict):
+        return None
+    if previous:
+        raw = raw.get("previous")
+        if not isinstance(raw, dict):
+            return None
+    try:
+        if key in PARTS:
+            return int(raw[PARTS[key][0]]) + int(raw[PARTS[key][1]])
+        if key == "first_award_year":
+            born = decode_fact(facts, "birth_year")
+            return None if born is None else born + int(raw["age_at_award"])
+        return int(raw["counted_from"]) - int(raw["years_before"])
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 @dataclass
@@ -103,6 +199,7 @@ class World:
 
     entities: dict[str, Entity]
     sales: dict[int, dict[str, dict[str, int]]]
+    monthly: dict[int, dict[str, dict[str, int]]]
 
     def of_kind(self, kind: str) -> list[Entity]:
         """Entities of one kind, in a fixed order."""
@@ -123,11 +220,11 @@ class World:
         return [other for other in others if shared(other) == longest]
 
     def table_text(self, region: str) -> str:
-        """The header and the rows of one region in `sales.csv` (one per year)."""
-        lines = ["year,region," + ",".join(QUARTERS)]
-        for year in sorted(self.sales):
-            row = self.sales[year][region]
-            lines.append(f"{year},{region}," + ",".join(str(row[q]) for q in QUARTERS))
+        """The header and the rows of one region in `sales.csv` (one per year, by month)."""
+        lines = ["year,region," + ",".join(MONTHS)]
+        for year in sorted(self.monthly):
+            row = self.monthly[year][region]
+            lines.append(f"{year},{region}," + ",".join(str(row[m]) for m in MONTHS))
         return "\n".join(lines) + f"\n({len(self.sales)} rows)"
 
 
@@ -183,8 +280,17 @@ def build_world() -> World:
                     "first_award_year": born + rng.randrange(20, 45),
                 },
             )
-    sales = {
-        year: {r: {q: rng.randrange(100, 999) for q in QUARTERS} for r in REGIONS}
+    monthly = {
+        year: {r: {m: rng.randrange(30, 330) for m in MONTHS} for r in REGIONS}
         for year in (PREVIOUS_YEAR, CURRENT_YEAR)
     }
-    return World(entities, sales)
+    sales = {
+        year: {r: quarters(monthly[year][r]) for r in REGIONS}
+        for year in (PREVIOUS_YEAR, CURRENT_YEAR)
+    }
+    return World(entities, sales, monthly)
+
+
+def quarters(months: dict[str, int]) -> dict[str, int]:
+    """Quarter totals of one row of monthly figures (Q1 = Jan + Feb + Mar, ...)."""
+    return {q: sum(months[m] for m in MONTHS[3 * i : 3 * i + 3]) for i, q in enumerate(QUARTERS)}

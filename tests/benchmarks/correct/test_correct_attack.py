@@ -1,0 +1,63 @@
+"""The learned surface attacker: it finds a planted give-away, and stays near chance on the data."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from docket.benchmarks.correct.attack import SurfaceAttacker, chance, evaluate, step_features
+from docket.benchmarks.correct.dataset import load_trajectories, select
+from docket.benchmarks.correct.simulator.records import Step, Trajectory
+
+#: Training and test trajectories of the fast check (the README gives the full-split numbers).
+TRAIN, TEST = 400, 600
+
+
+def _planted(trajectory: Trajectory) -> Trajectory:
+    """The trajectory with a number that no other step holds appended to its mistake step."""
+    history = list(trajectory.history)
+    mistake = history[trajectory.mistake_step]
+    history[trajectory.mistake_step] = Step(mistake.name, mistake.role, mistake.content + " 31337")
+    return replace(trajectory, history=tuple(history))
+
+
+def test_chance_is_the_best_position_policy_on_the_split() -> None:
+    test = select(load_trajectories(), "test")[:200]
+    base = chance(test)
+    first = sum(t.mistake_step == 0 for t in test) / len(test)
+    last = sum(t.mistake_step == len(t.history) - 1 for t in test) / len(test)
+    assert base["step"] >= max(first, last)
+    assert base["step"] < 0.3  # no position gives the mistake away
+
+
+def test_the_attacker_finds_a_planted_number_identity_leak() -> None:
+    # the control: a mistake step that alone holds a new, never reused number is found
+    everything = load_trajectories()
+    train = [_planted(t) for t in select(everything, "train")[:150]]
+    test = [_planted(t) for t in select(everything, "test")[:150]]
+    scored = evaluate(SurfaceAttacker(max_iter=50).fit(train).predict_all(test), test)
+    assert scored["step"] >= 0.9 and scored["agent"] >= 0.9
+
+
+def test_the_attacker_stays_within_005_of_chance_on_the_shipped_split() -> None:
+    """Issue 29 item 2: surface features (number identity included) do not find the mistake."""
+    everything = load_trajectories()
+    train, test = select(everything, "train")[:TRAIN], select(everything, "test")[:TEST]
+    attacker = SurfaceAttacker(max_iter=100).fit(train)
+    scored, base = evaluate(attacker.predict_all(test), test), chance(test)
+    assert scored["step"] <= base["step"] + 0.05, (scored, base)
+    assert scored["agent"] <= base["agent"] + 0.15, (scored, base)
+
+
+def test_features_never_read_the_labels() -> None:
+    trajectory = select(load_trajectories(), "test")[0]
+    moved = replace(trajectory, mistake_step=0, mistake_agent="Nobody", mistake_reason="x")
+    assert step_features(moved) == step_features(trajectory)
+
+
+def test_bad_input_gets_one_clear_line() -> None:
+    with pytest.raises(ValueError, match="at least one training trajectory"):
+        SurfaceAttacker().fit([])
+    with pytest.raises(ValueError, match="fit the surface attacker first"):
+        SurfaceAttacker().predict(select(load_trajectories(), "test")[0])
