@@ -207,8 +207,9 @@ async def test_scripted_judge_repairs_after_one_garbled_reply() -> None:
     ]
     once = get_model("docket/scripted", policy="judge", garble=1)
     verdict, _ = await generate_parsed(once, prompt, parse)
+    # ANCHOR 3-A's judge reads actions: a turn with no action and no answer is a refusal
     assert verdict is not None and verdict["turns"] == [
-        {"turn": 1, "refused": False, "evidence": []}
+        {"turn": 1, "refused": True, "evidence": []}
     ]
     twice = get_model("docket/scripted", policy="judge", garble=2)
     verdict, error = await generate_parsed(twice, prompt, parse)
