@@ -9,10 +9,12 @@ import pytest
 from inspect_ai.util._sandbox.docker import prereqs
 
 from docket.sandboxes.bwrap.config import BwrapConfig
+from tests.sandboxes.docker import docker_support
 from tests.sandboxes.docker.container_support import docker_container
 from tests.sandboxes.docker.docker_support import (
     TESTED_ENGINE_FLOOR,
     engine_below_inspect_minimum,
+    ready_engine,
 )
 
 pytestmark = pytest.mark.docker
@@ -50,6 +52,17 @@ def test_lifted_check_is_only_for_old_engines() -> None:
     assert not engine_below_inspect_minimum(prereqs.DOCKER_ENGINE_REQUIRED_VERSION)
     assert not engine_below_inspect_minimum("28.2.2")
     assert engine_below_inspect_minimum(TESTED_ENGINE_FLOOR)
+
+
+def test_without_docker_a_skip_here_is_a_failure_in_ci(monkeypatch: pytest.MonkeyPatch) -> None:
+    reason = "no Docker daemon answers `docker version` (make docker-deps starts one)"
+    monkeypatch.setattr(docker_support, "docker_problem", lambda: reason)
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="^docker unavailable: no Docker daemon"):
+        ready_engine(monkeypatch)
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="^CI must run the docker tests: no Docker"):
+        ready_engine(monkeypatch)
 
 
 async def test_container_matches_bwrap_defaults(docker_engine: str) -> None:
