@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from inspect_ai import Task
 from inspect_ai import eval as inspect_eval
+from inspect_ai.log import EvalLog
 from inspect_ai.model import Model, get_model
 
 from docket.benchmarks.anchor.anchor import anchor_audit, anchor_direct
@@ -25,8 +25,7 @@ ANCHOR_FIXTURE = str(
 )
 
 
-def _per_sample(task: Task, model: Model, tmp_path: Path, **kw: Any) -> dict[str, Any]:
-    [log] = inspect_eval(task, model=model, log_dir=str(tmp_path), display="none", **kw)
+def _per_sample(log: EvalLog) -> dict[str, Any]:
     assert log.status == "success", log.error
     assert log.samples is not None
     return {
@@ -36,9 +35,18 @@ def _per_sample(task: Task, model: Model, tmp_path: Path, **kw: Any) -> dict[str
 
 
 def _both(make: Any, model: Model, tmp_path: Path, **kw: Any) -> tuple[dict[str, Any], ...]:
-    bwrap = _per_sample(make("bwrap"), model, tmp_path / "bwrap", **kw)
-    docker = _per_sample(make("docker"), model, tmp_path / "docker", **kw)
-    return bwrap, docker
+    """Per-sample scores on bwrap and on docker: the two evals run at once (`max_tasks=2`)."""
+    bwrap, docker = inspect_eval(
+        [make("bwrap"), make("docker")],
+        model=model,
+        log_dir=str(tmp_path),
+        display="none",
+        max_tasks=2,
+        **kw,
+    )
+    assert bwrap.eval.sandbox is not None and bwrap.eval.sandbox.type == "bwrap"
+    assert docker.eval.sandbox is not None and docker.eval.sandbox.type == "docker"
+    return _per_sample(bwrap), _per_sample(docker)
 
 
 @pytest.mark.parametrize(("tools", "policy"), [("bash", "comply"), ("stateful", "stateful")])
