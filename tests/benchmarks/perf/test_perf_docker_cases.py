@@ -10,9 +10,7 @@ from docket.sandboxes.images import docker
 
 
 @pytest.mark.parametrize("name", ["sandbox_exec_docker", "sandbox_sample_docker"])
-def test_skipped_with_the_reason_without_docker(
-    monkeypatch: pytest.MonkeyPatch, name: str
-) -> None:
+def test_skipped_with_the_reason_without_docker(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
     reason = "no Docker daemon answers `docker version` (make docker-deps starts one)"
     monkeypatch.setattr(docker, "docker_problem", lambda: reason)
     assert cases.CASES[name] is docker_cases.DOCKER_CASES[name]
