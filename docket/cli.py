@@ -415,6 +415,13 @@ def _parser() -> argparse.ArgumentParser:
     suite.add_argument("-o", "--out", help="report directory (default: LOGDIR-report)")
     suite.add_argument("--display", default="plain", help="Inspect display (plain, rich, none)")
     suite.add_argument("--dry-run", action="store_true", help="print the plan, run nothing")
+    doctor = commands.add_parser(
+        "doctor", help="check what a run needs, one line per item with its fix (exit 1: cannot run)"
+    )
+    doctor.add_argument(
+        "--sandbox", default="bwrap", choices=("bwrap", "docker", "k8s"), help="sandbox (bwrap)"
+    )
+    doctor.add_argument("--model", action="append", default=[], help="model to check (repeatable)")
     generate = commands.add_parser(
         "generate", help="write a private test split from a secret seed (run it with -T data=DIR)"
     )
@@ -444,6 +451,10 @@ def main(argv: list[str] | None = None) -> int:
         return _report(console, args)
     if args.command == "generate":
         return _generate(console, args)
+    if args.command == "doctor":
+        from docket.doctor import doctor
+
+        return doctor(args.sandbox, args.model)
     if args.command == "regress":
         if args.tolerance < 0 or not 0 < args.alpha < 1 or not 0 <= args.min_coverage <= 1:
             return _error(

@@ -3,6 +3,8 @@
 - sandbox_exec: one `exec` in the sample's long-lived bwrap sandbox vs Inspect's `local`
   sandbox (no isolation);
 - sandbox_sample: a sample's whole sandbox lifetime (init, 10 execs, cleanup), the same pair;
+- sandbox_exec_docker, sandbox_sample_docker: the same two against Inspect's docker sandbox
+  (`docker_cases.py`);
 - schema_retrieval: `SchemaCache.retrieve` (top 5, SQLite hotness update) vs bare `bm25s`;
 - greedy_decode: docket's token loop on SmolLM2 vs transformers `generate` (same tokens checked);
 - gguf_load: SmolLM2 through docket's dequantised cache vs transformers' `gguf_file=` load;
@@ -32,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from docket.benchmarks.perf.bpe import BPE_CASES
+from docket.benchmarks.perf.docker_cases import DOCKER_CASES
 from docket.benchmarks.perf.harness import (
     Measurement,
     PrerequisiteMissing,
@@ -768,6 +771,7 @@ def erm_query(quick: bool) -> Measurement:
 CASES: dict[str, Case] = {
     "sandbox_exec": sandbox_exec,
     "sandbox_sample": sandbox_sample,
+    **DOCKER_CASES,  # bwrap against Inspect's docker sandbox (benchmarks/perf/docker_cases.py)
     "schema_retrieval": schema_retrieval,
     "greedy_decode": greedy_decode,
     "gguf_load": gguf_load,

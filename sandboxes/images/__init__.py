@@ -1,0 +1,1 @@
+"""docket's container images (one folder each: Dockerfile, compose.yaml) and Docker checks."""
