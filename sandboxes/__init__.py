@@ -27,6 +27,27 @@ def image_config(name: str = "default") -> str:
     return str(path)
 
 
+def k8s_values(name: str = "default") -> str:
+    """Path of the inspect-k8s-sandbox values file for image `name`.
+
+    Args:
+        name: The image folder under `sandboxes/images/`.
+
+    Returns:
+        The `k8s-values.yaml` path (the k8s sandbox refuses the compose file's `pids_limit`).
+
+    Raises:
+        SandboxSpecError: The image has no values file (one line).
+    """
+    path = _IMAGES / name / "k8s-values.yaml"
+    if not path.is_file():
+        known = sorted(p.name for p in _IMAGES.iterdir() if (p / "k8s-values.yaml").is_file())
+        raise SandboxSpecError(
+            f"sandbox image {name!r} has no k8s values; available: {', '.join(known)}"
+        )
+    return str(path)
+
+
 def sandbox_spec(kind: str, name: str = "default") -> SandboxEnvironmentSpec:
     """Sandbox spec for `kind` ("bwrap", "docker" or "k8s"); docker/k8s use image `name`.
 
@@ -34,11 +55,13 @@ def sandbox_spec(kind: str, name: str = "default") -> SandboxEnvironmentSpec:
     """
     if kind == "bwrap":
         return SandboxEnvironmentSpec("bwrap")
-    if kind in ("docker", "k8s"):
+    if kind == "docker":
         return SandboxEnvironmentSpec(kind, image_config(name))
+    if kind == "k8s":
+        return SandboxEnvironmentSpec(kind, k8s_values(name))
     raise SandboxSpecError(
         f"-T sandbox={kind!r} is not a sandbox kind; accepted: {', '.join(SANDBOX_KINDS)}"
     )
 
 
-__all__ = ["SANDBOX_KINDS", "SandboxSpecError", "image_config", "sandbox_spec"]
+__all__ = ["SANDBOX_KINDS", "SandboxSpecError", "image_config", "k8s_values", "sandbox_spec"]

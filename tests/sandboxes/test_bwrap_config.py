@@ -18,7 +18,7 @@ from docket.core.inspect_private import (
     deserialize_sandbox_specific_config,
     parse_compose_yaml,
 )
-from docket.sandboxes import image_config, sandbox_spec
+from docket.sandboxes import image_config, k8s_values, sandbox_spec
 from docket.sandboxes.bwrap import probe
 from docket.sandboxes.bwrap.config import (
     BwrapConfig,
@@ -137,7 +137,8 @@ def test_default_image_compose_file() -> None:
 def test_sandbox_spec_and_image_config() -> None:
     assert sandbox_spec("bwrap") == SandboxEnvironmentSpec("bwrap")
     assert sandbox_spec("docker") == SandboxEnvironmentSpec("docker", image_config())
-    assert sandbox_spec("k8s", "default") == SandboxEnvironmentSpec("k8s", image_config())
+    assert sandbox_spec("k8s", "default") == SandboxEnvironmentSpec("k8s", k8s_values())
+    assert k8s_values().endswith("images/default/k8s-values.yaml")
     with pytest.raises(ValueError, match="accepted: bwrap, docker, k8s"):
         sandbox_spec("podman")
     with pytest.raises(ValueError, match="available: default"):
