@@ -216,7 +216,8 @@ class RunHealth:
     tool_errors: int = 0
     tool_error_samples: int = 0
     refusals: int = 0
-    #: Sample epochs per limit type (message, token, time, working, ...).
+    #: Scored sample epochs per limit type (message, token, time, working, ...); the limits of
+    #: errored ones are in `errored_why`.
     limits: dict[str, int] = field(default_factory=dict)
     #: Sample epochs with a reply cut at max_tokens, and replies cut per role.
     truncated: int = 0
@@ -257,14 +258,14 @@ def summarise(samples: list[SampleHealth]) -> RunHealth:
         run.model_calls += s.calls[UNDER_TEST]
         for role, values in s.max_tokens.items():
             tokens.setdefault(role, set()).update(values)
-        if s.limit:
-            limits[s.limit] += 1
         if s.errored:
             run.errored += 1
             run.no_model_answer += int(s.no_model_answer)
             run.scored_no_answer += int(s.no_model_answer and s.error is None)
             why[str(s.why_errored)] += 1
             continue
+        if s.limit:
+            limits[s.limit] += 1
         run.unparsed += int(s.unparsed)
         run.tool_errors += s.tool_errors
         run.tool_error_samples += int(s.tool_errors > 0)
@@ -302,9 +303,10 @@ def behaviour_parts(health: RunHealth) -> list[str]:
         parts.append(f"tool-call errors {health.tool_errors} ({health.tool_error_samples}/{n})")
     if health.refusals:
         parts.append(f"refusals {health.refusals}/{n}")
-    for kind in BEHAVIOUR_LIMITS:
+    ordered = [*BEHAVIOUR_LIMITS, *sorted(set(health.limits) - set(BEHAVIOUR_LIMITS))]
+    for kind in ordered:
         if health.limits.get(kind):
-            parts.append(f"{kind} limit {health.limits[kind]}/{health.samples}")
+            parts.append(f"{kind} limit {health.limits[kind]}/{n}")
     if health.truncated:
         parts.append(
             f"truncated at max_tokens {health.truncated}/{n} "

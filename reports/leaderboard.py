@@ -18,7 +18,7 @@ import itertools
 import json
 import shutil
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -206,6 +206,14 @@ def pairwise(
     return beats, pairs
 
 
+def _common_args(runs: list[Run]) -> dict[str, Any]:
+    """The task args every run shares (a method table's header)."""
+    common = dict(runs[0].task_args)
+    for run in runs[1:]:
+        common = {k: v for k, v in common.items() if k in run.task_args and run.task_args[k] == v}
+    return common
+
+
 def _common_setup(runs: list[Run]) -> dict[str, str]:
     common = dict(runs[0].setup)
     for run in runs[1:]:
@@ -241,6 +249,8 @@ def health_text(e: dict[str, Any]) -> str:
     in the log)."""
     if not e["health_known"]:
         return "–"
+    if e.get("ran_with") and not e["behaviour"]:
+        return "no model call"
     return "; ".join(e["behaviour"]) or "ok"
 
 
@@ -323,6 +333,15 @@ def table_data(
     ]
     for index, e in enumerate(entries):
         e["underpowered"] = e["underpowered"] or any(index in pair for pair in weak)
+    common_args = _common_args(runs) if first.model_free else first.task_args
+    if first.model_free:  # a method is named by the task args its rows do not share
+        for run, e in zip(runs, entries, strict=True):
+            differing = {
+                k: v
+                for k, v in run.task_args.items()
+                if k not in common_args or common_args[k] != v
+            }
+            e["model"] = replace(run, task_args=differing).method_label
     labels = [e["model"] + "".join(f" {k}={v}" for k, v in e["setup"].items()) for e in entries]
     for e, text in zip(entries, labels, strict=True):
         e["label"] = text
@@ -339,7 +358,7 @@ def table_data(
         "kind": "method" if first.model_free else "model",
         "task": first.task,
         "version": first.version,
-        "task_args": {} if first.model_free else first.task_args,
+        "task_args": common_args,
         "split": first.split_short if first.split else None,
         "split_sha256": first.split,
         "tolerance": tolerance,

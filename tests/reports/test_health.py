@@ -81,7 +81,7 @@ def test_errored_samples_leave_the_metric_and_the_mean_is_recomputed(tmp_path: P
     assert run.headline_stderr is None
     entry = _tables(_report(tmp_path, tmp_path / "out"))["partial"]["entries"][0]
     assert entry["errored"] == 2 and entry["n"] == 3
-    assert entry["behaviour"] == ["message limit 1/5"]
+    assert entry["behaviour"] == ["message limit 1/3"]
 
 
 def test_regress_exits_2_when_errored_samples_exceed_max_errors(
@@ -135,13 +135,13 @@ def test_a_model_free_task_is_a_method_table_whatever_the_model(tmp_path: Path) 
                 task="retrieval",
                 model=model,
                 metadata={**free, "method": "bm25"},
-                task_args={"k": k},
+                task_args={"k": k, "depth": 3},
             )
     write_log(tmp_path, [planned(1, 1), planned(2, 0)], task="modelled")
     write_log(tmp_path, [planned(1, 1), planned(2, 1)], task="modelled2")
     data = _report(tmp_path, tmp_path / "out")
     table = _tables(data)["retrieval"]
-    assert table["kind"] == "method"
+    assert table["kind"] == "method" and table["task_args"] == {"depth": 3}  # shared: header
     labels = sorted(e["model"] for e in table["entries"])
     assert labels == ["bm25 k=10", "bm25 k=5"]
     assert {e["ran_with"] for e in table["entries"]} == {"docket/other"}  # the newest logs
@@ -150,6 +150,7 @@ def test_a_model_free_task_is_a_method_table_whatever_the_model(tmp_path: Path) 
     assert bench["side_by_side"] is None
     markdown = (tmp_path / "out" / "leaderboard.md").read_text()
     assert "| rank | method |" in markdown and "Model-free: the score does not depend" in markdown
+    assert "| 0 | no model call |" in markdown
     html = (tmp_path / "out" / "index.html").read_text()
     assert 'data-kind="method"' in html and "<th>method</th>" in html
 
