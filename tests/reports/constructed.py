@@ -224,7 +224,7 @@ def write_log(
         ),
         model=model,
         model_args=model_args or {},
-        config=EvalConfig(),
+        config=EvalConfig(epochs=max(p.epoch for p in samples)),
         metadata={**declared["metadata"], "benchmark": task, **(metadata or {})},
     )
     log = EvalLog(

@@ -297,3 +297,20 @@ def test_a_clean_run_is_ok(tmp_path: Path) -> None:
     [entry] = _tables(_report(tmp_path, tmp_path / "out"))["clean"]["entries"]
     assert entry["behaviour"] == [] and entry["errored"] == 0 and entry["health_known"]
     assert "| 0 | ok |" in (tmp_path / "out" / "leaderboard.md").read_text()
+
+
+def test_an_errored_epoch_leaves_only_that_epoch_out(tmp_path: Path) -> None:
+    """Sample 1 answered in epoch 1 (1) and never in epoch 2: its value is epoch 1's alone."""
+    write_log(
+        tmp_path,
+        [
+            planned(1, 1, epoch=1),
+            planned(1, 0, epoch=2, calls=0, failed_calls=1, limit="time"),
+            planned(2, 0, epoch=1),
+            planned(2, 0, epoch=2),
+        ],
+        task="epochs",
+    )
+    run = _runs(tmp_path)["epochs"]
+    assert run.samples == {"1": 1.0, "2": 0.0} and run.errored_samples == 1
+    assert run.headline_value == pytest.approx(0.5)
