@@ -646,16 +646,16 @@ def _exclude_no_answer(run: Run) -> None:
 
 def _model_free(run: Run, metadata: dict[str, Any]) -> bool:
     """A declared model-free task (guarded by the log), or a run with no model call at all."""
-    declared = metadata.get(MODEL_FREE_KEY) is True
-    read = run.health.samples > 0
-    no_calls = read and run.health.model_events == 0
-    if declared and read and not no_calls:
-        run.notes.append(
-            f"declares {MODEL_FREE_KEY}, but its samples made {run.health.model_events} model "
-            "calls: shown as the model's row"
-        )
-        return False
-    return declared or no_calls
+    calls = run.health.model_events
+    if metadata.get(MODEL_FREE_KEY) is True:
+        if calls > 0:
+            run.notes.append(
+                f"declares {MODEL_FREE_KEY}, but its samples made {calls} model calls: shown "
+                "as the model's row"
+            )
+        return calls == 0
+    # samples that all errored before any model call say nothing about the task
+    return run.health.samples > run.health.errored and calls == 0
 
 
 def build_runs(

@@ -314,3 +314,10 @@ def test_an_errored_epoch_leaves_only_that_epoch_out(tmp_path: Path) -> None:
     run = _runs(tmp_path)["epochs"]
     assert run.samples == {"1": 1.0, "2": 0.0} and run.errored_samples == 1
     assert run.headline_value == pytest.approx(0.5)
+
+
+def test_a_run_whose_samples_all_failed_before_the_model_is_not_model_free(tmp_path: Path) -> None:
+    write_log(tmp_path, [planned(1, 0, calls=0, error="RuntimeError('sandbox failed')")], task="t")
+    run = _runs(tmp_path)["t"]
+    assert not run.model_free and run.row_model == "docket/scripted"
+    assert run.unscored_reason == "1/1 samples errored: RuntimeError('sandbox failed') (1)"
