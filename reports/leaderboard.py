@@ -10,6 +10,8 @@ difference of the tolerance's size (`power.needed_n`) is marked *underpowered*, 
 rows and rows below 10 samples; an underpowered row is never ranked above a row it does not
 beat. A section also shows its tasks' headlines side by side per model and, for survival
 headlines, the curve S(t) over turns 0..T. Unscored runs state why; superseded runs are listed.
+Beside each score: errored samples (left out), the model's behaviour (`docket.reports.health`)
+and why scored samples have no value. A model-free task's runs form one method table.
 """
 
 from __future__ import annotations

@@ -24,8 +24,10 @@ get one of three verdicts from the paired samples they share:
 - cannot decide (exit 2): anything else, printed with the drop, its 1 - 2 alpha interval and the
   paired samples that would decide a drop of the tolerance's size (`power.needed_n`).
 
-A regression anywhere wins (exit 1); else any row that did not pass, or an unreadable log, is
-exit 2; exit 0 only when every row passed. Every comparison lists the samples that flipped.
+A regression anywhere wins (exit 1); else any row that did not pass, an unreadable log, or more
+errored samples than `--max-errors` is exit 2; exit 0 only when every row passed. Model-free
+rows are stored and matched as `(model-free)`, whatever model ran them. Every comparison lists
+the samples that flipped.
 """
 
 from __future__ import annotations

@@ -12,6 +12,11 @@ survival headlines keep every sample's (time, event) pairs instead.
 Each run also carries the hash of the data split it ran on (`docket.core.splits.split_of` of the
 eval metadata; None for tasks that record none) and, when the headline's scorer declares
 clustered standard errors (`stderr(cluster=KEY)`, e.g. DocVAL's `doc_id`), each sample's cluster.
+
+Errored samples (`docket.reports.health`: an error, or no answer of the model under test before
+an error or a limit) are left out of every value; a model-free run (declared
+`metadata["model_free"]`, or no model call in any sample) is attributed to `MODEL_FREE`, and its
+identity ignores the model, model args, generation config and roles.
 """
 
 from __future__ import annotations
