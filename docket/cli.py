@@ -118,7 +118,7 @@ def _serve(console: Console, out: Path, port: int) -> int:
 def _report(console: Console, args: argparse.Namespace) -> int:
     from docket.core.headline import HeadlineError
     from docket.reports.headline import parse_flags
-    from docket.reports.leaderboard import ReportOptions, build_report
+    from docket.reports.leaderboard import ReportOptions, build_report, print_summary
     from docket.reports.overrides import OverrideError
     from docket.reports.prices import PriceError
     from docket.reports.regress import BaselineError
@@ -131,6 +131,7 @@ def _report(console: Console, args: argparse.Namespace) -> int:
             history=args.history,
             baseline=args.baseline,
             bundle=args.bundle or args.serve,
+            max_errors=args.max_errors,
         )
         files = build_report(args.log_dir, args.out, options=options)
     except (
@@ -142,6 +143,7 @@ def _report(console: Console, args: argparse.Namespace) -> int:
         BaselineError,
     ) as ex:
         return _error(console, ex)
+    print_summary(console, files.data)
     for error in files.errors:
         _error(console, error)
     console.print(f"Markdown: {files.markdown}\nJSON: {files.json}", soft_wrap=True)
@@ -177,10 +179,23 @@ def _regress(console: Console, args: argparse.Namespace) -> int:
         if loaded.errors:
             console.print("[red]baseline not written: fix or remove the unreadable logs[/red]")
             return EXIT_BAD_INPUT
+        for line in regress.left_out(runs):
+            console.print(f"left out: {line}", soft_wrap=True, markup=False)
+        regress.print_errored(console, runs, args.max_errors)
+        if regress.errored_count(runs) > args.max_errors:
+            return _error(
+                console,
+                f"baseline not written: {regress.errored_count(runs)} errored samples exceed "
+                f"--max-errors {args.max_errors} (rerun them, or raise --max-errors)",
+            )
         if not any(run.scored for run in runs):
             return _error(console, f"{args.logs}: no scored runs; baseline not written")
         count = regress.write_baseline(runs, args.baseline)
-        console.print(f"Baseline with {count} entries written to {Path(args.baseline).resolve()}")
+        console.print(
+            f"Baseline with {count} entries (of {len(runs)} runs) written to "
+            f"{Path(args.baseline).resolve()}",
+            soft_wrap=True,
+        )
         return regress.EXIT_OK
     try:
         baseline = regress.read_baseline_file(args.baseline)
@@ -197,7 +212,10 @@ def _regress(console: Console, args: argparse.Namespace) -> int:
         headline_flags=flags,
     )
     regress.print_comparisons(console, comparisons, loaded.errors)
-    return regress.exit_code(comparisons, loaded.errors)
+    regress.print_errored(console, runs, args.max_errors)
+    return regress.exit_code(
+        comparisons, loaded.errors, regress.errored_count(runs), args.max_errors
+    )
 
 
 def _power(console: Console, args: argparse.Namespace) -> int:
@@ -364,6 +382,13 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument(
         "--baseline", metavar="FILE", help="add a regress section (flipped samples)"
     )
+    report.add_argument(
+        "--max-errors",
+        type=int,
+        default=0,
+        metavar="N",
+        help="with --baseline: errored samples allowed before its exit is 2 (0)",
+    )
     gate = commands.add_parser(
         "regress",
         help="compare headlines with a baseline (exit 0 pass, 1 regression, 2 cannot decide or "
@@ -391,6 +416,13 @@ def _parser() -> argparse.ArgumentParser:
         help="share of the baseline's samples the run must cover, else exit 2 (0.95)",
     )
     gate.add_argument("--headline", action="append", metavar="SPEC", help=headline_help)
+    gate.add_argument(
+        "--max-errors",
+        type=int,
+        default=0,
+        metavar="N",
+        help="errored samples (no successful model call, or an error) allowed before exit 2 (0)",
+    )
     power = commands.add_parser(
         "power",
         help="per task: the smallest drop a baseline's n can detect, and the n a drop needs",
@@ -460,6 +492,8 @@ def main(argv: list[str] | None = None) -> int:
             return _error(
                 console, "--tolerance must be >= 0, --alpha in (0, 1), --min-coverage in [0, 1]"
             )
+        if args.max_errors < 0:
+            return _error(console, "--max-errors must be >= 0")
         return _regress(console, args)
     if args.command == "power":
         drop = args.tolerance if args.drop is None else args.drop

@@ -10,6 +10,8 @@ difference of the tolerance's size (`power.needed_n`) is marked *underpowered*, 
 rows and rows below 10 samples; an underpowered row is never ranked above a row it does not
 beat. A section also shows its tasks' headlines side by side per model and, for survival
 headlines, the curve S(t) over turns 0..T. Unscored runs state why; superseded runs are listed.
+Beside each score: errored samples (left out), the model's behaviour (`docket.reports.health`)
+and why scored samples have no value. A model-free task's runs form one method table.
 """
 
 from __future__ import annotations
@@ -18,24 +20,35 @@ import itertools
 import json
 import shutil
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from inspect_ai.log import bundle_log_dir
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
 
 from docket.core.headline import HeadlineSpec
 from docket.reports import plots, survival
 from docket.reports.headline import MEAN_METRICS
+from docket.reports.health import behaviour_parts, errored_text, failure_parts
 from docket.reports.history import history_data
 from docket.reports.logs import LogError, load_logs
 from docket.reports.overrides import apply_overrides, read_overrides
 from docket.reports.power import needed_n, value_scale
 from docket.reports.prices import PriceTable, load_prices
-from docket.reports.regress import compare, exit_code, flip_lines, read_baseline_file
-from docket.reports.runs import Run, build_runs, unify_kinds
+from docket.reports.regress import (
+    compare,
+    errored_count,
+    errored_runs,
+    exit_code,
+    flip_lines,
+    read_baseline_file,
+)
+from docket.reports.runs import MODEL_FREE, Run, build_runs, unify_kinds
 from docket.reports.stats import (
     SMALL_N,
     Interval,
@@ -68,6 +81,8 @@ class ReportOptions:
     baseline: str | None = None
     bundle: bool = False
     tolerance: float = TOLERANCE
+    #: Errored samples the baseline comparison allows before it is exit 2.
+    max_errors: int = 0
 
 
 @dataclass
@@ -80,6 +95,8 @@ class ReportFiles:
     bundle: Path | None
     errors: list[LogError] = field(default_factory=list)
     baseline_exit: int | None = None
+    #: The report data (`leaderboard_data` plus comparison and history), for `print_summary`.
+    data: dict[str, Any] = field(default_factory=dict)
 
 
 def headline_interval(run: Run) -> Interval | None:
@@ -191,6 +208,14 @@ def pairwise(
     return beats, pairs
 
 
+def _common_args(runs: list[Run]) -> dict[str, Any]:
+    """The task args every run shares (a method table's header)."""
+    common = dict(runs[0].task_args)
+    for run in runs[1:]:
+        common = {k: v for k, v in common.items() if k in run.task_args and run.task_args[k] == v}
+    return common
+
+
 def _common_setup(runs: list[Run]) -> dict[str, str]:
     common = dict(runs[0].setup)
     for run in runs[1:]:
@@ -198,13 +223,68 @@ def _common_setup(runs: list[Run]) -> dict[str, str]:
     return common
 
 
+def health_entry(run: Run) -> dict[str, Any]:
+    """What a row shows beside its score: errored samples, model behaviour, why values are
+    missing, the token budgets the task forces and the max_tokens its calls carried.
+
+    Args:
+        run: One run.
+
+    Returns:
+        JSON-ready fields merged into the run's leaderboard entry.
+    """
+    return {
+        "errored": run.errored_samples,
+        "errored_text": errored_text(run.health),
+        "behaviour": behaviour_parts(run.health),
+        "failures": failure_parts(run.health),
+        "valueless": run.valueless,
+        "health_known": run.health.samples > 0,
+        "health": run.health.to_json(),
+        "forced_max_tokens": run.forced_max_tokens,
+        "max_tokens_seen": run.health.max_tokens,
+    }
+
+
+def health_text(e: dict[str, Any]) -> str:
+    """The model-behaviour cell: `unparsed 2/5; message limit 1/5`, `ok`, or `–` (no samples
+    in the log)."""
+    if not e["health_known"]:
+        return "–"
+    if e.get("ran_with") and not e["behaviour"]:
+        return "no model call"
+    return "; ".join(e["behaviour"]) or "ok"
+
+
+def missing_text(e: dict[str, Any]) -> str:
+    """Why scored samples have no headline value (empty when every one has a value)."""
+    if not e["valueless"]:
+        return ""
+    why = ", ".join(e["failures"]) or "no failure flag or missing logprobs recorded"
+    truncated = [b for b in e["behaviour"] if b.startswith("truncated")]
+    return f"{e['valueless']} scored samples without a value: {', '.join([why, *truncated])}"
+
+
+def _tokens_text(e: dict[str, Any]) -> str:
+    """`forced max_tokens 512; calls carried max_tokens model 512, judge 256` (or empty)."""
+    parts = []
+    if e["forced_max_tokens"] is not None:
+        parts.append(f"the task forces max_tokens {json.dumps(e['forced_max_tokens'])}")
+    seen = e["max_tokens_seen"]
+    if seen:
+        shown = ", ".join(f"{role} {'/'.join(map(str, v))}" for role, v in seen.items())
+        parts.append(f"calls carried max_tokens {shown}")
+    return "; ".join(parts)
+
+
 def _entry(
     run: Run, ci: Interval | None, rank: str, common: dict[str, str], prices: PriceTable
 ) -> dict[str, Any]:
     cost, missing = prices.cost(run.usage)
-    return {
+    return health_entry(run) | {
         "rank": rank,
-        "model": run.model_label,
+        "model": run.method_label if run.model_free else run.model_label,
+        "ran_with": run.model_label if run.model_free else None,
         "setup": {k: v for k, v in run.setup.items() if common.get(k) != v},
         "value": run.headline_value,
         "ci_low": None if ci is None else ci.low,
@@ -255,6 +335,15 @@ def table_data(
     ]
     for index, e in enumerate(entries):
         e["underpowered"] = e["underpowered"] or any(index in pair for pair in weak)
+    common_args = _common_args(runs) if first.model_free else first.task_args
+    if first.model_free:  # a method is named by the task args its rows do not share
+        for run, e in zip(runs, entries, strict=True):
+            differing = {
+                k: v
+                for k, v in run.task_args.items()
+                if k not in common_args or common_args[k] != v
+            }
+            e["model"] = replace(run, task_args=differing).method_label
     labels = [e["model"] + "".join(f" {k}={v}" for k, v in e["setup"].items()) for e in entries]
     for e, text in zip(entries, labels, strict=True):
         e["label"] = text
@@ -268,9 +357,10 @@ def table_data(
             if found is not None:
                 curves[labels[i]] = found
     return {
+        "kind": "method" if first.model_free else "model",
         "task": first.task,
         "version": first.version,
-        "task_args": first.task_args,
+        "task_args": common_args,
         "split": first.split_short if first.split else None,
         "split_sha256": first.split,
         "tolerance": tolerance,
@@ -298,6 +388,7 @@ def table_data(
 
 def _side_by_side(tables: list[dict[str, Any]]) -> dict[str, Any] | None:
     """Per model, each task's headline next to the others (only for several tasks)."""
+    tables = [t for t in tables if t["kind"] == "model"]
     if len(tables) < 2:
         return None
     columns = [
@@ -327,8 +418,14 @@ def leaderboard_data(
     sections: dict[str, dict[str, list[Run]]] = {}
     for run in runs:
         if run.scored:
+            # a model-free task's methods (its task args) share one table
+            table = (
+                json.dumps([run.task, run.version, run.split, MODEL_FREE], default=str)
+                if run.model_free
+                else run.table_key
+            )
             sections.setdefault(run.benchmark, {}).setdefault(
-                run.table_key + json.dumps(run.headline.comparable_key() if run.headline else ""),
+                table + json.dumps(run.headline.comparable_key() if run.headline else ""),
                 [],
             ).append(run)
     benchmarks = []
@@ -347,10 +444,12 @@ def leaderboard_data(
         "prices": prices.source,
         "currency": prices.currency,
         "benchmarks": benchmarks,
+        "errored": {"total": errored_count(runs), "runs": errored_runs(runs)},
         "unscored": [
-            {
+            health_entry(r)
+            | {
                 "task": r.task,
-                "model": r.model_label,
+                "model": r.row_model,
                 "setup": r.setup,
                 "status": r.status,
                 "reason": r.unscored_reason,
@@ -491,10 +590,14 @@ def _markdown_table(t: dict[str, Any], lines: list[str]) -> None:
         lines.append(f"Setup of every row: {_setup_text(t['common_setup'])}.")
     if t["split"]:
         lines.append(f"Data split `{t['split']}` (sha256 {t['split_sha256']}).")
+    if t["kind"] == "method":
+        lines.append(method_table_text(t))
+    row = "method" if t["kind"] == "method" else "model"
     lines += [
         "",
-        "| rank | model | setup | headline | 95 % CI | n | split | tokens | cost | wall |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        f"| rank | {row} | setup | headline | 95 % CI | n | errored | model health | split "
+        "| tokens | cost | wall |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for e in t["entries"]:
         n = f"{e['n']} ({UNDERPOWERED})" if e["underpowered"] else str(e["n"])
@@ -504,9 +607,19 @@ def _markdown_table(t: dict[str, Any], lines: list[str]) -> None:
             model += f" ({_counters_text(e['method_counters'])})"
         lines.append(
             f"| {e['rank']} | {model} | {_setup_text(e['setup'])} | {value} | {_ci(e)} | {n} "
+            f"| {e['errored']} | {health_text(e)} "
             f"| {e['split'] or '–'} | {e['tokens']['total']} | {_money(e['cost'])} "
             f"| {_duration(e['wall_seconds'])} |"
         )
+    notes = [
+        (e["model"], text)
+        for e in t["entries"]
+        for text in (e["errored_text"], missing_text(e), _tokens_text(e))
+        if text
+    ]
+    if notes:
+        lines.append("")
+        lines += [f"- {label}: {text}" for label, text in notes]
     if t["pairwise"]:
         lines += [
             "",
@@ -539,6 +652,17 @@ def _markdown_table(t: dict[str, Any], lines: list[str]) -> None:
     lines.append("")
 
 
+def method_table_text(t: dict[str, Any]) -> str:
+    """The line above a model-free task's table: its rows are methods, not models."""
+    ran_with = sorted({str(e["ran_with"]) for e in t["entries"] if e.get("ran_with")})
+    return (
+        "Model-free: the score does not depend on the model under test (no model call), so "
+        "the rows are methods and no model is ranked by them; ran with "
+        + (", ".join(ran_with) or "–")
+        + "."
+    )
+
+
 def render_markdown(data: dict[str, Any]) -> str:
     """The Markdown summary (the one CI posts on a pull request)."""
     lines = ["# docket leaderboard", ""]
@@ -551,6 +675,13 @@ def render_markdown(data: dict[str, Any]) -> str:
         "of different data splits are in different tables and never ranked against each other."
     )
     lines.append("")
+    if data["errored"]["total"]:
+        lines += [
+            f"**{data['errored']['total']} errored samples**, left out of every metric "
+            "(no successful model call, or an error):",
+            "",
+        ]
+        lines += [f"- {line}" for line in data["errored"]["runs"]] + [""]
     for bench in data["benchmarks"]:
         lines += [f"## {bench['benchmark']}", ""]
         sbs = bench["side_by_side"]
@@ -595,7 +726,11 @@ def render_markdown(data: dict[str, Any]) -> str:
         lines.append("")
     if data["unscored"]:
         lines += ["## Runs without a score", ""]
-        lines += [f"- {u['task']} / {u['model']}: {u['reason']}" for u in data["unscored"]]
+        lines += [
+            f"- {u['task']} / {u['model']}: {u['reason']}"
+            + "".join(f"; {part}" for part in u["behaviour"])
+            for u in data["unscored"]
+        ]
         lines.append("")
     if data["superseded"]:
         lines += ["## Superseded runs", ""]
@@ -612,6 +747,41 @@ def render_markdown(data: dict[str, Any]) -> str:
         lines += [f"- `{e['path']}`: {e['message']}" for e in data["errors"]]
         lines.append("")
     return "\n".join(lines)
+
+
+def print_summary(console: Console, data: dict[str, Any]) -> None:
+    """The leaderboard in the terminal: per task and row, the headline beside the errored
+    samples and the model's behaviour, then why runs have no score.
+
+    Args:
+        console: Console printed to.
+        data: The report data from `leaderboard_data`.
+    """
+    table = Table(title="docket leaderboard")
+    for column in ("task", "model / method", "headline", "n", "errored", "model health"):
+        table.add_column(column)
+    for bench in data["benchmarks"]:
+        for t in bench["tables"]:
+            for e in t["entries"]:
+                row = f"{e['model']} (method)" if t["kind"] == "method" else e["model"]
+                health = "; ".join([health_text(e), missing_text(e)]).strip("; ")
+                table.add_row(
+                    escape(t["task"]),
+                    escape(row),
+                    f"{t['headline']['name']} {_fmt(e['value'])}",
+                    str(e["n"]),
+                    str(e["errored"]),
+                    escape(health),
+                )
+    if not console.is_terminal:
+        console = Console(width=max(console.width, 160))
+    console.print(table)
+    for line in data["errored"]["runs"]:
+        console.print(f"errored: {line}", soft_wrap=True, markup=False)
+    for u in data["unscored"]:
+        console.print(
+            f"no score: {u['task']} / {u['model']}: {u['reason']}", soft_wrap=True, markup=False
+        )
 
 
 def flip_lines_json(comparison: dict[str, Any]) -> list[str]:
@@ -638,6 +808,9 @@ def render_html(data: dict[str, Any], runs: list[Run], bundle_links: dict[str, s
         ci=_ci,
         setup=_setup_text,
         counters=_counters_text,
+        health=health_text,
+        missing=missing_text,
+        budgets=_tokens_text,
     )
     figures: dict[str, list[dict[str, str]]] = {}
     for bench in data["benchmarks"]:
@@ -658,6 +831,7 @@ def render_html(data: dict[str, Any], runs: list[Run], bundle_links: dict[str, s
         history_svgs=history_svgs,
         alpha=ALPHA,
         small_n=SMALL_N,
+        method_text=method_table_text,
         verdicts=VERDICTS_TEXT.replace("**", ""),
     )
 
@@ -734,7 +908,9 @@ def build_report(
         comparisons = compare(
             baseline, runs, tolerance=opts.tolerance, headline_flags=opts.headline_flags
         )
-        files.baseline_exit = exit_code(comparisons, loaded.errors)
+        files.baseline_exit = exit_code(
+            comparisons, loaded.errors, errored_count(runs), opts.max_errors
+        )
         data["comparison"] = {
             "baseline": str(opts.baseline),
             "exit": files.baseline_exit,
@@ -752,4 +928,5 @@ def build_report(
     files.json.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
     files.markdown.write_text(render_markdown(data))
     files.html.write_text(render_html(data, runs, links))
+    files.data = data
     return files

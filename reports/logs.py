@@ -22,6 +22,8 @@ from inspect_ai.analysis import (
     samples_df,
 )
 
+from docket.reports.health import SampleHealth, read_health
+
 #: Inspect names JSON logs `<ISO timestamp>_<task>_<id>.json`; other JSON files (eval-set.json,
 #: logs.json, baselines) in a log directory are not logs.
 _JSON_LOG_NAME = re.compile(r"^\d{4}-\d{2}-\d{2}T[^_]+_.+\.json$")
@@ -66,13 +68,16 @@ class LogError:
 @dataclass
 class LoadedLogs:
     """One row per readable eval log (`evals`), one per sample epoch (`samples`), the errors,
-    and per eval id the mean decoding-method counters of its model calls (`method_counters`)."""
+    and per eval id the mean decoding-method counters of its model calls (`method_counters`) and
+    each sample epoch's health (`docket.reports.health`)."""
 
     evals: pd.DataFrame
     samples: pd.DataFrame
     errors: list[LogError] = field(default_factory=list)
     files: int = 0
     counters: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: Per eval id, the health of each (sample id, epoch) read from its events.
+    health: dict[str, dict[tuple[str, int], SampleHealth]] = field(default_factory=dict)
 
 
 def method_counters(path: str | Path) -> dict[str, dict[str, Any]]:
@@ -131,11 +136,12 @@ def load_logs(log_dir: str | Path) -> LoadedLogs:
 
     Returns:
         The eval and sample rows of the readable logs, the errors of the others, the number of
-        log files found and the decoding-method counters per eval id.
+        log files found, the decoding-method counters and the sample health per eval id.
     """
     eval_frames: list[pd.DataFrame] = []
     sample_frames: list[pd.DataFrame] = []
     counters: dict[str, dict[str, Any]] = {}
+    health: dict[str, dict[tuple[str, int], SampleHealth]] = {}
     errors: list[LogError] = []
     paths = find_log_files(log_dir)
     for path in paths:
@@ -144,16 +150,23 @@ def load_logs(log_dir: str | Path) -> LoadedLogs:
             samples = samples_df(str(path), quiet=True)
             if _uses_a_decoding_method(evals):
                 counters.update(method_counters(path))
+            eval_id, found = read_health(path)
         except Exception as ex:  # noqa: BLE001 - any reader failure is this file's error
             errors.append(LogError(str(path), _short_error(ex)))
             continue
         eval_frames.append(evals)
+        health[eval_id] = found
         if not samples.empty:
             sample_frames.append(samples)
     evals_all = pd.concat(eval_frames, ignore_index=True) if eval_frames else pd.DataFrame()
     samples_all = pd.concat(sample_frames, ignore_index=True) if sample_frames else pd.DataFrame()
     return LoadedLogs(
-        evals=evals_all, samples=samples_all, errors=errors, files=len(paths), counters=counters
+        evals=evals_all,
+        samples=samples_all,
+        errors=errors,
+        files=len(paths),
+        counters=counters,
+        health=health,
     )
 
 

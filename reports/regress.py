@@ -24,8 +24,10 @@ get one of three verdicts from the paired samples they share:
 - cannot decide (exit 2): anything else, printed with the drop, its 1 - 2 alpha interval and the
   paired samples that would decide a drop of the tolerance's size (`power.needed_n`).
 
-A regression anywhere wins (exit 1); else any row that did not pass, or an unreadable log, is
-exit 2; exit 0 only when every row passed. Every comparison lists the samples that flipped.
+A regression anywhere wins (exit 1); else any row that did not pass, an unreadable log, or more
+errored samples than `--max-errors` is exit 2; exit 0 only when every row passed. Model-free
+rows are stored and matched as `(model-free)`, whatever model ran them. Every comparison lists
+the samples that flipped.
 """
 
 from __future__ import annotations
@@ -45,9 +47,10 @@ from rich.table import Table
 from docket.core.headline import HeadlineSpec
 from docket.reports import survival
 from docket.reports.headline import flag_for
+from docket.reports.health import errored_text
 from docket.reports.logs import LogError
 from docket.reports.power import design_effect, needed_n, power_values, value_scale
-from docket.reports.runs import Run
+from docket.reports.runs import MODEL_FREE, Run
 from docket.reports.stats import (
     Interval,
     bootstrap_bounds,
@@ -141,7 +144,7 @@ def baseline_entry(run: Run) -> dict[str, Any]:
         "task": run.task,
         "version": run.version,
         "task_args": run.task_args,
-        "model": run.model_label,
+        "model": run.row_model,
         "setup": run.setup,
         "headline": run.headline.to_json(),
         "value": run.headline_value,
@@ -164,6 +167,35 @@ def baseline_data(runs: list[Run]) -> dict[str, Any]:
         "commit": ",".join(commits) or None,
         "entries": [baseline_entry(run) for run in runs if run.scored],
     }
+
+
+def left_out(runs: list[Run]) -> list[str]:
+    """`task / model: why` for every run a baseline leaves out (it has no score).
+
+    Args:
+        runs: The runs a baseline is written from.
+
+    Returns:
+        One line per unscored run, in the runs' order.
+    """
+    return [f"{r.task} / {r.row_model}: {r.unscored_reason}" for r in runs if not r.scored]
+
+
+def errored_runs(runs: list[Run]) -> list[str]:
+    """`task / model: 2/2 errored: no successful model call (...)` for runs with errored samples.
+
+    Args:
+        runs: The current runs.
+
+    Returns:
+        One line per run with errored samples (excluded from its metrics).
+    """
+    return [f"{r.task} / {r.row_model}: {errored_text(r.health)}" for r in runs if r.health.errored]
+
+
+def errored_count(runs: list[Run]) -> int:
+    """Errored sample epochs over every run (what `--max-errors` bounds)."""
+    return sum(r.errored_samples for r in runs)
 
 
 def write_baseline(runs: list[Run], path: str | Path) -> int:
@@ -678,9 +710,10 @@ def compare(
         One comparison (with its verdict) per baseline entry, in the entries' order.
     """
     results = [
-        _compare_one(
+        _model_free_mismatch(entry, runs)
+        or _compare_one(
             entry,
-            [r for r in runs if r.task == entry["task"] and r.model_label == entry["model"]],
+            [r for r in runs if r.task == entry["task"] and r.row_model == entry["model"]],
             headline_flags or {},
             tolerance,
             alpha,
@@ -696,8 +729,39 @@ def compare(
     return results
 
 
-def exit_code(comparisons: list[Comparison], errors: list[LogError]) -> int:
-    """1 when any row regressed; else 2 when any row is not a pass or a log is unreadable; else 0.
+def _model_free_mismatch(entry: dict[str, Any], runs: list[Run]) -> Comparison | None:
+    """A baseline row and the current runs of its task that disagree on being model-free."""
+    task, model = str(entry["task"]), str(entry["model"])
+    same_task = [r for r in runs if r.task == task]
+    if not same_task or any(r.row_model == model for r in same_task):
+        return None
+    spec = _entry_spec(entry)
+    if model == MODEL_FREE and not any(r.model_free for r in same_task):
+        detail = "model-free in the baseline, but the current runs of the task call the model"
+    elif model != MODEL_FREE and any(r.model_free for r in same_task):
+        detail = (
+            "the task is model-free now (its score does not depend on the model): write the "
+            "baseline again with --write-baseline"
+        )
+    else:
+        return None
+    return Comparison(
+        task,
+        model,
+        "not comparable",
+        detail,
+        setup=entry["setup"],
+        headline=spec.name,
+        direction=spec.direction,
+        baseline_value=float(entry["value"]),
+    )
+
+
+def exit_code(
+    comparisons: list[Comparison], errors: list[LogError], errored: int = 0, max_errors: int = 0
+) -> int:
+    """1 when any row regressed; else 2 when any row is not a pass, a log is unreadable or more
+    samples errored than allowed; else 0.
 
     A shown regression wins over rows that cannot be decided or compared (a CI step that treats
     exit 2 as "needs more samples" must never hide a regression); exit 0 needs every row to pass.
@@ -705,14 +769,17 @@ def exit_code(comparisons: list[Comparison], errors: list[LogError]) -> int:
     Args:
         comparisons: The comparisons from `compare`.
         errors: Logs that could not be read.
+        errored: Errored sample epochs of the current runs (excluded from their metrics).
+        max_errors: Errored sample epochs allowed before the gate is exit 2.
 
     Returns:
         The process exit code: 0 (every row passed), 1 (a regression) or 2 (cannot decide,
-        not comparable, untestable, missing, or unreadable logs).
+        not comparable, untestable, missing, unreadable logs, or errored samples beyond
+        `max_errors`).
     """
     if any(c.verdict == "regression" for c in comparisons):
         return EXIT_REGRESSION
-    if errors or any(c.verdict != "pass" for c in comparisons):
+    if errors or errored > max_errors or any(c.verdict != "pass" for c in comparisons):
         return EXIT_NOT_COMPARABLE
     return EXIT_OK
 
@@ -729,6 +796,27 @@ def flip_lines(c: Comparison, limit: int = FLIPS_SHOWN) -> list[str]:
             more = f" (+{len(ids) - limit} more)" if len(ids) > limit else ""
             lines.append(f"{name} ({len(ids)}): {', '.join(ids[:limit])}{more}")
     return lines
+
+
+def print_errored(console: Console, runs: list[Run], max_errors: int) -> None:
+    """The runs with errored samples, and whether they exceed `--max-errors`.
+
+    Args:
+        console: Console printed to.
+        runs: The current runs.
+        max_errors: Errored sample epochs allowed.
+    """
+    total = errored_count(runs)
+    if not total:
+        return
+    for line in errored_runs(runs):
+        console.print(f"errored: {line}", soft_wrap=True, markup=False)
+    verdict = "exceeds" if total > max_errors else "within"
+    console.print(
+        f"{total} errored samples (left out of every metric) {verdict} --max-errors {max_errors}",
+        soft_wrap=True,
+        markup=False,
+    )
 
 
 def print_comparisons(

@@ -12,6 +12,11 @@ survival headlines keep every sample's (time, event) pairs instead.
 Each run also carries the hash of the data split it ran on (`docket.core.splits.split_of` of the
 eval metadata; None for tasks that record none) and, when the headline's scorer declares
 clustered standard errors (`stderr(cluster=KEY)`, e.g. DocVAL's `doc_id`), each sample's cluster.
+
+Errored samples (`docket.reports.health`: an error, or no answer of the model under test before
+an error or a limit) are left out of every value; a model-free run (declared
+`metadata["model_free"]`, or no model call in any sample) is attributed to `MODEL_FREE`, and its
+identity ignores the model, model args, generation config and roles.
 """
 
 from __future__ import annotations
@@ -30,6 +35,13 @@ from docket.core.headline import HeadlineError, HeadlineSpec, from_metadata
 from docket.core.splits import split_of
 from docket.reports import survival
 from docket.reports.headline import MEAN_METRICS, flag_for, from_inspect, with_kind
+from docket.reports.health import (
+    RunHealth,
+    SampleHealth,
+    errored_text,
+    failure_parts,
+    summarise,
+)
 from docket.reports.logs import LoadedLogs
 
 #: Sample metadata fields used for per-category breakdowns, first present wins.
@@ -50,6 +62,14 @@ OPERATIONAL_CONFIG = frozenset(
         "extra_headers",
     }
 )
+
+#: What a model-free run (a task whose score does not depend on the model under test) shows and
+#: stores in place of the model: its rows are methods, never attributed to a model.
+MODEL_FREE = "(model-free)"
+#: Task metadata keys a benchmark may declare (read here, written by the tasks).
+MODEL_FREE_KEY = "model_free"
+FORCED_MAX_TOKENS_KEY = "forced_max_tokens"
+METHOD_KEY = "method"
 
 to_float = value_to_float()
 
@@ -115,6 +135,17 @@ class Run:
     #: sample's cluster id.
     cluster_field: str | None = None
     clusters: dict[str, str] = field(default_factory=dict)
+    #: What the samples did (model calls, failures, limits, parse results), from their events.
+    health: RunHealth = field(default_factory=RunHealth)
+    #: The score does not depend on the model under test (declared by the task as
+    #: `metadata["model_free"]`, or no sample made a model call): a method row, not a model's.
+    model_free: bool = False
+    #: Scored samples (not errored) without a headline value (NaN, or the key missing).
+    valueless: int = 0
+    #: The task's own method name (`metadata["method"]`), shown for model-free rows.
+    method: str | None = None
+    #: Token budgets the task forces (`metadata["forced_max_tokens"]`), as the task states them.
+    forced_max_tokens: Any = None
 
     @property
     def model_label(self) -> str:
@@ -122,24 +153,39 @@ class Run:
         return label(self.model, self.model_args)
 
     @property
+    def row_model(self) -> str:
+        """The model a row and a baseline entry are attributed to: `MODEL_FREE` for model-free
+        runs (every model gets the same score), else `model_label`."""
+        return MODEL_FREE if self.model_free else self.model_label
+
+    @property
+    def method_label(self) -> str:
+        """A model-free row's name: the task's method (or the task), its args and solver."""
+        args = label(self.method or self.task.rsplit("/", 1)[-1], self.task_args)
+        return f"{args} solver={self.solver}" if self.solver else args
+
+    @property
     def setup(self) -> dict[str, str]:
-        """The non-model parts of the row identity that are set: solver, config, epochs, roles."""
+        """The non-model parts of the row identity that are set: solver, config, epochs, roles
+        (a model-free run keeps only the solver and epochs: no model call reads the others)."""
         parts: dict[str, str] = {}
         if self.solver:
             parts["solver"] = label(self.solver, self.solver_args)
-        for key, value in sorted(self.generate.items()):
-            parts[key] = json.dumps(value) if not isinstance(value, str) else value
+        if not self.model_free:
+            for key, value in sorted(self.generate.items()):
+                parts[key] = json.dumps(value) if not isinstance(value, str) else value
         if self.epochs != 1:
             parts["epochs"] = str(self.epochs)
-        for role, model in sorted(self.roles.items()):
-            parts[f"role {role}"] = model
+        if not self.model_free:
+            for role, model in sorted(self.roles.items()):
+                parts[f"role {role}"] = model
         return parts
 
     @property
     def identity(self) -> str:
         """Everything that makes two logs the same leaderboard row (the split included)."""
         return json.dumps(
-            [self.task, self.version, self.task_args, self.model_label, self.setup, self.split],
+            [self.task, self.version, self.task_args, self.row_model, self.setup, self.split],
             sort_keys=True,
             default=str,
         )
@@ -316,6 +362,8 @@ def run_from_row(row: pd.Series) -> Run:
         split=split_of(metadata),
         # a task's own limits (task metadata `notes`), printed beside its numbers
         notes=[n for n in _list(metadata.get("notes")) if isinstance(n, str)],
+        method=str(metadata[METHOD_KEY]) if metadata.get(METHOD_KEY) else None,
+        forced_max_tokens=metadata.get(FORCED_MAX_TOKENS_KEY),
     )
 
 
@@ -461,6 +509,8 @@ def compute_values(run: Run) -> None:
         run.samples = {k: sum(v) / len(v) for k, v in sorted(per_id.items())}
         run.headline = spec = with_kind(spec, [x for v in per_id.values() for x in v])
     run.categories = category_means(run)
+    valued = run.observations if spec.value == "survival" else run.samples
+    run.valueless = len({sample_id for sample_id, _, _ in run.raw_scores} - set(valued))
 
 
 def unify_kinds(runs: list[Run]) -> None:
@@ -508,12 +558,13 @@ def recompute_headline(run: Run) -> bool:
     return False
 
 
-def _attach_samples(run: Run, samples: pd.DataFrame) -> None:
+def _attach_samples(
+    run: Run, samples: pd.DataFrame, health: dict[tuple[str, int], SampleHealth]
+) -> None:
     run.sample_count = int(samples["id"].nunique()) if not samples.empty else 0
     if samples.empty:
         return
     errors = samples["error"].fillna("").astype(str) if "error" in samples else None
-    run.errored_samples = int((errors != "").sum()) if errors is not None else 0
     meta_field = next(
         (
             f
@@ -535,7 +586,12 @@ def _attach_samples(run: Run, samples: pd.DataFrame) -> None:
             run.sample_meta[sample_id] = {meta_field: row.get(f"metadata_{meta_field}")}
         if cluster_column is not None and _text(row.get(cluster_column)):
             run.clusters[sample_id] = _text(row.get(cluster_column))
-        if errors is not None and errors.loc[index] != "":
+        found = health.get((sample_id, int(number(row.get("epoch")) or 1)))
+        if found is not None and found.errored:
+            run.errored_samples += 1
+            continue
+        if found is None and errors is not None and errors.loc[index] != "":
+            run.errored_samples += 1
             continue
         if column is None or column not in samples.columns:
             continue
@@ -550,8 +606,9 @@ def _attach_samples(run: Run, samples: pd.DataFrame) -> None:
 def _unscored_reason(run: Run) -> str | None:
     if run.status != "success":
         return f"{run.status}: {run.error}" if run.error else f"status {run.status}"
-    if run.sample_count and run.errored_samples >= run.sample_count:
-        return f"all {run.sample_count} samples errored"
+    rows = run.health.samples or run.sample_count
+    if rows and run.errored_samples >= rows:
+        return errored_text(run.health) or f"all {run.sample_count} samples errored"
     if not run.score_metrics:
         return "no scorer: the log has no scores"
     if run.headline is None:
@@ -560,10 +617,50 @@ def _unscored_reason(run: Run) -> str | None:
         found = ", ".join(sorted({f"{m.score}/{m.metric}" for m in run.score_metrics}))
         return f"headline {run.headline.name} not in the log's metrics ({found})"
     if run.headline_value is None:
+        behind = "; ".join(failure_parts(run.health) + _truncation(run.health))
+        behind = f" ({behind})" if behind else ""
         if run.n == 0:
-            return f"headline {run.headline.name} is NaN: no sample has a value for it"
-        return f"headline {run.headline.name} is NaN"
+            return f"headline {run.headline.name} is NaN: no sample has a value for it{behind}"
+        return f"headline {run.headline.name} is NaN{behind}"
     return None
+
+
+def _truncation(health: RunHealth) -> list[str]:
+    if not health.truncated:
+        return []
+    roles = ", ".join(f"{role} {n}" for role, n in health.truncated_by_role.items())
+    return [f"replies truncated at max_tokens in {health.truncated} samples ({roles})"]
+
+
+def _exclude_no_answer(run: Run) -> None:
+    """Take samples that hit a limit before the model ever answered out of the headline Inspect
+    computed with them (an errored sample Inspect already left out)."""
+    if run.headline is None or run.headline_value is None or run.health.scored_no_answer == 0:
+        return
+    excluded = errored_text(run.health)
+    run.headline_stderr = None
+    if recompute_headline(run):
+        run.notes.append(f"{excluded}: left out, headline recomputed from {run.n} samples")
+        return
+    run.headline_value = None
+    run.notes.append(
+        f"{excluded}: {run.headline.name} is not a mean of the samples, so it cannot be "
+        "recomputed without them"
+    )
+
+
+def _model_free(run: Run, metadata: dict[str, Any]) -> bool:
+    """A declared model-free task (guarded by the log), or a run with no model call at all."""
+    calls = run.health.model_events
+    if metadata.get(MODEL_FREE_KEY) is True:
+        if calls > 0:
+            run.notes.append(
+                f"declares {MODEL_FREE_KEY}, but its samples made {calls} model calls: shown "
+                "as the model's row"
+            )
+        return calls == 0
+    # samples that all errored before any model call say nothing about the task
+    return run.health.samples > run.health.errored and calls == 0
 
 
 def build_runs(
@@ -599,9 +696,15 @@ def build_runs(
                 ),
                 None,
             )
+        health = loaded.health.get(str(row["eval_id"]), {})
+        run.health = summarise(list(health.values()))
+        run.model_free = _model_free(run, _json_dict(row.get("docket_metadata")))
         if not loaded.samples.empty:
-            _attach_samples(run, loaded.samples[loaded.samples["eval_id"] == row["eval_id"]])
+            _attach_samples(
+                run, loaded.samples[loaded.samples["eval_id"] == row["eval_id"]], health
+            )
         compute_values(run)
+        _exclude_no_answer(run)
         run.method_counters = dict(loaded.counters.get(str(row["eval_id"]), {}))
         run.unscored_reason = _unscored_reason(run)
         runs.append(run)

@@ -168,7 +168,7 @@ def test_every_unscored_run_states_why(tmp_path: Path) -> None:
     data = _report(logs, tmp_path / "out")
     reasons = sorted(u["reason"] for u in data["unscored"])
     assert reasons == [
-        "all 3 samples errored",
+        "3/3 samples errored: RuntimeError('planted solver failure') (3)",
         "headline nan_scorer/mean is NaN: no sample has a value for it",
         "no scorer: the log has no scores",
     ]

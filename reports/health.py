@@ -1,0 +1,343 @@
+"""What a run's samples did, read from their events: model calls, failures, limits, parse results.
+
+Every number here is read from the log itself (`EvalSample.events`, `.scores`, `.limit`,
+`.error`), one sample epoch at a time:
+
+- an *errored* sample (excluded from every metric, counted on the leaderboard and by `docket
+  regress --max-errors`): the sample has an `error`, or it made no successful call of the model
+  under test (model events with `role` None and no `error`) and stopped on an error or a limit
+  (connection refused, time limit before the first response, every retry failed);
+- model behaviour (shown beside the score so that a 0 that means "could not parse" is never
+  read as a 0 that means "wrong"): answers a scorer could not parse (`parsed: false` in a score's
+  metadata), tool-call errors (tool events with an `error`, tool calls with a `parse_error`),
+  refusals (`refused: true` in a score's metadata, or a reply stopped by the provider's
+  `content_filter`), samples that hit the message or token limit, replies cut at `max_tokens`;
+- why a headline has no value: per-sample failure flags in a score's value dict or metadata
+  (`judge_failure`, `auditor_failure`, `no_alternatives`, any key ending in `_failure` or
+  `_unparsed`, or starting with `no_`), model calls that asked for logprobs and got none.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from inspect_ai.log import EvalSample, read_eval_log, read_eval_log_samples
+
+#: Role of the model under test in model events (roles such as judge or auditor are named).
+UNDER_TEST = "model"
+#: Sample fields the health never reads (skipped when reading: about 12 % faster).
+UNREAD_FIELDS = {"messages", "attachments", "store"}
+#: Limit types counted as "hit the message or token limit" (model behaviour, not infrastructure).
+BEHAVIOUR_LIMITS = ("message", "token")
+
+
+def failure_key(key: str) -> bool:
+    """Whether a score key names a per-sample failure flag (judge_failure, no_alternatives, ...).
+
+    Args:
+        key: A key of a score's value dict or metadata.
+
+    Returns:
+        True for keys ending in `_failure` or `_unparsed`, or starting with `no_`.
+    """
+    return key.endswith(("_failure", "_unparsed")) or key.startswith("no_")
+
+
+def _truthy(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        return math.isfinite(float(value)) and float(value) > 0
+    if isinstance(value, str):
+        return value.strip() not in ("", "0", "false", "False", "N", "no")
+    return False
+
+
+def _role(event: Any) -> str:
+    return str(event.role) if getattr(event, "role", None) else UNDER_TEST
+
+
+@dataclass
+class SampleHealth:
+    """What one sample epoch did, from its events, scores, limit and error."""
+
+    sample_id: str
+    epoch: int
+    #: Successful model calls per role (`model` is the model under test).
+    calls: Counter[str] = field(default_factory=Counter)
+    #: Model calls that ended in an error, per role, and the first error's text.
+    failed_calls: Counter[str] = field(default_factory=Counter)
+    call_error: str | None = None
+    error: str | None = None
+    limit: str | None = None
+    #: Replies cut at max_tokens, per role.
+    truncated: Counter[str] = field(default_factory=Counter)
+    #: max_tokens values the calls carried, per role.
+    max_tokens: dict[str, set[int]] = field(default_factory=dict)
+    tool_errors: int = 0
+    refused: bool = False
+    unparsed: bool = False
+    #: Model calls that asked for logprobs and got none.
+    no_logprobs: int = 0
+    #: Failure flags set on this sample's scores (judge_failure, no_alternatives, ...).
+    failures: set[str] = field(default_factory=set)
+
+    @property
+    def model_events(self) -> int:
+        """Model calls of any role, failed ones included."""
+        return sum(self.calls.values()) + sum(self.failed_calls.values())
+
+    @property
+    def no_model_answer(self) -> bool:
+        """No successful call of the model under test, and an error or a limit stopped it."""
+        return self.calls[UNDER_TEST] == 0 and (self.error is not None or self.limit is not None)
+
+    @property
+    def errored(self) -> bool:
+        """Excluded from every metric: an error, or a limit before the model ever answered."""
+        return self.error is not None or self.no_model_answer
+
+    @property
+    def why_errored(self) -> str | None:
+        """One line on why this sample is excluded (None when it is not)."""
+        if not self.errored:
+            return None
+        if self.calls[UNDER_TEST] == 0 and (self.call_error or self.error is None):
+            cause = "; ".join(
+                part
+                for part in (f"{self.limit} limit" if self.limit else "", self.call_error)
+                if part
+            )
+            return f"no successful model call ({cause})"
+        return str(self.error)
+
+
+def _first_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    return lines[0][:200] if lines else text
+
+
+def _score_flags(health: SampleHealth, sample: EvalSample) -> None:
+    for score in (sample.scores or {}).values():
+        sources: list[dict[str, Any]] = []
+        if isinstance(score.value, dict):
+            sources.append(score.value)
+        if isinstance(score.metadata, dict):
+            sources.append(score.metadata)
+            if score.metadata.get("parsed") is False:
+                health.unparsed = True
+            if _truthy(score.metadata.get("refused")):
+                health.refused = True
+        for source in sources:
+            for key, value in source.items():
+                if failure_key(str(key)) and _truthy(value):
+                    health.failures.add(str(key))
+
+
+def sample_health(sample: EvalSample) -> SampleHealth:
+    """The health of one sample epoch.
+
+    Args:
+        sample: A sample as read from a log (with its events).
+
+    Returns:
+        Its model calls, failures, limits and parse flags.
+    """
+    health = SampleHealth(str(sample.id), int(sample.epoch))
+    if sample.error is not None:
+        health.error = _first_line(sample.error.message)
+    if sample.limit is not None:
+        health.limit = str(sample.limit.type)
+    for event in sample.events:
+        if event.event == "model":
+            role = _role(event)
+            if event.config.max_tokens is not None:
+                health.max_tokens.setdefault(role, set()).add(int(event.config.max_tokens))
+            if event.error:
+                health.failed_calls[role] += 1
+                if role == UNDER_TEST and health.call_error is None:
+                    health.call_error = _first_line(event.error)
+                continue
+            health.calls[role] += 1
+            choice = event.output.choices[0] if event.output.choices else None
+            if choice is None:
+                continue
+            if choice.stop_reason == "max_tokens":
+                health.truncated[role] += 1
+            if choice.stop_reason == "content_filter" and role == UNDER_TEST:
+                health.refused = True
+            if event.config.logprobs and choice.logprobs is None:
+                health.no_logprobs += 1
+            health.tool_errors += sum(
+                1 for call in choice.message.tool_calls or [] if call.parse_error
+            )
+        elif event.event == "tool" and event.error is not None:
+            health.tool_errors += 1
+    _score_flags(health, sample)
+    return health
+
+
+def read_health(path: str | Path) -> tuple[str, dict[tuple[str, int], SampleHealth]]:
+    """The eval id of one log file and the health of each of its sample epochs.
+
+    Args:
+        path: An Inspect log file (`.eval` or `.json`).
+
+    Returns:
+        (eval id, {(sample id, epoch): health}); empty when the log holds no samples.
+    """
+    header = read_eval_log(str(path), header_only=True)
+    found: dict[tuple[str, int], SampleHealth] = {}
+    for sample in read_eval_log_samples(
+        str(path), all_samples_required=False, exclude_fields=UNREAD_FIELDS
+    ):
+        health = sample_health(sample)
+        found[(health.sample_id, health.epoch)] = health
+    return header.eval.eval_id, found
+
+
+@dataclass
+class RunHealth:
+    """One run's sample epochs summed: what the leaderboard and `docket regress` print."""
+
+    #: Sample epochs read from the log (0: the log holds no samples; nothing below is known).
+    samples: int = 0
+    errored: int = 0
+    #: Why samples were excluded, with their counts ("no successful model call (...)": 2).
+    errored_why: dict[str, int] = field(default_factory=dict)
+    #: Sample epochs with no successful model call and an error or limit.
+    no_model_answer: int = 0
+    #: Of those, the ones stopped by a limit, not an error (Inspect scored them).
+    scored_no_answer: int = 0
+    #: Model calls of any role, and of the model under test that succeeded.
+    model_events: int = 0
+    model_calls: int = 0
+    unparsed: int = 0
+    tool_errors: int = 0
+    tool_error_samples: int = 0
+    refusals: int = 0
+    #: Scored sample epochs per limit type (message, token, time, working, ...); the limits of
+    #: errored ones are in `errored_why`.
+    limits: dict[str, int] = field(default_factory=dict)
+    #: Sample epochs with a reply cut at max_tokens, and replies cut per role.
+    truncated: int = 0
+    truncated_by_role: dict[str, int] = field(default_factory=dict)
+    no_logprobs: int = 0
+    #: Sample epochs with each failure flag (judge_failure: 2, ...), errored samples left out.
+    failures: dict[str, int] = field(default_factory=dict)
+    #: max_tokens values the calls carried, per role.
+    max_tokens: dict[str, list[int]] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready counts (the leaderboard's `health`)."""
+        return dict(self.__dict__)
+
+    @property
+    def behaviour_limits(self) -> int:
+        """Sample epochs that hit the message or token limit."""
+        return sum(self.limits.get(kind, 0) for kind in BEHAVIOUR_LIMITS)
+
+
+def summarise(samples: list[SampleHealth]) -> RunHealth:
+    """Sum the health of a run's sample epochs.
+
+    Args:
+        samples: Every sample epoch of one run.
+
+    Returns:
+        The counts the leaderboard shows.
+    """
+    run = RunHealth(samples=len(samples))
+    failures: Counter[str] = Counter()
+    why: Counter[str] = Counter()
+    limits: Counter[str] = Counter()
+    truncated: Counter[str] = Counter()
+    tokens: dict[str, set[int]] = {}
+    for s in samples:
+        run.model_events += s.model_events
+        run.model_calls += s.calls[UNDER_TEST]
+        for role, values in s.max_tokens.items():
+            tokens.setdefault(role, set()).update(values)
+        if s.errored:
+            run.errored += 1
+            run.no_model_answer += int(s.no_model_answer)
+            run.scored_no_answer += int(s.no_model_answer and s.error is None)
+            why[str(s.why_errored)] += 1
+            continue
+        if s.limit:
+            limits[s.limit] += 1
+        run.unparsed += int(s.unparsed)
+        run.tool_errors += s.tool_errors
+        run.tool_error_samples += int(s.tool_errors > 0)
+        run.refusals += int(s.refused)
+        run.truncated += int(sum(s.truncated.values()) > 0)
+        truncated.update(s.truncated)
+        run.no_logprobs += int(s.no_logprobs > 0)
+        failures.update(s.failures)
+    run.failures = dict(sorted(failures.items()))
+    run.errored_why = dict(why.most_common())
+    run.limits = dict(sorted(limits.items()))
+    run.truncated_by_role = dict(sorted(truncated.items()))
+    run.max_tokens = {role: sorted(v) for role, v in sorted(tokens.items())}
+    return run
+
+
+def _roles_text(by_role: dict[str, int]) -> str:
+    return ", ".join(f"{role} {n}" for role, n in by_role.items())
+
+
+def behaviour_parts(health: RunHealth) -> list[str]:
+    """Model-behaviour counts that are not zero, each as `name k/n` (scored sample epochs).
+
+    Args:
+        health: A run's summed health.
+
+    Returns:
+        E.g. `["unparsed 2/5", "tool-call errors 3 (2/5 samples)", "message limit 1/5"]`.
+    """
+    n = health.samples - health.errored
+    parts = []
+    if health.unparsed:
+        parts.append(f"unparsed {health.unparsed}/{n}")
+    if health.tool_errors:
+        parts.append(f"tool-call errors {health.tool_errors} ({health.tool_error_samples}/{n})")
+    if health.refusals:
+        parts.append(f"refusals {health.refusals}/{n}")
+    ordered = [*BEHAVIOUR_LIMITS, *sorted(set(health.limits) - set(BEHAVIOUR_LIMITS))]
+    for kind in ordered:
+        if health.limits.get(kind):
+            parts.append(f"{kind} limit {health.limits[kind]}/{n}")
+    if health.truncated:
+        parts.append(
+            f"truncated at max_tokens {health.truncated}/{n} "
+            f"(replies: {_roles_text(health.truncated_by_role)})"
+        )
+    return parts
+
+
+def failure_parts(health: RunHealth) -> list[str]:
+    """The failure counts that can leave a headline without a value, each as `name k/n`.
+
+    Args:
+        health: A run's summed health.
+
+    Returns:
+        E.g. `["judge_failure 2/2", "no logprobs 2/2"]` (scored sample epochs).
+    """
+    n = health.samples - health.errored
+    parts = [f"{key} {count}/{n}" for key, count in health.failures.items() if count]
+    if health.no_logprobs:
+        parts.append(f"no logprobs {health.no_logprobs}/{n}")
+    return parts
+
+
+def errored_text(health: RunHealth) -> str:
+    """`2/2 samples errored: no successful model call (Connection error.) (2)`, or empty."""
+    if not health.errored:
+        return ""
+    why = "; ".join(f"{text} ({count})" for text, count in health.errored_why.items())
+    return f"{health.errored}/{health.samples} samples errored: {why}"
