@@ -264,7 +264,14 @@ def erm_retrieval(
         version=VERSION,
         tags=["retrieval", "memory", setup.retriever],
         headline_metric=h["headline_metric"],
-        metadata={**h["metadata"], "benchmark": "erm_retrieval", "method": setup.method},
+        metadata={
+            **h["metadata"],
+            "benchmark": "erm_retrieval",
+            "method": setup.method,
+            # The model under test plays no part unless it is the expander (reports: a method
+            # table, not a model row).
+            "model_free": not self_expander,
+        },
     )
 
 

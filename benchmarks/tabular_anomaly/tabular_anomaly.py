@@ -197,5 +197,12 @@ def tabular_anomaly(
         version=VERSION,
         tags=["anomaly-detection", "tabular"],
         headline_metric=h["headline_metric"],
-        metadata={**h["metadata"], "benchmark": "tabular_anomaly", "detector": detector},
+        metadata={
+            **h["metadata"],
+            "benchmark": "tabular_anomaly",
+            "detector": detector,
+            # Detectors never call the model under test (reports: a method table).
+            "model_free": True,
+            "method": detector,
+        },
     )
