@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from inspect_ai import eval_set
+from inspect_ai.event import ModelEvent
 from inspect_ai.log import EvalError, EvalLog, EvalSample, read_eval_log, write_eval_log
 from inspect_ai.model import GenerateConfig, Model, get_model
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
@@ -156,8 +157,12 @@ def load_preset(name_or_path: str) -> Preset:
     try:
         preset = Preset.model_validate(data)
     except ValidationError as ex:
-        first = ex.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "preset"
+        # a union field (roles: scripted | mapping) fails on each branch: name the mapping's
+        errors = ex.errors()
+        first = next((e for e in errors if "literal[" not in str(e["loc"])), errors[0])
+        where = ".".join(str(p) for p in first["loc"] if not str(p).startswith("dict[")) or (
+            "preset"
+        )
         raise PresetError(f"{path}: {where}: {first['msg']}") from None
     _check_eval_args(str(path), "", preset.eval_args)
     for index, stage in enumerate(preset.stages):
@@ -509,29 +514,62 @@ class Errored:
         )
 
 
-def settle_errors(location: str, task: str, stage: str) -> Errored | None:
-    """Mark the log's unanswered samples errored and name every errored sample.
+#: Eval metadata key of the `max_tokens` the calls carried, when a task forced its own.
+BUDGET_KEY = "docket_max_tokens"
+
+
+def call_budgets(samples: list[EvalSample]) -> dict[str, list[int | None]]:
+    """The distinct `max_tokens` the model calls carried, by caller (`model` or the role).
+
+    Args:
+        samples: A log's samples, read with their events.
+
+    Returns:
+        Sorted values per caller (None: unbounded).
+    """
+    found: dict[str, set[int | None]] = {}
+    for sample in samples:
+        for event in sample.events:
+            if isinstance(event, ModelEvent):
+                found.setdefault(event.role or "model", set()).add(event.config.max_tokens)
+    return {k: sorted(v, key=lambda x: -1 if x is None else x) for k, v in sorted(found.items())}
+
+
+def settle_errors(
+    location: str, task: str, stage: str, max_tokens: int | None = None
+) -> Errored | None:
+    """Mark the log's unanswered samples errored, name every errored sample, note budgets.
 
     A sample whose model never answered (`unanswered_reason`) gets that reason as its `error`,
     and the log's status becomes `error`, so no metric counts the sample and Inspect's eval-set
-    resume re-runs it on the next suite run (clean samples are reused).
+    resume re-runs it on the next suite run (clean samples are reused). When the calls carried
+    a `max_tokens` other than the run's (a task that forces its own budget), the log's eval
+    metadata states it under `BUDGET_KEY`: `{"run": 256, "calls": {"model": [512]}}`.
 
     Args:
         location: The log file.
         task: The task, for the line.
         stage: The stage, for the line.
+        max_tokens: The run's `max_tokens` (None: not set).
 
     Returns:
         The errored samples, or None when every sample was scored.
     """
     log = read_eval_log(location)
+    samples = log.samples or []
     marked = 0
-    for sample in log.samples or []:
+    for sample in samples:
         reason = unanswered_reason(sample)
         if reason is not None:
             sample.error = EvalError(message=reason, traceback="", traceback_ansi="")
             marked += 1
-    errored = [s for s in log.samples or [] if s.error is not None]
+    errored = [s for s in samples if s.error is not None]
+    budgets = call_budgets(samples)
+    stated = {"run": max_tokens, "calls": budgets}
+    forced = any(values != [max_tokens] for values in budgets.values())
+    forced &= (log.eval.metadata or {}).get(BUDGET_KEY) != stated
+    if forced:
+        log.eval.metadata = {**(log.eval.metadata or {}), BUDGET_KEY: stated}
     if marked:
         log.status = "error"
         log.error = EvalError(
@@ -539,6 +577,7 @@ def settle_errors(location: str, task: str, stage: str) -> Errored | None:
             traceback="",
             traceback_ansi="",
         )
+    if marked or forced:
         write_eval_log(log, location)
     if not errored:
         return None
@@ -547,7 +586,7 @@ def settle_errors(location: str, task: str, stage: str) -> Errored | None:
         stage=stage,
         model=log.eval.model,
         ids=[str(s.id) for s in errored],
-        total=len(log.samples or []),
+        total=len(samples),
         reason=error_reason(errored[0]),
     )
 
@@ -571,7 +610,10 @@ def error_reason(sample: EvalSample) -> str:
 
 
 def _settle(item: TaskPlan, logs: list[EvalLog]) -> list[Errored]:
-    found = [settle_errors(log.location, item.task, item.stage) for log in logs if log.location]
+    budget = item.eval_args.get("max_tokens")
+    found = [
+        settle_errors(log.location, item.task, item.stage, budget) for log in logs if log.location
+    ]
     return [e for e in found if e is not None]
 
 
