@@ -422,7 +422,9 @@ def _parser() -> argparse.ArgumentParser:
     power.add_argument("--drop", type=float, help="the drop whose n is wanted (the tolerance)")
     power.add_argument("--headline", action="append", metavar="SPEC", help=headline_help)
     suite = commands.add_parser(
-        "suite", help="run every benchmark with a preset (offline, api, or a YAML file)"
+        "suite",
+        help="run every benchmark with a preset (offline, api, or a YAML file); exit 1 when an "
+        "endpoint fails its probe call or a task has errored samples (named; re-run next time)",
     )
     suite.add_argument("preset", metavar="PRESET", help="offline | api | path to a preset YAML")
     suite.add_argument("--model", action="append", help="run these models instead (repeatable)")
