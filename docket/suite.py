@@ -274,7 +274,10 @@ def _cli_roles(preset: Preset, roles: dict[str, str], base_url: str | None) -> P
             f"--role {unknown[0]}: no docket task has a {unknown[0]!r} role "
             f"(roles: {', '.join(sorted(known_roles()))})"
         )
-    bound = {k: ModelSpec(model=v, base_url=base_url) for k, v in roles.items()}
+    bound = {
+        k: ModelSpec(model=v, base_url=base_url if endpoints.is_network(v) else None)
+        for k, v in roles.items()
+    }
     current = {} if preset.roles == "scripted" else dict(preset.roles)
     return preset.model_copy(update={"roles": {**current, **bound}})
 

@@ -88,6 +88,21 @@ def test_openai_models_off_openai_use_chat_completions(
     assert all(r.args == {"responses_api": False} for r in env.roles.values())
 
 
+def test_base_url_reaches_network_roles_given_on_the_command_line(tmp_path: Path) -> None:
+    url = "http://127.0.0.1:9/v1"
+    roles = {"judge": "openai/local", "emulator": "docket/scripted"}
+    [item] = plan(
+        load_preset("api"),
+        tmp_path,
+        tasks=["docket/anchor_direct"],
+        roles=roles,
+        overrides=Overrides(base_url=url),
+    )
+    assert item.roles["judge"].base_url == url
+    assert item.roles["judge"].args == {"responses_api": False}
+    assert item.roles["emulator"].base_url is None  # a local provider has no server
+
+
 def test_a_bad_flag_value_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["suite", "api", "--max-tokens", "0", "--dry-run"]) == 2
     assert capsys.readouterr().out.strip() == "error: --max-tokens must be at least 1"
