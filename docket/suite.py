@@ -573,14 +573,17 @@ def settle_errors(
     forced &= (log.eval.metadata or {}).get(BUDGET_KEY) != stated
     if forced:
         log.eval.metadata = {**(log.eval.metadata or {}), BUDGET_KEY: stated}
-    if marked:
+    # an errored sample in a `success` log (a preset's `fail_on_error: false`) would never be
+    # re-run: eval-set resume retries only logs that did not succeed
+    reopen = bool(errored) and log.status == "success"
+    if marked or reopen:
         log.status = "error"
         log.error = EvalError(
             message=f"{len(errored)} samples errored (docket suite: {marked} unanswered)",
             traceback="",
             traceback_ansi="",
         )
-    if marked or forced:
+    if marked or reopen or forced:
         write_eval_log(log, location)
     if not errored:
         return None

@@ -110,11 +110,12 @@ def test_a_wrong_model_name_is_the_servers_reason_without_a_traceback(
     assert "Traceback" not in out
 
 
-def _preset(tmp_path: Path, time_limit: int = 2) -> Path:
+def _preset(tmp_path: Path, time_limit: int = 2, fail_on_error: bool = True) -> Path:
     path = tmp_path / "p.yaml"
+    limits = f"time_limit: {time_limit}, fail_on_error: {str(fail_on_error).lower()}"
     path.write_text(
         "format: docket-suite/1\nname: p\nlog_dir: l\nroles: {}\n"
-        f"eval_args: {{time_limit: {time_limit}, max_retries: 0, timeout: 10, retry_attempts: 0}}\n"
+        f"eval_args: {{{limits}, max_retries: 0, timeout: 10, retry_attempts: 0}}\n"
         "stages: [{name: s, models: [openai/fake], eval_args: {limit: 2}}]\n"
     )
     return path
@@ -153,16 +154,19 @@ def test_an_unanswered_sample_is_errored_named_and_rerun_next_time(
     assert rerun.status == "success" and all(s.error is None for s in rerun.samples or [])
 
 
+@pytest.mark.parametrize("fail_on_error", [True, False])
 def test_a_server_error_on_every_sample_is_errored_not_scored(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], fail_on_error: bool
 ) -> None:
+    """Inspect's own sample errors (every retry got a 500) are named, and their log is left
+    `error` for the next run to resume, whatever the preset's `fail_on_error`."""
     def respond(request: dict[str, object]) -> tuple[int, dict[str, object]]:
         if prompt_text(request) == PROBE:
             return 200, completion("OK")
         return 500, error_body("CUDA out of memory", "server_error")
 
     logs = tmp_path / "logs"
-    preset = str(_preset(tmp_path, time_limit=60))
+    preset = str(_preset(tmp_path, time_limit=60, fail_on_error=fail_on_error))
     args = [preset, "--task", "docket/context_qa", "--log-dir", str(logs)]
     with fake_openai(respond, None) as server:
         assert _suite([*args, "--base-url", server.base_url]) == 1
