@@ -160,6 +160,7 @@ def test_a_server_error_on_every_sample_is_errored_not_scored(
 ) -> None:
     """Inspect's own sample errors (every retry got a 500) are named, and their log is left
     `error` for the next run to resume, whatever the preset's `fail_on_error`."""
+
     def respond(request: dict[str, object]) -> tuple[int, dict[str, object]]:
         if prompt_text(request) == PROBE:
             return 200, completion("OK")
