@@ -319,7 +319,15 @@ def _suite(console: Console, args: argparse.Namespace) -> int:
     from docket import suite
     from docket.reports.leaderboard import build_report
 
+    flags = {"max_tokens": args.max_tokens, "max_connections": args.max_connections}
+    eval_args = {key: value for key, value in flags.items() if value is not None}
     try:
+        overrides = suite.Overrides(
+            model_args=suite.parse_assignments("-M", args.model_arg),
+            task_args=suite.parse_assignments("-T", args.task_arg),
+            eval_args=eval_args,
+            base_url=args.base_url,
+        )
         preset = suite.load_preset(args.preset)
         log_dir = Path(args.log_dir or preset.log_dir).resolve()
         plans = suite.plan(
@@ -330,6 +338,7 @@ def _suite(console: Console, args: argparse.Namespace) -> int:
             roles=_role_flags(args.role),
             limit=args.limit,
             stages=args.stage,
+            overrides=overrides,
         )
     except (suite.PresetError, ValueError) as ex:
         return _error(console, ex)
@@ -340,6 +349,16 @@ def _suite(console: Console, args: argparse.Namespace) -> int:
         console.print(f"[yellow]{escape(warning)}[/yellow]", soft_wrap=True)
     if args.dry_run:
         return 0
+    stops = suite.check_endpoints(plans)
+    if not stops:
+        stops = suite.fit_image_tasks(
+            plans, lambda line: console.print(f"[yellow]{escape(line)}[/yellow]", soft_wrap=True)
+        )
+    if stops:
+        for line in stops:
+            _error(console, line)
+        console.print("nothing ran", soft_wrap=True)
+        return 1
     ok, problems = suite.run_plan(plans, preset.budget_minutes, display=args.display)
     for line in problems:
         console.print(f"[yellow]{escape(line)}[/yellow]", soft_wrap=True)
@@ -435,7 +454,9 @@ def _parser() -> argparse.ArgumentParser:
     power.add_argument("--drop", type=float, help="the drop whose n is wanted (the tolerance)")
     power.add_argument("--headline", action="append", metavar="SPEC", help=headline_help)
     suite = commands.add_parser(
-        "suite", help="run every benchmark with a preset (offline, api, or a YAML file)"
+        "suite",
+        help="run every benchmark with a preset (offline, api, or a YAML file); exit 1 when an "
+        "endpoint fails its probe call or a task has errored samples (named; re-run next time)",
     )
     suite.add_argument("preset", metavar="PRESET", help="offline | api | path to a preset YAML")
     suite.add_argument("--model", action="append", help="run these models instead (repeatable)")
@@ -447,6 +468,27 @@ def _parser() -> argparse.ArgumentParser:
     suite.add_argument("-o", "--out", help="report directory (default: LOGDIR-report)")
     suite.add_argument("--display", default="plain", help="Inspect display (plain, rich, none)")
     suite.add_argument("--dry-run", action="store_true", help="print the plan, run nothing")
+    suite.add_argument(
+        "-M",
+        "--model-arg",
+        action="append",
+        metavar="[TASK:]KEY=VALUE",
+        help="model arg of the models under test, every task or TASK's (repeatable)",
+    )
+    suite.add_argument(
+        "-T",
+        "--task-arg",
+        action="append",
+        metavar="[TASK:]KEY=VALUE",
+        help="task arg, every task or TASK's; wins over the preset's (repeatable)",
+    )
+    suite.add_argument("--max-tokens", type=int, help="max_tokens of every model and role")
+    suite.add_argument("--max-connections", type=int, help="max_connections of every task")
+    suite.add_argument(
+        "--base-url",
+        help="base URL of the models under test and of the --role models (an openai/ model on "
+        "a server other than OpenAI's uses chat completions; -M responses_api=true to not)",
+    )
     doctor = commands.add_parser(
         "doctor", help="check what a run needs, one line per item with its fix (exit 1: cannot run)"
     )
@@ -501,8 +543,10 @@ def main(argv: list[str] | None = None) -> int:
             return _error(console, "--tolerance and --drop must be > 0, --alpha in (0, 1)")
         return _power(console, args)
     if args.command == "suite":
-        if args.limit is not None and args.limit < 1:
-            return _error(console, "--limit must be at least 1")
+        for flag in ("limit", "max_tokens", "max_connections"):
+            value = getattr(args, flag)
+            if value is not None and value < 1:
+                return _error(console, f"--{flag.replace('_', '-')} must be at least 1")
         return _suite(console, args)
     parser.error(f"unknown command {args.command}")
     return EXIT_BAD_INPUT

@@ -2,8 +2,15 @@
 
 A preset (`benchmarks/presets/*.yaml`, or any file of the same shape) names the tasks, the model
 roles, and stages of models; each stage runs one Inspect `eval_set` per task into
-`LOG_DIR/<task>/<stage>` (so a re-run resumes only what is missing), and the leaderboard is built
-from LOG_DIR at the end. Each task gets the roles its `listing.yaml` names (for `roles: scripted`,
+`LOG_DIR/<task>/<stage>` (so a re-run resumes only what is missing, errored samples included),
+and the leaderboard is built from LOG_DIR at the end. Role models get the stage's generation
+settings (`max_tokens`, ...) unless the preset sets a role's own `config`. Before anything runs,
+each network model is called once (`docket.endpoints`), and each image task's readers are asked
+about a probe image: a text-only model runs the task's `image_tasks` text arguments or stops the
+suite with one line. After each eval_set, a sample whose model never answered is written back as
+errored (`docket.core.errored`), so no metric counts it and the next run re-runs it.
+
+Each task gets the roles its `listing.yaml` names (for `roles: scripted`,
 the scripted policies of its listing's `suite: roles:`); a role a task needs that the preset
 leaves unbound stops the suite before anything runs. A listing's `suite:` block also gives the
 task's reference policies (`reference_policies: true` stages) and its `-T` arguments by preset.
@@ -13,17 +20,22 @@ from __future__ import annotations
 
 import inspect as pyinspect
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from inspect_ai import eval_set
+from inspect_ai.event import ModelEvent
+from inspect_ai.log import EvalError, EvalLog, EvalSample, read_eval_log, write_eval_log
 from inspect_ai.model import GenerateConfig, Model, get_model
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from rich.console import Console
 
+from docket import endpoints
 from docket.agents.scripted.policy import load_policies
 from docket.benchmarks.presets import listed_tasks, preset_path
+from docket.core.errored import UNANSWERED_PREFIX, last_model_error, unanswered_reason
 from docket.reports.files import load_document
 
 SUITE_FORMAT = "docket-suite/1"
@@ -34,17 +46,29 @@ class PresetError(ValueError):
 
 
 class ModelSpec(BaseModel):
-    """A model as `provider/name` plus its `-M` args."""
+    """A model as `provider/name` plus its `-M` args, base URL and own generation settings."""
 
     model_config = ConfigDict(extra="forbid")
     model: str
     args: dict[str, Any] = {}
+    base_url: str | None = None
+    #: GenerateConfig fields for this model only (e.g. a role's `max_tokens`); they win over the
+    #: stage's settings.
+    config: dict[str, Any] = {}
 
     @field_validator("model")
     @classmethod
     def _provider(cls, value: str) -> str:
         if "/" not in value or value.startswith("/") or value.endswith("/"):
             raise ValueError(f"model {value!r} must be provider/name")
+        return value
+
+    @field_validator("config")
+    @classmethod
+    def _config(cls, value: dict[str, Any]) -> dict[str, Any]:
+        unknown = sorted(set(value) - set(GenerateConfig.model_fields))
+        if unknown:
+            raise ValueError(f"config: {unknown[0]!r} is not a GenerateConfig field")
         return value
 
     @property
@@ -55,6 +79,16 @@ class ModelSpec(BaseModel):
 
 def _model_spec(value: Any) -> Any:
     return {"model": value} if isinstance(value, str) else value
+
+
+class ImageTask(BaseModel):
+    """A task that sends images unless run with `text_args`, and who reads them."""
+
+    model_config = ConfigDict(extra="forbid")
+    #: The `-T` arguments that make the task text-only (e.g. `{mode: layout_text}`).
+    text_args: dict[str, Any]
+    #: Who is given the images: `model` (the models under test) and/or role names.
+    readers: list[str] = ["model"]
 
 
 class Stage(BaseModel):
@@ -91,6 +125,9 @@ class Preset(BaseModel):
     eval_args: dict[str, Any] = {}
     #: `-T` arguments per task, the same for every model of every stage (rows stay comparable).
     task_args: dict[str, dict[str, Any]] = {}
+    #: Tasks that send images: a network reader that cannot read them gets the text arguments
+    #: (or, when the command line forced image input, the suite stops with one line).
+    image_tasks: dict[str, ImageTask] = {}
     stages: list[Stage]
 
     @field_validator("roles", mode="before")
@@ -120,8 +157,12 @@ def load_preset(name_or_path: str) -> Preset:
     try:
         preset = Preset.model_validate(data)
     except ValidationError as ex:
-        first = ex.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "preset"
+        # a union field (roles: scripted | mapping) fails on each branch: name the mapping's
+        errors = ex.errors()
+        first = next((e for e in errors if "literal[" not in str(e["loc"])), errors[0])
+        where = ".".join(str(p) for p in first["loc"] if not str(p).startswith("dict[")) or (
+            "preset"
+        )
         raise PresetError(f"{path}: {where}: {first['msg']}") from None
     _check_eval_args(str(path), "", preset.eval_args)
     for index, stage in enumerate(preset.stages):
@@ -140,6 +181,105 @@ class TaskPlan:
     log_dir: Path
     eval_args: dict[str, Any] = field(default_factory=dict)
     task_args: dict[str, Any] = field(default_factory=dict)
+    #: How the task can run without images, when it sends them (the preset's `image_tasks`).
+    image_task: ImageTask | None = None
+    #: `-T` keys given on the command line: never switched to text input behind the user's back.
+    forced_task_args: set[str] = field(default_factory=set)
+
+
+@dataclass
+class Overrides:
+    """What the command line changes: per task (its name) or for every task (key "")."""
+
+    #: `-M key=value` for the models under test.
+    model_args: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: `-T key=value`, after the preset's and the listing's.
+    task_args: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: `--limit`, `--max-tokens`, `--max-connections` (eval_set arguments).
+    eval_args: dict[str, Any] = field(default_factory=dict)
+    #: `--base-url`: the models under test and the roles given with `--role`.
+    base_url: str | None = None
+
+    @staticmethod
+    def pick(by_task: dict[str, dict[str, Any]], task: str) -> dict[str, Any]:
+        """The entries for every task, then `task`'s own (they win)."""
+        return {**by_task.get("", {}), **by_task.get(task, {})}
+
+
+def parse_assignments(flag: str, values: list[str] | None) -> dict[str, dict[str, Any]]:
+    """`key=value` (every task) or `TASK:key=value` (one task) flags, values parsed as YAML.
+
+    Args:
+        flag: The flag's name for the error line (`-M`, `-T`).
+        values: The flag's values, in order (a later one wins).
+
+    Returns:
+        The arguments by task name (`docket/<task>`), "" for every task; `PresetError` (one line)
+        for a value that is not `key=value` or names an unknown task.
+    """
+    from docket.core.inspect_private import parse_cli_args
+
+    found: dict[str, dict[str, Any]] = {}
+    for value in values or []:
+        left, sep, right = value.partition("=")
+        task, colon, key = left.rpartition(":") if ":" in left else ("", "", left)
+        if not (sep and key):
+            raise PresetError(f"{flag} {value!r}: expected key=value or TASK:key=value")
+        if colon:
+            task = task if "/" in task else f"docket/{task}"
+            if task not in registered_tasks():
+                raise PresetError(f"{flag} {value!r}: unknown task {task!r}")
+        found.setdefault(task, {}).update(parse_cli_args([f"{key}={right}"]))
+    return found
+
+
+def known_roles() -> set[str]:
+    """Every role name a listed task requires or uses when bound."""
+    return {
+        str(role)
+        for listed in listed_tasks().values()
+        for role in [*(listed.get("roles") or []), *(listed.get("optional_roles") or [])]
+    }
+
+
+#: Hosts of OpenAI's own API (where the Responses API exists).
+OPENAI_HOSTS = ("api.openai.com",)
+
+
+def _chat_completions(spec: ModelSpec) -> ModelSpec:
+    """An `openai/` model on another server uses the chat-completions API (most compatible
+    servers have no Responses API) unless `-M responses_api=...` says otherwise."""
+    import os
+
+    if not spec.model.startswith("openai/") or "responses_api" in spec.args:
+        return spec
+    url = spec.base_url or spec.args.get("base_url") or os.environ.get("OPENAI_BASE_URL")
+    if not url or any(host in str(url) for host in OPENAI_HOSTS):
+        return spec
+    return spec.model_copy(update={"args": {**spec.args, "responses_api": False}})
+
+
+def _under_test(spec: ModelSpec, args: dict[str, Any], base_url: str | None) -> ModelSpec:
+    """A model under test with the command line's `-M` args and (network models) `--base-url`."""
+    update: dict[str, Any] = {"args": {**spec.args, **args}}
+    if base_url and endpoints.is_network(spec.model):
+        update["base_url"] = base_url
+    return _chat_completions(spec.model_copy(update=update))
+
+
+def _cli_roles(preset: Preset, roles: dict[str, str], base_url: str | None) -> Preset:
+    unknown = sorted(set(roles) - known_roles())
+    if unknown:
+        raise PresetError(
+            f"--role {unknown[0]}: no docket task has a {unknown[0]!r} role "
+            f"(roles: {', '.join(sorted(known_roles()))})"
+        )
+    bound = {
+        k: ModelSpec(model=v, base_url=base_url if endpoints.is_network(v) else None)
+        for k, v in roles.items()
+    }
+    current = {} if preset.roles == "scripted" else dict(preset.roles)
+    return preset.model_copy(update={"roles": {**current, **bound}})
 
 
 class SuiteBindings(BaseModel):
@@ -247,22 +387,36 @@ def plan(
     roles: dict[str, str] | None = None,
     limit: int | None = None,
     stages: list[str] | None = None,
+    overrides: Overrides | None = None,
 ) -> list[TaskPlan]:
-    """Every (stage, task) eval_set the suite will run, checked before anything runs."""
+    """Every (stage, task) eval_set the suite will run, checked before anything runs.
+
+    Args:
+        preset: The suite preset.
+        log_dir: The suite's log directory (one folder per task and stage below it).
+        tasks: Only these tasks (default: the preset's).
+        models: Run these models instead of the preset's stages, with the first chosen stage's
+            eval arguments (its `limit` included).
+        roles: `--role ROLE=provider/model` bindings (an unknown role name is a `PresetError`).
+        limit: Samples per task (overrides the preset's).
+        stages: Only these stages of the preset.
+        overrides: The other command-line settings (`-M`, `-T`, `--max-tokens`, ...).
+
+    Returns:
+        The plans, in run order; `PresetError` (one line) for anything that cannot run.
+    """
+    cli = overrides or Overrides()
     chosen = tasks or (registered_tasks() if preset.tasks == "all" else list(preset.tasks))
     unknown = [t for t in chosen if t not in registered_tasks()]
     if unknown:
         raise PresetError(
             f"unknown task {unknown[0]!r}; registered: {', '.join(registered_tasks())}"
         )
-    stray = [t for t in preset.task_args if t not in registered_tasks()]
+    stray = [t for t in [*preset.task_args, *preset.image_tasks] if t not in registered_tasks()]
     if stray:
         raise PresetError(f"preset {preset.name}: task_args names unknown task {stray[0]!r}")
     if roles:
-        if preset.roles == "scripted":
-            preset = preset.model_copy(update={"roles": {}})
-        merged = {**preset.roles, **{k: ModelSpec(model=v) for k, v in roles.items()}}  # type: ignore[dict-item]
-        preset = preset.model_copy(update={"roles": merged})
+        preset = _cli_roles(preset, roles, cli.base_url)
     chosen_stages = preset.stages
     if stages:
         names = [s.name for s in preset.stages]
@@ -273,36 +427,211 @@ def plan(
             )
         chosen_stages = [s for s in preset.stages if s.name in stages]
     if models:
-        chosen_stages = [Stage(name="models", models=[ModelSpec(model=m) for m in models])]
+        first = chosen_stages[0] if chosen_stages else Stage(name="models", models=[])
+        specs = [ModelSpec(model=m, base_url=cli.base_url) for m in models]
+        chosen_stages = [
+            Stage(
+                name="models",
+                models=specs,
+                skip_tasks=first.skip_tasks,
+                eval_args=first.eval_args,
+            )
+        ]
     plans: list[TaskPlan] = []
     for stage in chosen_stages:
         for task in [t for t in chosen if t not in stage.skip_tasks]:
             extra = _reference_models(task) if stage.reference_policies else []
-            args = {**preset.eval_args, **stage.eval_args}
+            args = {**preset.eval_args, **stage.eval_args, **cli.eval_args}
             if limit is not None:
                 args["limit"] = limit
+            model_args = Overrides.pick(cli.model_args, task)
+            under_test = [_under_test(m, model_args, cli.base_url) for m in stage.models]
+            forced = Overrides.pick(cli.task_args, task)
             plans.append(
                 TaskPlan(
                     task=task,
                     stage=stage.name,
-                    models=[*stage.models, *extra],
-                    roles=task_roles(preset, task),
+                    models=[*under_test, *extra],
+                    roles={r: _chat_completions(m) for r, m in task_roles(preset, task).items()},
                     log_dir=log_dir / task.replace("/", "_") / stage.name,
                     eval_args=args,
-                    task_args=task_args(preset, task),
+                    task_args={**task_args(preset, task), **forced},
+                    image_task=preset.image_tasks.get(task),
+                    forced_task_args=set(forced),
                 )
             )
     return plans
 
 
-def _model(spec: ModelSpec) -> Model:
-    return get_model(spec.model, **spec.args)
+def generate_config(eval_args: dict[str, Any]) -> GenerateConfig:
+    """The generation settings among a stage's eval arguments (`max_tokens`, `timeout`, ...).
+
+    Args:
+        eval_args: The merged eval_set arguments of a plan.
+
+    Returns:
+        A GenerateConfig of the arguments that are its fields.
+    """
+    fields = GenerateConfig.model_fields
+    return GenerateConfig(**{k: v for k, v in eval_args.items() if k in fields})
+
+
+def _model(spec: ModelSpec, stage: GenerateConfig | None = None) -> Model:
+    """The Inspect model of `spec`: roles get the stage's settings under their own `config`."""
+    own = GenerateConfig(**spec.config)
+    config = stage.merge(own) if stage is not None else own
+    return get_model(spec.model, config=config, base_url=spec.base_url, **spec.args)
+
+
+def role_models(item: TaskPlan) -> dict[str, Model]:
+    """The role models of `item`, each with the stage's GenerateConfig (its own `config` wins).
+
+    Args:
+        item: One planned eval_set.
+
+    Returns:
+        Models by role name.
+    """
+    stage = generate_config(item.eval_args)
+    return {role: _model(spec, stage) for role, spec in item.roles.items()}
+
+
+@dataclass
+class Errored:
+    """The errored samples of one log, for the suite's closing lines."""
+
+    task: str
+    stage: str
+    model: str
+    ids: list[str]
+    total: int
+    reason: str
+
+    @property
+    def line(self) -> str:
+        """`task / stage / model: N of M samples errored (ids ...): first reason`."""
+        shown = ", ".join(self.ids[:5]) + (", ..." if len(self.ids) > 5 else "")
+        return (
+            f"{self.task} / {self.stage} / {self.model}: {len(self.ids)} of {self.total} "
+            f"samples errored (ids {shown}): {self.reason}; the next run re-runs them"
+        )
+
+
+#: Eval metadata key of the `max_tokens` the calls carried, when a task forced its own.
+BUDGET_KEY = "docket_max_tokens"
+
+
+def call_budgets(samples: list[EvalSample]) -> dict[str, list[int | None]]:
+    """The distinct `max_tokens` the model calls carried, by caller (`model` or the role).
+
+    Args:
+        samples: A log's samples, read with their events.
+
+    Returns:
+        Sorted values per caller (None: unbounded).
+    """
+    found: dict[str, set[int | None]] = {}
+    for sample in samples:
+        for event in sample.events:
+            if isinstance(event, ModelEvent):
+                found.setdefault(event.role or "model", set()).add(event.config.max_tokens)
+    return {k: sorted(v, key=lambda x: -1 if x is None else x) for k, v in sorted(found.items())}
+
+
+def settle_errors(
+    location: str, task: str, stage: str, max_tokens: int | None = None
+) -> Errored | None:
+    """Mark the log's unanswered samples errored, name every errored sample, note budgets.
+
+    A sample whose model never answered (`unanswered_reason`) gets that reason as its `error`,
+    and the log's status becomes `error`, so no metric counts the sample and Inspect's eval-set
+    resume re-runs it on the next suite run (clean samples are reused). When the calls carried
+    a `max_tokens` other than the run's (a task that forces its own budget), the log's eval
+    metadata states it under `BUDGET_KEY`: `{"run": 256, "calls": {"model": [512]}}`.
+
+    Args:
+        location: The log file.
+        task: The task, for the line.
+        stage: The stage, for the line.
+        max_tokens: The run's `max_tokens` (None: not set).
+
+    Returns:
+        The errored samples, or None when every sample was scored.
+    """
+    log = read_eval_log(location)
+    samples = log.samples or []
+    marked = 0
+    for sample in samples:
+        reason = unanswered_reason(sample)
+        if reason is not None:
+            sample.error = EvalError(message=reason, traceback="", traceback_ansi="")
+            marked += 1
+    errored = [s for s in samples if s.error is not None]
+    budgets = call_budgets(samples)
+    stated = {"run": max_tokens, "calls": budgets}
+    forced = any(values != [max_tokens] for values in budgets.values())
+    forced &= (log.eval.metadata or {}).get(BUDGET_KEY) != stated
+    if forced:
+        log.eval.metadata = {**(log.eval.metadata or {}), BUDGET_KEY: stated}
+    # an errored sample in a `success` log (a preset's `fail_on_error: false`) would never be
+    # re-run: eval-set resume retries only logs that did not succeed
+    reopen = bool(errored) and log.status == "success"
+    if marked or reopen:
+        log.status = "error"
+        log.error = EvalError(
+            message=f"{len(errored)} samples errored (docket suite: {marked} unanswered)",
+            traceback="",
+            traceback_ansi="",
+        )
+    if marked or reopen or forced:
+        write_eval_log(log, location)
+    if not errored:
+        return None
+    return Errored(
+        task=task,
+        stage=stage,
+        model=log.eval.model,
+        ids=[str(s.id) for s in errored],
+        total=len(samples),
+        reason=error_reason(errored[0]),
+    )
+
+
+def error_reason(sample: EvalSample) -> str:
+    """One line for an errored sample: docket's reason, else the provider's, else Inspect's.
+
+    Args:
+        sample: A sample that carries an `error`.
+
+    Returns:
+        The reason (Inspect's `RetryError(<Future ...>)` replaced by the failed call's error).
+    """
+    message = (sample.error.message if sample.error else "").strip()
+    if message.startswith(UNANSWERED_PREFIX):
+        return message.splitlines()[0]
+    provider = last_model_error(sample)
+    if provider and (not message or message.startswith("RetryError(")):
+        return provider
+    return message.splitlines()[0] if message else "error"
+
+
+def _settle(item: TaskPlan, logs: list[EvalLog]) -> list[Errored]:
+    budget = item.eval_args.get("max_tokens")
+    found = [
+        settle_errors(log.location, item.task, item.stage, budget) for log in logs if log.location
+    ]
+    return [e for e in found if e is not None]
 
 
 def run_plan(
     plans: list[TaskPlan], budget_minutes: float | None, display: str = "plain"
 ) -> tuple[bool, list[str]]:
-    """Run every eval_set in order; (all succeeded, skipped/failed lines)."""
+    """Run every eval_set in order; (all succeeded with no errored sample, problem lines).
+
+    Samples run to the end (`continue_on_fail`) and a task with errored samples ends as an
+    `error` log (`fail_on_error`, unless the preset sets it), which Inspect retries
+    (`retry_attempts`) and the next run resumes; each log's errored samples are named.
+    """
     console = Console()
     started = time.monotonic()
     ok, problems = True, []
@@ -312,16 +641,16 @@ def run_plan(
         if budget_minutes is not None and item.stage != first_stage and elapsed > budget_minutes:
             problems.append(f"{item.task} / {item.stage}: skipped, time budget spent")
             continue
+        args = {"fail_on_error": True, "continue_on_fail": True, **item.eval_args}
         try:
-            success, _ = eval_set(
+            success, logs = eval_set(
                 tasks=item.task,
                 task_args=item.task_args,
                 model=[_model(m) for m in item.models],
-                model_roles={r: _model(m) for r, m in item.roles.items()} or None,
+                model_roles=role_models(item) or None,
                 log_dir=str(item.log_dir),
                 display=display,  # type: ignore[arg-type]
-                fail_on_error=False,
-                **item.eval_args,
+                **args,
             )
         except Exception as ex:  # noqa: BLE001 - the suite goes on with the other tasks
             line = str(ex).strip().splitlines()[0] if str(ex).strip() else ""
@@ -329,8 +658,98 @@ def run_plan(
             console.print(f"[red]{problems[-1]}[/red]", soft_wrap=True, markup=False)
             ok = False
             continue
-        ok &= bool(success)
+        errored = _settle(item, logs)
+        problems.extend(e.line for e in errored)
+        ok &= bool(success) and not errored
     return ok, problems
+
+
+def _probe_model(spec: ModelSpec) -> Model:
+    """A fresh (not memoized) model for a probe: its client lives and dies in the probe's loop."""
+    args = endpoints.probe_args(spec.model, spec.args)
+    return get_model(spec.model, base_url=spec.base_url, memoize=False, **args)
+
+
+def _identity(spec: ModelSpec) -> str:
+    return f"{spec.label} @ {spec.base_url or ''}"
+
+
+def _value(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def check_endpoints(plans: list[TaskPlan]) -> list[str]:
+    """Call every network model of the plans (under test and roles) once; the problem lines.
+
+    Args:
+        plans: The suite's plans.
+
+    Returns:
+        One line per endpoint that failed (`docket.endpoints.error_line`), empty when all
+        answered.
+    """
+    seen: dict[str, str | None] = {}
+    for item in plans:
+        for spec in [*item.models, *item.roles.values()]:
+            key = _identity(spec)
+            if endpoints.is_network(spec.model) and key not in seen:
+                seen[key] = endpoints.endpoint_problem(_probe_model(spec))
+    return list(dict.fromkeys(line for line in seen.values() if line))
+
+
+def _readers(item: TaskPlan, image: ImageTask) -> list[ModelSpec]:
+    found = []
+    for reader in image.readers:
+        if reader == "model":
+            found.extend(item.models)
+        elif reader in item.roles:
+            found.append(item.roles[reader])
+    return [spec for spec in found if endpoints.is_network(spec.model)]
+
+
+def fit_image_tasks(plans: list[TaskPlan], say: Callable[[str], None]) -> list[str]:
+    """Give image tasks their text arguments where a network reader cannot read images.
+
+    Each reader (`ImageTask.readers`) is asked about the probe image once. A text-only one
+    switches its task to the preset's `text_args` (said with `say`), unless the command line
+    set one of those `-T` keys: then the suite stops with docket/local's line.
+
+    Args:
+        plans: The suite's plans (their `task_args` are updated in place).
+        say: Prints one note line.
+
+    Returns:
+        The stop lines (`TASK: model M cannot read images; use -T k=v`), empty to go on.
+    """
+    reads: dict[str, bool | str] = {}
+    stops: list[str] = []
+    for item in plans:
+        image = item.image_task
+        if image is None or all(item.task_args.get(k) == v for k, v in image.text_args.items()):
+            continue
+        blind = []
+        for spec in _readers(item, image):
+            key = _identity(spec)
+            if key not in reads:
+                try:
+                    reads[key] = endpoints.reads_images(_probe_model(spec))
+                except Exception as error:  # noqa: BLE001 - the endpoint's one line
+                    model = _probe_model(spec)
+                    reads[key] = endpoints.error_line(error, endpoints.where(model), spec.model)
+            if isinstance(reads[key], str):
+                stops.append(str(reads[key]))
+            elif not reads[key]:
+                blind.append(spec)
+        if not blind:
+            continue
+        advice = "use -T " + " ".join(f"{k}={_value(v)}" for k, v in image.text_args.items())
+        line = f"model {blind[0].model} cannot read images; {advice}"
+        if item.forced_task_args & set(image.text_args):
+            stops.append(f"{item.task}: {line}")
+            continue
+        item.task_args.update(image.text_args)
+        say(f"{item.task} / {item.stage}: {line}: running with it")
+    return list(dict.fromkeys(stops))
 
 
 def limit_warning(preset: Preset, limit: int | None) -> str | None:
@@ -359,11 +778,17 @@ def limit_warning(preset: Preset, limit: int | None) -> str | None:
     )
 
 
+def _shown(spec: ModelSpec) -> str:
+    extra = [f"base_url={spec.base_url}"] if spec.base_url else []
+    extra += [f"{k}={v}" for k, v in sorted(spec.config.items())]
+    return " ".join([spec.label, *extra])
+
+
 def describe(plans: list[TaskPlan]) -> list[str]:
     """One line per eval_set (for --dry-run)."""
     return [
-        f"{p.stage}: {p.task} on {', '.join(m.label for m in p.models)}"
-        + (f"; roles {', '.join(f'{r}={m.label}' for r, m in p.roles.items())}" if p.roles else "")
+        f"{p.stage}: {p.task} on {', '.join(_shown(m) for m in p.models)}"
+        + (f"; roles {', '.join(f'{r}={_shown(m)}' for r, m in p.roles.items())}" * bool(p.roles))
         + (f"; -T {p.task_args}" if p.task_args else "")
         + (f"; {p.eval_args}" if p.eval_args else "")
         + f" -> {p.log_dir}"

@@ -4,6 +4,7 @@ preset runs and reports (the api preset is checked for validity only: no network
 from __future__ import annotations
 
 import json
+from contextvars import copy_context
 from pathlib import Path
 
 import pytest
@@ -117,7 +118,10 @@ def test_offline_suite_on_smoke_runs_and_reports(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     args = ["suite", "offline", "--task", "docket/smoke", "--stage", "scripted", "--limit", "1"]
-    assert main([*args, "--log-dir", str(tmp_path / "logs"), "--display", "none"]) == 0
+    # eval_set leaves its model and roles active in the calling context: run it in a copy, so
+    # later tests that build tasks outside an eval do not see them
+    run = [*args, "--log-dir", str(tmp_path / "logs"), "--display", "none"]
+    assert copy_context().run(main, run) == 0
     html = tmp_path / "logs-report" / "index.html"
     assert str(html) in capsys.readouterr().out.splitlines()[-1]
     data = json.loads((tmp_path / "logs-report" / "leaderboard.json").read_text())

@@ -1,0 +1,178 @@
+"""`docket suite` on real endpoints: a dead or failing server is one line before anything runs,
+a sample whose model never answered is errored (never scored), named, and re-run next time.
+
+Every server here is a local fake (`tests/fake_openai.py`) or a closed port on 127.0.0.1."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextvars import copy_context
+from pathlib import Path
+
+import pytest
+from inspect_ai.log import list_eval_logs, read_eval_log
+from inspect_ai.model import get_model
+
+from docket import endpoints
+from docket.cli import main
+from docket.core.errored import UNANSWERED_PREFIX
+from docket.suite import load_preset
+from tests.fake_openai import (
+    closed_port,
+    completion,
+    error_body,
+    fake_openai,
+    prompt_text,
+)
+
+PROBE = "Reply with the word OK."
+
+
+@pytest.fixture(autouse=True)
+def _api_key(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    yield
+
+
+def _model(base_url: str, name: str = "fake") -> object:
+    return get_model(
+        f"openai/{name}", base_url=base_url, memoize=False, responses_api=False, max_retries=0
+    )
+
+
+def _suite(args: list[str]) -> int:
+    """`docket suite ...` in a copied context (eval_set leaves its model active)."""
+    return copy_context().run(main, ["suite", *args, "--display", "none"])
+
+
+def test_a_closed_port_is_connection_refused() -> None:
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    assert endpoints.endpoint_problem(_model(url)) == f"{url}: connection refused"  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("status", [400, 500])
+def test_an_http_error_shows_the_servers_reason_in_one_line(status: int) -> None:
+    reason = f"The model `fake` does not exist (status {status})"
+    with fake_openai(lambda _: (status, error_body(reason)), None) as server:
+        line = endpoints.endpoint_problem(_model(server.base_url))  # type: ignore[arg-type]
+        calls = len(server.chats())
+    assert line == f"{server.base_url} (openai/fake): HTTP {status}: {reason}"
+    assert calls == 1  # one cheap call, no retries
+
+
+def test_a_healthy_endpoint_passes_with_one_small_call() -> None:
+    with fake_openai(lambda _: (200, completion("OK")), None) as server:
+        assert endpoints.endpoint_problem(_model(server.base_url)) is None  # type: ignore[arg-type]
+        [request] = server.chats()
+    assert request["max_completion_tokens"] == 16 and prompt_text(request) == PROBE
+
+
+def test_local_providers_are_never_probed() -> None:
+    assert not endpoints.is_network("docket/scripted")
+    assert not endpoints.is_network("mockllm/model")
+    assert endpoints.is_network("openai/gpt-4o") and endpoints.is_network("openai-api/x/y")
+
+
+def test_server_reason_reads_openai_and_plain_bodies() -> None:
+    assert endpoints.server_reason({"error": {"message": "bad model"}}) == "bad model"
+    assert endpoints.server_reason({"detail": [{"msg": "field required"}]}) == "field required"
+    assert endpoints.server_reason({"message": "nope"}) == "nope"
+    assert endpoints.server_reason({"other": 1}) is None
+
+
+def test_the_api_preset_bounds_retries_and_timeouts() -> None:
+    args = load_preset("api").eval_args
+    assert (args["max_retries"], args["attempt_timeout"], args["timeout"]) == (3, 120, 300)
+
+
+def test_a_dead_endpoint_stops_the_suite_before_it_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    args = ["api", "--task", "docket/context_qa", "--model", "openai/fake", "--base-url", url]
+    assert _suite([*args, "--log-dir", str(tmp_path / "logs")]) == 1
+    out = capsys.readouterr().out
+    assert f"error: {url}: connection refused" in out.splitlines()
+    assert "Traceback" not in out and not (tmp_path / "logs").exists()
+
+
+def test_a_wrong_model_name_is_the_servers_reason_without_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    reason = "The model `nope` does not exist."
+    with fake_openai(lambda _: (404, error_body(reason, "NotFoundError")), None) as server:
+        args = ["api", "--task", "docket/context_qa", "--model", "openai/nope"]
+        code = _suite([*args, "--base-url", server.base_url, "--log-dir", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert f"error: {server.base_url} (openai/nope): HTTP 404: {reason}" in out.splitlines()
+    assert "Traceback" not in out
+
+
+def _preset(tmp_path: Path, time_limit: int = 2, fail_on_error: bool = True) -> Path:
+    path = tmp_path / "p.yaml"
+    limits = f"time_limit: {time_limit}, fail_on_error: {str(fail_on_error).lower()}"
+    path.write_text(
+        "format: docket-suite/1\nname: p\nlog_dir: l\nroles: {}\n"
+        f"eval_args: {{{limits}, max_retries: 0, timeout: 10, retry_attempts: 0}}\n"
+        "stages: [{name: s, models: [openai/fake], eval_args: {limit: 2}}]\n"
+    )
+    return path
+
+
+def test_an_unanswered_sample_is_errored_named_and_rerun_next_time(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The server answers the probe at once and the samples after the 2 s time limit: Inspect
+    would score them (0 for a wrong answer); the suite errors them, exits 1 and names them; the
+    next run against a working server re-runs exactly those two and exits 0."""
+    logs = tmp_path / "logs"
+    args = [str(_preset(tmp_path)), "--task", "docket/context_qa", "--log-dir", str(logs)]
+
+    def slow(request: dict[str, object]) -> float:
+        return 0.0 if prompt_text(request) == PROBE else 4.0
+
+    with fake_openai(lambda _: (200, completion("ok")), slow) as server:
+        assert _suite([*args, "--base-url", server.base_url]) == 1
+    out = capsys.readouterr().out
+    [line] = [x for x in out.splitlines() if "samples errored" in x]
+    assert line.startswith(
+        "docket/context_qa / s / openai/fake: 2 of 2 samples errored (ids ctx-000-q0, ctx-000-q1)"
+    )
+    folder = logs / "docket_context_qa" / "s"
+    [first] = list_eval_logs(str(folder))
+    log = read_eval_log(first)
+    assert log.status == "error"
+    assert all(s.error and s.error.message.startswith(UNANSWERED_PREFIX) for s in log.samples or [])
+    with fake_openai(lambda _: (200, completion("ok")), None) as server:
+        assert _suite([*args, "--base-url", server.base_url]) == 0
+        asked = [prompt_text(r) for r in server.chats()]
+    assert len(asked) == 3 and asked.count(PROBE) == 1  # the probe, then the two samples
+    [second] = list_eval_logs(str(folder))
+    rerun = read_eval_log(second)
+    assert rerun.status == "success" and all(s.error is None for s in rerun.samples or [])
+
+
+@pytest.mark.parametrize("fail_on_error", [True, False])
+def test_a_server_error_on_every_sample_is_errored_not_scored(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], fail_on_error: bool
+) -> None:
+    """Inspect's own sample errors (every retry got a 500) are named, and their log is left
+    `error` for the next run to resume, whatever the preset's `fail_on_error`."""
+
+    def respond(request: dict[str, object]) -> tuple[int, dict[str, object]]:
+        if prompt_text(request) == PROBE:
+            return 200, completion("OK")
+        return 500, error_body("CUDA out of memory", "server_error")
+
+    logs = tmp_path / "logs"
+    preset = str(_preset(tmp_path, time_limit=60, fail_on_error=fail_on_error))
+    args = [preset, "--task", "docket/context_qa", "--log-dir", str(logs)]
+    with fake_openai(respond, None) as server:
+        assert _suite([*args, "--base-url", server.base_url]) == 1
+    [line] = [x for x in capsys.readouterr().out.splitlines() if "samples errored" in x]
+    assert "2 of 2 samples errored" in line
+    assert line.endswith("): Error code: 500 - CUDA out of memory; the next run re-runs them")
+    [info] = list_eval_logs(str(logs / "docket_context_qa" / "s"))
+    assert read_eval_log(info).status == "error"
