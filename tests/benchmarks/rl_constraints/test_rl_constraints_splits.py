@@ -23,21 +23,17 @@ from docket.benchmarks.rl_constraints.splits import (
     private_problems,
     public_prompts,
 )
-from docket.cli import main
 from docket.core.inspect_private import PrerequisiteError
 from docket.core.jsonl import read_jsonl
 from docket.core.splits import SPLIT_KEY, files_digest, secret_seed
 from docket.methods.rl.tasks.constraints import judge
+from tests.benchmarks.generated import generator, manifest
 
 #: README: the first-letter fill on private splits, 0.353 ± 0.035 over 30 seeds of 200.
 PRIVATE_CHANCE = 0.353
 
 
-def _generate(tmp_path: Path, secret: str, name: str = "split", size: int = 200) -> Path:
-    out = tmp_path / name
-    argv = ["generate", "rl_constraints", "--seed", secret, "--out", str(out), "--size", str(size)]
-    assert main(argv) == 0
-    return out
+_generate = generator("rl_constraints", 200)
 
 
 def _prompts(out: Path) -> list[str]:
@@ -88,7 +84,7 @@ def test_the_chance_row_holds_on_a_generated_split_the_task_loads(tmp_path: Path
 
 def test_an_eval_on_a_generated_split_names_it(tmp_path: Path) -> None:
     out = _generate(tmp_path, "a small seed", size=20)
-    manifest = json.loads((out / "split.json").read_text())
+    written = manifest(out)
     log = inspect_eval(
         rl_constraints(data=str(out)),
         model=get_model("docket/scripted", policy="rl_constraints_oracle"),
@@ -98,7 +94,7 @@ def test_an_eval_on_a_generated_split_names_it(tmp_path: Path) -> None:
     assert log.status == "success" and log.results is not None
     assert {s.name: s.metrics["mean"].value for s in log.results.scores}["reward"] == 1.0
     assert log.eval.metadata is not None and log.eval.metadata[SPLIT_KEY] == {
-        "sha256": manifest["sha256"], "source": "generated", "name": "split",
+        "sha256": written["sha256"], "source": "generated", "name": "split",
     }  # fmt: skip
     shipped = rl_constraints().metadata
     assert shipped is not None and shipped[SPLIT_KEY]["source"] == "shipped"
@@ -107,8 +103,8 @@ def test_an_eval_on_a_generated_split_names_it(tmp_path: Path) -> None:
 def test_bad_splits_are_one_line(tmp_path: Path) -> None:
     out = _generate(tmp_path, "x", size=5)
     foreign = _generate(tmp_path, "y", "foreign", size=5)
-    manifest = json.loads((foreign / "split.json").read_text())
-    (foreign / "split.json").write_text(json.dumps({**manifest, "benchmark": "rl_arith"}))
+    written = manifest(foreign)
+    (foreign / "split.json").write_text(json.dumps({**written, "benchmark": "rl_arith"}))
     (out / SPLIT_FILE).write_text((out / SPLIT_FILE).read_text() + "\n")
     expected = {out: "files changed since", tmp_path: "no split.json", foreign: "of 'rl_arith'"}
     for folder, reason in expected.items():
