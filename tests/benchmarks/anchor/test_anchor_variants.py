@@ -47,6 +47,14 @@ def test_seeds_give_fresh_reproducible_splits(tmp_path: Path) -> None:
     assert "s1" not in (first / SPLIT_FILE).read_text()
 
 
+def test_ids_drive_no_generator() -> None:
+    """Read as a seed, an id (or its index) never makes the generator write the same goal."""
+    rows = private_scenarios(splits.secret_seed("ids"), 3)
+    for index, row in enumerate(rows):
+        for seed in (int(row.id.removeprefix("anchor-"), 16), index):
+            assert private_scenarios(seed, index + 1)[index].user_goal != row.user_goal
+
+
 def test_variants_keep_the_court_summary_and_add_only_inert_text() -> None:
     fixed = sorted({w.format("").strip() for w in WORDINGS} | set(DISTRACTORS), key=len)
     for scenario in private_scenarios(splits.secret_seed("content"), 103):
@@ -72,6 +80,7 @@ def test_the_task_runs_a_generated_split(tmp_path: Path) -> None:
             "sha256": manifest(out)["sha256"], "source": "generated", "name": "split",
         }  # fmt: skip
         assert [s.input for s in task.dataset] == [r["user_goal"] for r in _rows(out)]
+        assert not any(str(s.id) in str(s.input) for s in task.dataset)
     with pytest.raises(PrerequisiteError, match="not both"):
         anchor_direct(data=str(out), scenarios=str(SCENARIOS))
     (out / SPLIT_FILE).write_text("")

@@ -39,6 +39,9 @@ def test_seeds_give_fresh_reproducible_splits(tmp_path: Path) -> None:
     ids = [s.id for s in load_splits(first / SPLIT_FILE)]
     assert all(re.fullmatch(r"ta-[0-9a-f]{12}", i) for i in ids) and len(ids) == 4
     assert "s1" not in (first / SPLIT_FILE).read_text()
+    stored = load_splits(first / SPLIT_FILE)[2]  # the first shop split
+    again_rows = private_splits(int(stored.id.removeprefix("ta-"), 16), 1)
+    assert again_rows[2]["test"] != stored.part.test
 
 
 def test_the_surface_row_holds_on_a_generated_split_through_the_task(tmp_path: Path) -> None:
