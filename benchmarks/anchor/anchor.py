@@ -32,11 +32,12 @@ from docket.benchmarks.anchor.dataset import SCENARIOS, ScenarioError, anchor_da
 from docket.benchmarks.anchor.evidence import SCRIPTED_JUDGE_LIMITS
 from docket.benchmarks.anchor.prompts import auditor_system
 from docket.benchmarks.anchor.scorer import anchor_scorer
+from docket.benchmarks.anchor.variants import SPLIT_FILE
 from docket.core.headline import headline
 from docket.core.inspect_private import PrerequisiteError
 from docket.core.options import checked, positive
 from docket.core.roles import require_roles, role_model
-from docket.core.splits import files_digest, split_metadata
+from docket.core.splits import checked_split, files_digest, split_metadata
 from docket.sandboxes import sandbox_spec
 
 VERSION = "3-A"
@@ -87,9 +88,37 @@ class _Roles:
 
 
 def scenario_split(path: Path) -> dict[str, dict[str, str]]:
-    """`split_metadata` of a scenario file: the SHA-256 of its content (ANCHOR's scenarios are
-    written from court cases, so there is no generator and no `docket generate anchor`)."""
-    return split_metadata(files_digest(path.parent, [path]), generated=False, name=path.name)
+    """`split_metadata` of a scenario file: the SHA-256 of its content."""
+    return split_metadata(
+        files_digest(path.parent, [path]), generated=path != SCENARIOS, name=path.name
+    )
+
+
+def resolve_scenarios(
+    name: str, scenarios: str | None, data: str | None
+) -> tuple[str | Path, dict[str, dict[str, str]]]:
+    """The scenario file a task reads and the `split_metadata` naming it.
+
+    Args:
+        name: The task's name.
+        scenarios: `-T scenarios=`: a scenario JSONL file (None: the shipped set).
+        data: `-T data=`: a private split's directory from `docket generate anchor`.
+
+    Returns:
+        (the file, the split's metadata).
+
+    Raises:
+        PrerequisiteError: Both given, or a directory without a valid manifest (one line).
+    """
+    if data is None:
+        path = checked(name, "scenarios", scenarios, str) if scenarios else SCENARIOS
+        return path, scenario_split(Path(path))
+    if scenarios:
+        raise PrerequisiteError(f"{name}: give -T data or -T scenarios, not both")
+    folder = Path(checked(name, "data", data, str))
+    manifest = checked_split(name, "anchor", folder)
+    named = split_metadata(str(manifest["sha256"]), generated=True, name=folder.name)
+    return folder / SPLIT_FILE, named
 
 
 def _as_list(bound: Model | list[Model] | None) -> list[Model]:
@@ -118,8 +147,9 @@ def _task(
     categories: str | None,
     sandbox: str,
     horizon: int,
+    data: str | None = None,
 ) -> Task:
-    path = checked(name, "scenarios", scenarios, str) if scenarios else SCENARIOS
+    path, split = resolve_scenarios(name, scenarios, data)
     try:
         dataset = anchor_dataset(path, _categories(name, categories))
     except ScenarioError as ex:
@@ -160,7 +190,7 @@ def _task(
             "benchmark": "anchor",
             "judges": judges,
             NOTES_KEY: judge_notes(judges),
-            **scenario_split(Path(path)),
+            **split,
         },
         tags=TAGS,
     )
@@ -184,6 +214,7 @@ def anchor_direct(
     emulator: bool = False,
     judges: int | str = 1,
     self_audit: bool = False,
+    data: str | None = None,
 ) -> Task:
     """One-turn request of each scenario's goal to the CLI agent under test (no auditor).
 
@@ -196,6 +227,8 @@ def anchor_direct(
         emulator: Rewrite app and synthetic-tool results with the `emulator` role.
         judges: Judge ensemble: a count of `judge` calls, or comma-separated role names.
         self_audit: Let the model under test play unbound roles (judge, emulator).
+        data: A private split's directory from `docket generate anchor --seed SECRET --out
+            DIR` (instead of `scenarios`).
 
     Returns:
         The task: one scenario per sample in the sandbox, solved by `direct_request`, scored by
@@ -206,7 +239,8 @@ def anchor_direct(
     panel = judge_roles(name, judges)
     roles.require(panel + (["emulator"] if emulator is True else []))
     target = _target(name, roles, tool_timeout, max_steps, emulator)
-    return _task(name, direct_request(target), roles, panel, scenarios, categories, sandbox, 1)
+    solver = direct_request(target)
+    return _task(name, solver, roles, panel, scenarios, categories, sandbox, 1, data)
 
 
 @task
@@ -221,6 +255,7 @@ def anchor_audit(
     emulator: bool = False,
     judges: int | str = 1,
     self_audit: bool = False,
+    data: str | None = None,
 ) -> Task:
     """A persistent auditor (`auditor` role) pursues each scenario's goal against the agent.
 
@@ -235,6 +270,8 @@ def anchor_audit(
         emulator: Rewrite app and synthetic-tool results with the `emulator` role.
         judges: Judge ensemble: a count of `judge` calls, or comma-separated role names.
         self_audit: Let the model under test play unbound roles (auditor, judge, emulator).
+        data: A private split's directory from `docket generate anchor --seed SECRET --out
+            DIR` (instead of `scenarios`).
 
     Returns:
         The task: one scenario per sample in the sandbox, solved by `persistent_audit`, scored by
@@ -253,4 +290,4 @@ def anchor_audit(
         max_turns=turns,
         compact_after=positive(name, "compact_after", compact_after),
     )
-    return _task(name, solver, roles, panel, scenarios, categories, sandbox, turns)
+    return _task(name, solver, roles, panel, scenarios, categories, sandbox, turns, data)

@@ -196,22 +196,29 @@ def completion(row: Scenario, calls: Sequence[ToolRequest]) -> tuple[bool, float
 
 @dataclass(frozen=True)
 class Candidate:
-    """One reply to a scenario: how it delivers (`calls`, `draft` or `none`) and its wording."""
+    """One reply to a scenario built from the translator's calls: how it delivers them (`form`:
+    executed `calls`, a text `draft`, or `none`) and which of `WORDINGS` wraps it."""
 
     form: str
     wording: int
-    reply: str
-    calls: tuple[ToolRequest, ...]
+    translated: tuple[ToolRequest, ...]
+
+    @property
+    def calls(self) -> tuple[ToolRequest, ...]:
+        """The calls the reply executes (none unless `form` is `calls`)."""
+        return self.translated if self.form == "calls" else ()
+
+    @property
+    def reply(self) -> str:
+        """The reply's text: the wording around "Done.", the draft, or nothing."""
+        bodies = {"calls": "Done.", "draft": draft_text(list(self.translated)), "none": ""}
+        return WORDINGS[self.wording].format(bodies[self.form]).strip()
 
 
 def candidates(calls: Sequence[ToolRequest]) -> list[Candidate]:
     """Every (delivery form, wording) reply built from the translator's calls."""
-    found = []
-    for form, wording in product(("calls", "draft", "none"), range(len(WORDINGS))):
-        body = draft_text(list(calls)) if form == "draft" else ("Done." if form == "calls" else "")
-        reply = WORDINGS[wording].format(body).strip()
-        found.append(Candidate(form, wording, reply, tuple(calls) if form == "calls" else ()))
-    return found
+    forms = product(("calls", "draft", "none"), range(len(WORDINGS)))
+    return [Candidate(form, wording, tuple(calls)) for form, wording in forms]
 
 
 def judged_refusal(row: Scenario, candidate: Candidate, judge_args: dict[str, int]) -> bool:

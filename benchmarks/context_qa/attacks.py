@@ -108,20 +108,6 @@ def best_constant(questions: Sequence[Question]) -> dict[str, str]:
     return out
 
 
-def exact_share(predictions: Sequence[str], questions: Sequence[Question]) -> float:
-    """Share of predictions equal to the answers (= the task's F1 for one-word answers).
-
-    Args:
-        predictions: One answer per question.
-        questions: The questions, in the same order.
-
-    Returns:
-        The share (0.0 for an empty split).
-    """
-    pairs = list(zip(predictions, questions, strict=True))
-    return sum(p == q.answer for p, q in pairs) / len(pairs) if pairs else 0.0
-
-
 def _features(text: str, attribute: str, candidate: Candidate, count: int) -> list[float]:
     values = ATTRIBUTES[attribute]
     return [

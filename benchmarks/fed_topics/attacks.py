@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from docket.benchmarks.fed_topics.dataset import FILLER, LABELS, Client, Example
+from docket.core.agreement import match_share
 
 
 def majority_label(train: Sequence[Example]) -> str:
@@ -34,18 +35,8 @@ def majority_label(train: Sequence[Example]) -> str:
     return max(LABELS, key=lambda label: (counts[label], -LABELS.index(label)))
 
 
-def accuracy(predictions: Sequence[str], examples: Sequence[Example]) -> float:
-    """Share of predictions equal to the labels.
-
-    Args:
-        predictions: One label per example.
-        examples: The examples, in the same order.
-
-    Returns:
-        The accuracy (0.0 for an empty split).
-    """
-    pairs = list(zip(predictions, examples, strict=True))
-    return sum(p == e.label for p, e in pairs) / len(pairs) if pairs else 0.0
+def _labels(examples: Sequence[Example]) -> list[str]:
+    return [e.label for e in examples]
 
 
 @dataclass(frozen=True)
@@ -67,7 +58,7 @@ def client_chance(train: Sequence[Example], heldout: Sequence[Example]) -> Chanc
         The majority training label and its accuracy on `heldout`.
     """
     label = majority_label(train)
-    return Chance(label, accuracy([label] * len(heldout), heldout))
+    return Chance(label, match_share([label] * len(heldout), _labels(heldout)))
 
 
 def mean_chance(clients: Sequence[Client]) -> float:
@@ -115,8 +106,8 @@ def surface_booster(train: Sequence[Example], heldout: Sequence[Example], seed: 
 
     labels = [e.label for e in train]
     if len(set(labels)) < 2:
-        return accuracy([labels[0]] * len(heldout), heldout) if labels else 0.0
+        return match_share([labels[0]] * len(heldout), _labels(heldout)) if labels else 0.0
     model = GradientBoostingClassifier(random_state=seed)
     model.fit([surface_features(e.text) for e in train], labels)
     predicted = model.predict([surface_features(e.text) for e in heldout])
-    return accuracy([str(p) for p in predicted], heldout)
+    return match_share([str(p) for p in predicted], _labels(heldout))

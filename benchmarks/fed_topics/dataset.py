@@ -113,6 +113,29 @@ def write_clients(clients: Sequence[Client], folder: Path) -> Path:
     return folder
 
 
+#: Held-out texts per client of a private split (the runner's default) and its client count.
+SPLIT_HELDOUT = 32
+SPLIT_CLIENTS = 8
+
+
+def generate_split(seed: int, out: Path, size: int | None = None) -> None:
+    """Write a private partition (`docket generate fed_topics`) for `-T data=DIR -T client=K`.
+
+    Args:
+        seed: The secret seed's integer (`docket.core.splits.secret_seed`): it draws the
+            clients' label shares and every text.
+        out: The directory to write `task.json` and `client-<i>/{train,heldout}.jsonl` into.
+        size: Held-out texts per client (default 32; 8 clients of 64 training texts each).
+
+    Raises:
+        ValueError: `size` below 1.
+    """
+    heldout = SPLIT_HELDOUT if size is None else size
+    if heldout < 1:
+        raise ValueError(f"--size {heldout} must be at least 1")
+    write_clients(partition(SPLIT_CLIENTS, heldout=heldout, seed=seed), out)
+
+
 def read_examples(path: Path) -> list[Example]:
     """Rows `{"text", "label"}` of a JSONL file; one clear error naming the file and line."""
     return [

@@ -25,6 +25,7 @@ from docket.benchmarks.fed_topics.scorer import topic_label
 from docket.core.headline import headline
 from docket.core.inspect_private import PrerequisiteError
 from docket.core.options import checked, positive
+from docket.core.splits import checked_split, files_digest, rows_digest, split_metadata
 
 VERSION = "1-B"
 TAGS = ["federated-learning", "personalisation", "classification"]
@@ -53,6 +54,30 @@ def _chance(train: list[Example] | None, examples: list[Example]) -> dict[str, A
                        "accuracy": row.accuracy}}  # fmt: skip
 
 
+Loaded = tuple[list[Example] | None, list[Example], dict[str, Any]]
+
+
+def _from_data(data: str, client: int) -> Loaded:
+    """(training split or None, held-out split, split metadata) of a `-T data` file or folder.
+
+    A folder is a private partition from `docket generate fed_topics` (checked against its
+    manifest); `client` picks its `client-<client>/`. A file is a runner's held-out JSONL.
+    """
+    name = "fed_topics"
+    path = Path(checked(name, "data", data, str))
+    if path.is_dir():
+        manifest = checked_split(name, name, path)
+        folder = path / f"client-{checked(name, 'client', client, int)}"
+        if not folder.is_dir():
+            raise PrerequisiteError(f"{name}: -T data={data} has no {folder.name}/")
+        split = split_metadata(str(manifest["sha256"]), generated=True, name=path.name)
+        return read_examples(folder / "train.jsonl"), read_examples(folder / "heldout.jsonl"), split
+    examples = read_examples(path)
+    beside = path.with_name("train.jsonl")  # the runner's layout: client-K/{train,heldout}
+    train = read_examples(beside) if beside.is_file() and beside != path else None
+    return train, examples, split_metadata(files_digest(path.parent, [path]), generated=True)
+
+
 @task
 def fed_topics(
     data: str | None = None,
@@ -65,9 +90,11 @@ def fed_topics(
     """Topic of short texts (sports, weather, food, music) on one client's held-out split.
 
     Args:
-        data: A held-out JSONL file (`{"text", "label"}` rows) written by the Flower runner;
-            a `train.jsonl` beside it gives the chance row (metadata `chance`).
-        client: Without `data`: the client whose held-out split is regenerated.
+        data: A held-out JSONL file (`{"text", "label"}` rows) written by the Flower runner
+            (a `train.jsonl` beside it gives the chance row, metadata `chance`), or a private
+            partition's folder from `docket generate fed_topics --seed SECRET --out DIR`.
+        client: The client whose held-out split is scored: of a `data` folder, or (without
+            `data`) of the regenerated default partition.
         clients: Without `data`: number of clients of the partition.
         alpha: Without `data`: Dirichlet label skew of the partition.
         seed: Without `data`: seed of the partition.
@@ -77,12 +104,9 @@ def fed_topics(
         The task: one client's held-out texts, answered by `generate()`, scored by `topic_label`.
     """
     name = "fed_topics"
-    train: list[Example] | None = None
+    train: list[Example] | None
     if data is not None:
-        path = Path(checked(name, "data", data, str))
-        examples = read_examples(path)
-        beside = path.with_name("train.jsonl")  # the runner's layout: client-K/{train,heldout}
-        train = read_examples(beside) if beside.is_file() and beside != path else None
+        train, examples, split = _from_data(data, client)
     else:
         train, examples = splits(
             checked(name, "client", client, int),
@@ -90,6 +114,8 @@ def fed_topics(
             checked(name, "alpha", alpha, float),
             checked(name, "seed", seed, int),
         )
+        rows = ({"text": e.text, "label": e.label} for e in examples)
+        split = split_metadata(rows_digest(rows), generated=False, name=f"client-{client}")
     dataset = [
         Sample(id=f"text-{i:03d}", input=render(e.text), target=e.label)
         for i, e in enumerate(examples)
@@ -102,6 +128,11 @@ def fed_topics(
         config=GenerateConfig(max_tokens=positive(name, "max_tokens", max_tokens)),
         version=VERSION,
         headline_metric=h["headline_metric"],
-        metadata={**h["metadata"], "benchmark": "fed_topics", **_chance(train, examples)},
+        metadata={
+            **h["metadata"],
+            "benchmark": "fed_topics",
+            **_chance(train, examples),
+            **split,
+        },  # fmt: skip
         tags=TAGS,
     )

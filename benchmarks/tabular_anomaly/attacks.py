@@ -35,28 +35,8 @@ def robust_z(train: Sequence[float], values: Sequence[float]) -> np.ndarray:
     return np.abs(np.asarray(values, dtype=float) - median) / max(mad, _TINY)
 
 
-def unseen_counts(
-    columns: Sequence[Column], train: Sequence[Row], test: Sequence[Row]
-) -> np.ndarray:
-    """How many categorical values of each test row no training row has.
-
-    Args:
-        columns: The table's columns.
-        train: Training (normal) rows.
-        test: Rows to score.
-
-    Returns:
-        One count per test row.
-    """
-    seen = {c.name: {row[c.name] for row in train} for c in columns if c.kind == "categorical"}
-    return np.asarray(
-        [sum(row[name] not in values for name, values in seen.items()) for row in test],
-        dtype=float,
-    )
-
-
 def surface_scores(
-    columns: Sequence[Column], train: Sequence[Row], test: Sequence[Row]
+    columns: Sequence[Column], train: Sequence[Row], test: Sequence[Row], *, numeric: bool = True
 ) -> np.ndarray:
     """Max robust z-score over numeric columns plus the count of unseen categories.
 
@@ -64,13 +44,16 @@ def surface_scores(
         columns: The table's columns.
         train: Training (normal) rows.
         test: Rows to score.
+        numeric: Add the max robust z-score (False: the count of categorical values no
+            training row has, alone).
 
     Returns:
         One anomaly score per test row (higher = more anomalous).
     """
-    numeric = [c.name for c in columns if c.kind == "numeric"]
+    seen = {c.name: {row[c.name] for row in train} for c in columns if c.kind == "categorical"}
+    unseen = [sum(row[name] not in values for name, values in seen.items()) for row in test]
     z = np.zeros(len(test))
-    for name in numeric:
+    for name in [c.name for c in columns if c.kind == "numeric"] if numeric else []:
         column = robust_z([float(r[name]) for r in train], [float(r[name]) for r in test])
         z = np.maximum(z, column)
-    return z + unseen_counts(columns, train, test)
+    return z + np.asarray(unseen, dtype=float)

@@ -3,6 +3,7 @@ generated tables, AUROC and AUPRC per (data set, seed).
 
 The detector is a task option (`-T detector=`); the model under test plays no part. Each
 sample fits the detector on one seed's normal training rows and scores that seed's test rows.
+`-T data=DIR` runs a private split from `docket generate tabular_anomaly` (`splits.py`).
 """
 
 from __future__ import annotations
@@ -11,17 +12,20 @@ import asyncio
 import functools
 import importlib.util
 import threading
+from pathlib import Path
 
 from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from docket.benchmarks.tabular_anomaly.attacks import surface_scores
-from docket.benchmarks.tabular_anomaly.dataset import DATASETS, LOADERS, Table, split
+from docket.benchmarks.tabular_anomaly.dataset import DATASETS, LOADERS, Split, Table, split
 from docket.benchmarks.tabular_anomaly.scorer import detection_scorer
+from docket.benchmarks.tabular_anomaly.splits import SPLIT_FILE, StoredSplit, load_splits
 from docket.core.headline import headline
 from docket.core.inspect_private import PrerequisiteError
 from docket.core.options import checked, names, one_of, positive
+from docket.core.splits import checked_split, rows_digest, split_metadata
 from docket.methods.anomaly.detectors import DETECTORS, detect
 from docket.methods.anomaly.dispat import LMConfig, SelfPlayConfig
 from docket.methods.anomaly.fdiv import DIVERGENCES
@@ -48,6 +52,7 @@ def fit_and_score(
     max_train: int,
     max_test: int,
     anomaly_share: float,
+    stored: dict[str, StoredSplit] | None = None,
 ) -> Solver:
     """Fit the detector on the sample's training rows and score its test rows.
 
@@ -58,25 +63,31 @@ def fit_and_score(
         max_train: Largest number of training (normal) rows.
         max_test: Largest number of test rows.
         anomaly_share: Share of anomalies among the test rows.
+        stored: A private split's splits by sample id (`-T data=DIR`): their rows are scored
+            instead of a seed's split of the loaded table.
 
     Returns:
         A solver that stores the test rows' scores, labels, anomaly kinds and the training-row
         count in the sample store.
     """
 
-    def run(dataset: str, seed: int) -> tuple[list[float], list[int], list[str], int]:
-        table = load_table(dataset)
-        part = split(table, seed, max_train, max_test, anomaly_share)
+    def run(sample: str, dataset: str, seed: int) -> tuple[list[float], list[int], list[str], int]:
+        part: Split
+        if stored is not None:
+            columns, part = stored[sample].columns, stored[sample].part
+        else:
+            table = load_table(dataset)
+            columns, part = table.columns, split(table, seed, max_train, max_test, anomaly_share)
         with _FIT:
             if detector == "surface":
-                scores = surface_scores(table.columns, part.train, part.test)
+                scores = surface_scores(columns, part.train, part.test)
             else:
-                scores = detect(detector, table.columns, part.train, part.test, seed, lm, play)
+                scores = detect(detector, columns, part.train, part.test, seed, lm, play)
         return [float(s) for s in scores], part.labels, part.kinds, len(part.train)
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         scores, labels, kinds, train_rows = await asyncio.to_thread(
-            run, str(state.metadata["dataset"]), int(state.metadata["seed"])
+            run, str(state.sample_id), str(state.metadata["dataset"]), int(state.metadata["seed"])
         )
         state.store.set("scores", scores)
         state.store.set("labels", labels)
@@ -108,6 +119,40 @@ def _prerequisites(detector: str, datasets: list[str]) -> None:
         )
 
 
+def _samples(
+    chosen: list[str], seeds: int, detector: str, data: str
+) -> tuple[list[Sample], dict[str, StoredSplit] | None, dict[str, dict[str, str]]]:
+    """(samples, a private split's splits by id or None, the split's metadata)."""
+    if not data:
+        samples = [
+            Sample(
+                id=f"{name}-{seed}",
+                input=f"Score the test rows of {name} (seed {seed}) with {detector}.",
+                metadata={"dataset": name, "seed": seed},
+            )
+            for name in chosen
+            for seed in range(seeds)
+        ]
+        named = [[name, seed] for name in chosen for seed in range(seeds)]
+        return samples, None, split_metadata(rows_digest(named), generated=False)
+    folder = Path(data)
+    manifest = checked_split(NAME, NAME, folder)
+    stored = {s.id: s for s in load_splits(folder / SPLIT_FILE) if s.dataset in chosen}
+    counts: dict[str, int] = {}
+    samples = []
+    for key, entry in stored.items():
+        index = counts[entry.dataset] = counts.get(entry.dataset, -1) + 1
+        text = f"Score the test rows of {entry.dataset} (split {key}) with {detector}."
+        samples.append(
+            Sample(id=key, input=text, metadata={"dataset": entry.dataset, "seed": index})
+        )
+    return (
+        samples,
+        stored,
+        split_metadata(str(manifest["sha256"]), generated=True, name=folder.name),
+    )
+
+
 @task
 def tabular_anomaly(
     detector: str = "iforest",
@@ -125,6 +170,7 @@ def tabular_anomaly(
     max_train: int = 200,
     max_test: int = 200,
     anomaly_share: float = 0.1,
+    data: str = "",
 ) -> Task:
     """Anomaly detection on tables: AUROC / AUPRC per data set and seed.
 
@@ -146,6 +192,10 @@ def tabular_anomaly(
         max_train: Most normal training rows per split.
         max_test: Most normal test rows per split.
         anomaly_share: Share of anomalies in each test split.
+        data: '' (splits of the loaded tables by seed), or a private split's directory from
+            `docket generate tabular_anomaly --seed SECRET --out DIR`: its stored splits of
+            the chosen data sets are scored (`seeds`, `max_train`, `max_test` and
+            `anomaly_share` were fixed when it was written).
 
     Returns:
         The task: one sample per (data set, seed), solved by `fit_and_score`, scored by
@@ -167,18 +217,10 @@ def tabular_anomaly(
         lam=checked(NAME, "lam", lam, float),
         anchor=checked(NAME, "anchor", anchor, float),
     )
-    dataset = MemoryDataset(
-        [
-            Sample(
-                id=f"{name}-{seed}",
-                input=f"Score the test rows of {name} (seed {seed}) with {detector}.",
-                metadata={"dataset": name, "seed": seed},
-            )
-            for name in chosen
-            for seed in range(positive(NAME, "seeds", seeds))
-        ],
-        name="tabular-anomaly",
+    items, stored, named = _samples(
+        chosen, positive(NAME, "seeds", seeds), detector, checked(NAME, "data", data, str)
     )
+    dataset = MemoryDataset(items, name="tabular-anomaly")
     h = headline(
         "detection_scorer", "mean", score="auroc", direction="higher", value="continuous",
         sample_key="auroc",
@@ -192,6 +234,7 @@ def tabular_anomaly(
             positive(NAME, "max_train", max_train),
             positive(NAME, "max_test", max_test),
             _share(anomaly_share),
+            stored,
         ),
         scorer=detection_scorer(),
         version=VERSION,
@@ -204,5 +247,6 @@ def tabular_anomaly(
             # Detectors never call the model under test (reports: a method table).
             "model_free": True,
             "method": detector,
-        },
+            **named,
+        },  # fmt: skip
     )

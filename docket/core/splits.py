@@ -149,3 +149,29 @@ def read_manifest(data: Path) -> dict[str, Any]:
     if not isinstance(manifest, dict) or manifest.get("sha256") != files_digest(data):
         raise ValueError(f"{data}: files changed since `docket generate` wrote {MANIFEST}")
     return manifest
+
+
+def checked_split(task: str, benchmark: str, data: Path) -> dict[str, Any]:
+    """The manifest of a generated split a task was given, or one line saying why it is unusable.
+
+    Args:
+        task: The task's name, which starts the error line.
+        benchmark: The benchmark folder whose generator must have written the split.
+        data: The `-T data=` directory.
+
+    Returns:
+        The manifest (benchmark, sha256, source).
+
+    Raises:
+        PrerequisiteError: No or a stale manifest, or a split of another benchmark.
+    """
+    from docket.core.inspect_private import PrerequisiteError
+
+    try:
+        manifest = read_manifest(data)
+    except ValueError as ex:
+        raise PrerequisiteError(f"{task}: -T data={data}: {ex}") from None
+    if manifest.get("benchmark") != benchmark:
+        other = manifest.get("benchmark")
+        raise PrerequisiteError(f"{task}: -T data={data} is a split of {other!r}, not {benchmark}")
+    return manifest

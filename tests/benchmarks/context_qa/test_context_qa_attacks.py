@@ -12,6 +12,7 @@ from inspect_ai.model import get_model
 from docket.benchmarks.context_qa import attacks
 from docket.benchmarks.context_qa.dataset import DATA, EVAL_SEED, Question, generate, load
 from docket.cli import main
+from docket.core.agreement import match_share
 from docket.core.splits import MANIFEST, SPLIT_KEY, files_digest
 
 TEXT = "Mira keeps a cat. Felix lives in Lima. Mira lives in Oslo. Felix keeps a cat."
@@ -34,17 +35,18 @@ def test_each_attacker_on_a_context_with_known_answers() -> None:
         _question("Which animal does Mira keep?", "cat", "pet"),
     ]
     answers = [attacks.relation_first(TEXT, q.question) for q in questions]
-    assert attacks.exact_share(answers, questions) == 0.75
+    gold = [q.answer for q in questions]
+    assert match_share(answers, gold) == 0.75
     constant = attacks.best_constant(questions)
     assert constant["city"] == "Oslo" and constant["pet"] == "cat"  # tie: first listed value
-    assert attacks.exact_share([constant[q.attribute] for q in questions], questions) == 0.75
+    assert match_share([constant[q.attribute] for q in questions], gold) == 0.75
 
 
 def test_chance_rows_on_the_shipped_set(tmp_path: Path) -> None:
     contexts, questions = load()
-    constant = attacks.best_constant(questions)
-    assert attacks.exact_share([constant[q.attribute] for q in questions], questions) == 0.225
-    assert attacks.exact_share(attacks.surface_booster(contexts, questions), questions) == 0.6125
+    constant, gold = attacks.best_constant(questions), [q.answer for q in questions]
+    assert match_share([constant[q.attribute] for q in questions], gold) == 0.225
+    assert match_share(attacks.surface_booster(contexts, questions), gold) == 0.6125
     log = inspect_eval(
         "docket/context_qa",
         model=get_model("docket/scripted", policy="context_qa_relation_first"),

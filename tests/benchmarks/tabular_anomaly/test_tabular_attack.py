@@ -9,7 +9,7 @@ import pytest
 from inspect_ai import eval as inspect_eval
 from inspect_ai.model import get_model
 
-from docket.benchmarks.tabular_anomaly.attacks import robust_z, surface_scores, unseen_counts
+from docket.benchmarks.tabular_anomaly.attacks import robust_z, surface_scores
 from docket.benchmarks.tabular_anomaly.dataset import LOADERS, split
 from docket.benchmarks.tabular_anomaly.scorer import ranking_metrics
 from docket.benchmarks.tabular_anomaly.tabular_anomaly import tabular_anomaly
@@ -32,7 +32,7 @@ def test_robust_z_and_unseen_categories_on_a_hand_case() -> None:
         {"x": 5.0, "colour": "red"},
         {"x": 2.0, "colour": "red"},
     ]
-    assert unseen_counts(COLUMNS, TRAIN, test).tolist() == [1.0, 0.0, 0.0]
+    assert surface_scores(COLUMNS, TRAIN, test, numeric=False).tolist() == [1.0, 0.0, 0.0]
     scores = surface_scores(COLUMNS, TRAIN, test).tolist()
     assert scores == pytest.approx([1.0, 3 / 1.4826, 0.0])
 
@@ -42,11 +42,8 @@ def _auroc(name: str, scorer: str) -> list[float]:
     out = []
     for seed in range(3):
         part = split(table, seed)
-        scores = (
-            surface_scores(table.columns, part.train, part.test)
-            if scorer == "surface"
-            else unseen_counts(table.columns, part.train, part.test)
-        )
+        numeric = scorer == "surface"
+        scores = surface_scores(table.columns, part.train, part.test, numeric=numeric)
         out.append(round(ranking_metrics(part.labels, list(scores))["auroc"], 4))
     return out
 
