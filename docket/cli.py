@@ -349,7 +349,9 @@ def _suite(console: Console, args: argparse.Namespace) -> int:
         console.print(f"[yellow]{escape(warning)}[/yellow]", soft_wrap=True)
     if args.dry_run:
         return 0
-    stops = suite.check_endpoints(plans)
+    stops = suite.check_prerequisites(plans)  # `docket doctor`'s blocking lines
+    if not stops:
+        stops = suite.check_endpoints(plans)
     if not stops:
         stops = suite.fit_image_tasks(
             plans, lambda line: console.print(f"[yellow]{escape(line)}[/yellow]", soft_wrap=True)

@@ -678,6 +678,59 @@ def _value(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
+def task_sandbox(item: TaskPlan) -> str | None:
+    """The sandbox kind `item`'s task runs in (its `-T sandbox=`), None for a task with none.
+
+    Args:
+        item: One plan.
+
+    Returns:
+        `bwrap`, `docker`, `k8s` (or what the user passed), None when the task takes no sandbox.
+    """
+    from inspect_ai._util.registry import registry_lookup
+
+    found = registry_lookup("task", item.task)
+    if not callable(found):
+        return None
+    try:
+        parameters = pyinspect.signature(found).parameters
+    except (ValueError, TypeError):
+        return None
+    if "sandbox" not in parameters:
+        return None
+    default = parameters["sandbox"].default
+    return str(item.task_args.get("sandbox", default))
+
+
+def check_prerequisites(plans: list[TaskPlan]) -> list[str]:
+    """`docket doctor`'s blocking lines for the plans' sandboxes and models (empty: can run).
+
+    Args:
+        plans: The suite's plans.
+
+    Returns:
+        One line per problem that would stop a task mid-run, with its fix.
+    """
+    from docket import doctor
+
+    models = list(
+        dict.fromkeys(spec.model for item in plans for spec in [*item.models, *item.roles.values()])
+    )
+    kinds: list[str | None] = list(
+        dict.fromkeys(k for item in plans if (k := task_sandbox(item)) is not None)
+    )
+    lines: list[str] = []
+    for kind in kinds or [None]:
+        if kind is not None and kind not in doctor.SANDBOXES:
+            continue  # the task itself says the kind is unknown, in one line
+        if kind is None:  # no task takes a sandbox: only the models are checked
+            found = [f.line() for f in doctor.findings([], models) if f.stops("", models)]
+        else:
+            found = doctor.check_run(kind, models)
+        lines.extend(found)
+    return list(dict.fromkeys(lines))
+
+
 def check_endpoints(plans: list[TaskPlan]) -> list[str]:
     """Call every network model of the plans (under test and roles) once; the problem lines.
 
