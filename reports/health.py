@@ -85,6 +85,8 @@ class SampleHealth:
     no_logprobs: int = 0
     #: Failure flags set on this sample's scores (judge_failure, no_alternatives, ...).
     failures: set[str] = field(default_factory=set)
+    #: The sample carries scores (an error written after scoring, e.g. by `docket suite`).
+    scored: bool = False
 
     @property
     def model_events(self) -> int:
@@ -150,6 +152,7 @@ def sample_health(sample: EvalSample) -> SampleHealth:
     health = SampleHealth(str(sample.id), int(sample.epoch))
     if sample.error is not None:
         health.error = _first_line(sample.error.message)
+    health.scored = bool(sample.scores)
     if sample.limit is not None:
         health.limit = str(sample.limit.type)
     for event in sample.events:
@@ -265,7 +268,9 @@ def summarise(samples: list[SampleHealth]) -> RunHealth:
         if s.errored:
             run.errored += 1
             run.no_model_answer += int(s.no_model_answer)
-            run.scored_no_answer += int(s.no_model_answer and s.error is None)
+            # Inspect's metrics counted it: scored, then marked errored (`docket suite`), or
+            # a limit before the model ever answered
+            run.scored_no_answer += int(s.scored or (s.no_model_answer and s.error is None))
             why[str(s.why_errored)] += 1
             continue
         if s.limit:

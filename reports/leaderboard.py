@@ -268,8 +268,14 @@ def missing_text(e: dict[str, Any]) -> str:
 def _tokens_text(e: dict[str, Any]) -> str:
     """`forced max_tokens 512; calls carried max_tokens model 512, judge 256` (or empty)."""
     parts = []
-    if e["forced_max_tokens"] is not None:
-        parts.append(f"the task forces max_tokens {json.dumps(e['forced_max_tokens'])}")
+    forced = e["forced_max_tokens"]
+    if isinstance(forced, dict) and isinstance(forced.get("calls"), dict):
+        calls = ", ".join(
+            f"{caller} {'/'.join(map(str, values))}" for caller, values in forced["calls"].items()
+        )
+        parts.append(f"the task forces max_tokens {calls} (run: {forced.get('run')})")
+    elif forced is not None:
+        parts.append(f"the task forces max_tokens {json.dumps(forced)}")
     seen = e["max_tokens_seen"]
     if seen:
         shown = ", ".join(f"{role} {'/'.join(map(str, v))}" for role, v in seen.items())

@@ -68,7 +68,9 @@ OPERATIONAL_CONFIG = frozenset(
 MODEL_FREE = "(model-free)"
 #: Task metadata keys a benchmark may declare (read here, written by the tasks).
 MODEL_FREE_KEY = "model_free"
-FORCED_MAX_TOKENS_KEY = "forced_max_tokens"
+#: Set by `docket suite` when calls carried a budget other than the run's:
+#: `{"run": 256, "calls": {"model": [512]}}`.
+FORCED_MAX_TOKENS_KEY = "docket_max_tokens"
 METHOD_KEY = "method"
 
 to_float = value_to_float()
@@ -144,7 +146,7 @@ class Run:
     valueless: int = 0
     #: The task's own method name (`metadata["method"]`), shown for model-free rows.
     method: str | None = None
-    #: Token budgets the task forces (`metadata["forced_max_tokens"]`), as the task states them.
+    #: Token budgets the calls carried where the task forced its own (`docket_max_tokens`).
     forced_max_tokens: Any = None
 
     @property
@@ -604,9 +606,12 @@ def _attach_samples(
 
 
 def _unscored_reason(run: Run) -> str | None:
-    if run.status != "success":
-        return f"{run.status}: {run.error}" if run.error else f"status {run.status}"
     rows = run.health.samples or run.sample_count
+    # `docket suite` ends a log whose samples errored as `error` (so the next run resumes
+    # them): its other samples are still scored, the errored ones counted and left out
+    sample_errors = run.status == "error" and bool(run.score_metrics) and run.errored_samples > 0
+    if run.status != "success" and not sample_errors:
+        return f"{run.status}: {run.error}" if run.error else f"status {run.status}"
     if rows and run.errored_samples >= rows:
         return errored_text(run.health) or f"all {run.sample_count} samples errored"
     if not run.score_metrics:

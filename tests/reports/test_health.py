@@ -238,7 +238,7 @@ def test_samples_without_a_value_are_counted_with_their_flags(tmp_path: Path) ->
         ],
         task="suff",
         key="score",
-        metadata={"forced_max_tokens": 512},
+        metadata={"docket_max_tokens": {"run": 256, "calls": {"model": [512]}}},
     )
     data = _report(tmp_path, tmp_path / "out")
     [entry] = _tables(data)["suff"]["entries"]
@@ -246,7 +246,10 @@ def test_samples_without_a_value_are_counted_with_their_flags(tmp_path: Path) ->
     assert entry["failures"] == ["no_alternatives 1/3"]
     markdown = (tmp_path / "out" / "leaderboard.md").read_text()
     assert "1 scored samples without a value: no_alternatives 1/3" in markdown
-    assert "the task forces max_tokens 512; calls carried max_tokens model 512" in markdown
+    assert (
+        "the task forces max_tokens model 512 (run: 256); calls carried max_tokens model 512"
+        in (markdown)
+    )
     assert (
         "1 scored samples without a value: no_alternatives 1/3"
         in (tmp_path / "out" / "index.html").read_text()
@@ -321,3 +324,26 @@ def test_a_run_whose_samples_all_failed_before_the_model_is_not_model_free(tmp_p
     run = _runs(tmp_path)["t"]
     assert not run.model_free and run.row_model == "docket/scripted"
     assert run.unscored_reason == "1/1 samples errored: RuntimeError('sandbox failed') (1)"
+
+
+def test_a_log_the_suite_marked_errored_keeps_its_other_samples_scored(tmp_path: Path) -> None:
+    """`docket suite` writes the reason into an unanswered sample and ends the log as `error`
+    (so the next run resumes it): the row still scores the clean samples, recomputed without it."""
+    from docket.suite import settle_errors
+
+    path = write_log(
+        tmp_path,
+        [
+            planned(1, 1),
+            planned(2, 1),
+            planned(3, 0),
+            planned(4, 0, calls=0, failed_calls=1, limit="time"),  # Inspect scored it 0
+        ],
+        task="resumable",
+    )
+    errored = settle_errors(str(path), "resumable", "s")
+    assert errored is not None and errored.ids == ["4"]
+    run = _runs(tmp_path)["resumable"]
+    assert run.status == "error" and run.scored
+    assert run.headline_value == pytest.approx(2 / 3)  # samples 1-3; Inspect's was 2/4
+    assert run.n == 3 and run.errored_samples == 1
