@@ -7,6 +7,7 @@ Everything a scorer needs is stored as plain JSON in `state.metadata["scsuff"]` 
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
@@ -181,6 +182,15 @@ async def _probe_samples(
     return [sum(letter == option for letter in letters) for option in options]
 
 
+#: Models whose answer and probe calls both came back without the logprobs they asked for.
+_NO_LOGPROBS_MODELS: weakref.WeakSet[Model] = weakref.WeakSet()
+
+
+def _without_logprobs(model: Model, had_logprobs: bool) -> None:
+    if not had_logprobs:
+        _NO_LOGPROBS_MODELS.add(model)
+
+
 async def answer(model: Model, passage: str, item: Mapping[str, Any], run: Run) -> Answer:
     """Greedy chain of thought, then p(option | passage, explanation) by the chosen estimator.
 
@@ -191,6 +201,14 @@ async def answer(model: Model, passage: str, item: Mapping[str, Any], run: Run) 
     options, texts = item["options"], item["option_texts"]
     messages = conversation(passage, str(item.get("format", "mmlu")), run.demos)
     logprob = settings.estimator == "logprob"
+    if logprob and model in _NO_LOGPROBS_MODELS:
+        # an earlier call of this model returned no logprobs: no call is made (item 6, #33)
+        failed = Answer("", "", None, None, "skipped", has_final=False)
+        failed.failure = (
+            f"{NO_LOGPROBS}: the provider returned no logprobs on an earlier call of "
+            f"{model} (use -T estimator=sampling); no call made"
+        )
+        return failed
     config = GenerateConfig(
         temperature=0.0,
         max_tokens=run.budget.answer,
@@ -212,10 +230,13 @@ async def answer(model: Model, passage: str, item: Mapping[str, Any], run: Run) 
         found = (
             answer_logprobs(out.choices[0].logprobs, options, True) if parsed.has_final else None
         )
-        has_logprobs = out.choices[0].logprobs is not None
+        has_logprobs = bool(out.choices) and out.choices[0].logprobs is not None
         if found is None:
             result.source = "probe"
-            probed, has_logprobs = await _probe_logprobs(model, probe, options, settings)
+            probed, probe_logprobs = await _probe_logprobs(model, probe, options, settings)
+            # neither call carried logprobs: the provider has none, later samples call nothing
+            _without_logprobs(model, has_logprobs or probe_logprobs)
+            has_logprobs = probe_logprobs
             found = tuple(probed) if probed else None
         if found is None:
             result.failure = (

@@ -406,3 +406,23 @@ def test_default_headline_is_the_gain_over_the_explanation_free_reference() -> N
     assert task.metadata["headline"]["score"] == "scsuff_gain"
     paper = scsuff_task(n=2)
     assert paper.metadata is not None and paper.metadata["headline"]["score"] == "scsuff"
+
+
+def test_no_logprobs_is_known_after_the_first_call_and_no_more_calls_are_made(
+    tmp_path: Path,
+) -> None:
+    """The first sample's answer and probe calls without logprobs tell: the later samples make
+    no call at all (each fails with the reason, counted under no_answer)."""
+    log = run(
+        scsuff_task(self_generator=True, n=4, num_alternatives=1),
+        tmp_path,
+        eval_args={"max_connections": 1, "max_samples": 1},
+        emit_logprobs=False,
+    )
+    assert log.samples is not None
+    calls = sorted(sum(e.event == "model" for e in s.events) for s in log.samples)
+    assert calls == [0, 0, 0, 2]
+    assert metric(log, "no_answer") == 1.0
+    reasons = [sample_score(s, "scsuff_scorer").explanation or "" for s in log.samples]
+    assert all("no logprobs: the provider returned no logprobs" in r for r in reasons)
+    assert sum("no call made" in r for r in reasons) == 3
