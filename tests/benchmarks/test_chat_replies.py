@@ -102,3 +102,19 @@ def test_rl_arith_scores_the_three_issue_replies_3_of_3(tmp_path: Path) -> None:
     assert [s.scores["verifiable_reward"].metadata for s in log.samples if s.scores] == [
         {"parsed": True, "form": "equals"}
     ] * 3
+
+
+def test_fed_topics_counts_a_reply_naming_no_label_as_unparsed(tmp_path: Path) -> None:
+    log = inspect_eval(
+        "docket/fed_topics",
+        model=get_model("docket/scripted", policy="refuse"),
+        task_args={"client": 3},
+        limit=3,
+        log_dir=str(tmp_path),
+        display="none",
+    )[0]
+    assert log.status == "success" and log.results is not None and log.samples is not None
+    metrics = log.results.scores[0].metrics
+    assert (metrics["accuracy"].value, metrics["unparsed"].value) == (0.0, 1.0)
+    reasons = {s.scores["topic_label"].metadata["reason"] for s in log.samples if s.scores}
+    assert reasons == {"names no topic label"}
