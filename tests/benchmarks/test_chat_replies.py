@@ -116,5 +116,7 @@ def test_fed_topics_counts_a_reply_naming_no_label_as_unparsed(tmp_path: Path) -
     assert log.status == "success" and log.results is not None and log.samples is not None
     metrics = log.results.scores[0].metrics
     assert (metrics["accuracy"].value, metrics["unparsed"].value) == (0.0, 1.0)
-    reasons = {s.scores["topic_label"].metadata["reason"] for s in log.samples if s.scores}
+    reasons = {
+        (s.scores["topic_label"].metadata or {}).get("reason") for s in log.samples if s.scores
+    }
     assert reasons == {"names no topic label"}
