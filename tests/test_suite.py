@@ -15,7 +15,7 @@ from docket.suite import PresetError, load_preset, plan, registered_tasks
 
 
 def test_presets_ship_with_the_package() -> None:
-    assert preset_names() == ["api", "offline"]
+    assert preset_names() == ["api", "local", "offline"]
 
 
 def test_api_preset_binds_every_required_role_with_openai_models(tmp_path: Path) -> None:

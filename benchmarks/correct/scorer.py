@@ -107,6 +107,7 @@ def localisation(tolerance: int = 1) -> Scorer:
             cache_hit=float(cache.get("hit", 0)),
             cache_ms=float(cache.get("ms", 0.0)),
         )
+        why = ""
         if agent is None or step is None:
             missing = " and ".join(
                 name for name, got in (("agent", agent), ("step", step)) if got is None
@@ -129,7 +130,12 @@ def localisation(tolerance: int = 1) -> Scorer:
             value=value,
             answer=f"{agent}@{step}",
             explanation=explanation,
-            metadata={"prediction": prediction, "cache": cache},
+            metadata={
+                "prediction": prediction,
+                "cache": cache,
+                "parsed": agent is not None and step is not None,
+                **({"reason": why} if why else {}),
+            },
         )
 
     return score

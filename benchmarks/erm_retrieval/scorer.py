@@ -1,8 +1,13 @@
-"""Scorers: per-query nDCG@10 / Recall@k / RR by trec_eval, and the RAG answer's exact match."""
+"""Scorers: per-query nDCG@10 / Recall@k / RR by trec_eval, and the RAG answer's exact match.
+
+What counts as the RAG answer (`docket.core.answers.extract_text`): a `\\boxed{}` value, else
+the text of the last `ANSWER:` line (also `Answer:`, `**ANSWER:**`), else the reply's first
+line as a bare answer (`Paris`, `The answer is Paris.`), at most 80 characters. It must equal an
+accepted answer after SQuAD normalisation: a line listing several candidates matches none.
+"""
 
 from __future__ import annotations
 
-import re
 import string
 from typing import Any
 
@@ -20,11 +25,11 @@ from inspect_ai.scorer import (
 )
 from inspect_ai.solver import TaskState
 
+from docket.core.answers import Extraction, extract_text, parse_metadata, unparsed
 from docket.core.inspect_private import PrerequisiteError
 from docket.methods.retrieval.metrics import evaluate, trec_eval_available
 
 RETRIEVAL_KEYS = ("ndcg_10", "recall_at_k", "rr")
-_ANSWER = re.compile(r"ANSWER\s*:\s*(.+)", re.IGNORECASE)
 
 
 def require_trec_eval() -> None:
@@ -75,32 +80,46 @@ def normalise(text: str) -> str:
 
 
 def parse_answer(completion: str) -> str | None:
-    """The text after the last `ANSWER:` (None when there is none)."""
-    found = _ANSWER.findall(completion)
-    return found[-1].strip() if found else None
+    """The reply's answer (see the module docstring; None when there is none)."""
+    return extract_text(completion).value
 
 
-@scorer(metrics=[accuracy(), stderr(), grouped(accuracy(), "docs", all=False)])
-def answer_scorer() -> Scorer:
-    """Exact match (normalised) of the `ANSWER:` line with any accepted answer.
+def answer_matches(completion: str, accepted: list[str]) -> tuple[bool, Extraction]:
+    """Whether the reply's answer equals one of `accepted` (normalised), and the extraction.
+
+    Args:
+        completion: The reply.
+        accepted: The accepted answers.
 
     Returns:
-        A scorer with CORRECT or INCORRECT and the parsed answer.
+        (match, extraction); no match when nothing parsed.
+    """
+    found = extract_text(completion)
+    wanted = {normalise(t) for t in accepted}
+    return found.value is not None and normalise(found.value) in wanted, found
+
+
+@scorer(metrics=[accuracy(), stderr(), unparsed(), grouped(accuracy(), "docs", all=False)])
+def answer_scorer() -> Scorer:
+    """Exact match (normalised) of the reply's answer with any accepted answer.
+
+    Returns:
+        A scorer with CORRECT or INCORRECT, the parsed answer, and `parsed` (with `form` or
+        `reason`) in the metadata.
     """
 
     async def score(state: TaskState, target: Target) -> Score:
-        answer = parse_answer(state.output.completion)
-        accepted = {normalise(t) for t in target.target}
-        ok = answer is not None and normalise(answer) in accepted
-        found = state.store.get("gold_in_passages")
+        ok, found = answer_matches(state.output.completion, list(target.target))
+        answer = found.value
+        gold = state.store.get("gold_in_passages")
         return Score(
             value=CORRECT if ok else INCORRECT,
             answer=answer,
             explanation=(
                 f"answer {answer!r} vs {sorted(target.target)}; a relevant passage was "
-                f"{'' if found else 'not '}among the {state.store.get('passages', 0)} given"
+                f"{'' if gold else 'not '}among the {state.store.get('passages', 0)} given"
             ),
-            metadata={"gold_in_passages": bool(found)},
+            metadata={"gold_in_passages": bool(gold), **parse_metadata(found)},
         )
 
     return score

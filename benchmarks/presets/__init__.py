@@ -1,7 +1,8 @@
 """Suite presets (`docket suite NAME|FILE`) and the benchmark listings they run.
 
-`offline.yaml` runs every benchmark on docket's scripted and embedded models, `api.yaml` on
-OpenAI-compatible API models; both ship with the package. Each benchmark folder's
+`offline.yaml` runs every benchmark on docket's scripted and embedded models, `local.yaml` on
+the embedded Qwen2.5-Coder-0.5B with every role bound to it, `api.yaml` on OpenAI-compatible
+API models; all ship with the package. Each benchmark folder's
 `listing.yaml` (inspect_evals style) gives its tasks, versions and the model roles they need.
 """
 

@@ -1,7 +1,7 @@
 """`docket/rl_arith`: multi-digit arithmetic (`347+8=`, `90-6=`) scored by an exact verifier.
 
 The benchmark of `python methods/rl/scripts/run.py --task arith`: a checkpoint it writes is
-scored with `inspect eval docket/rl_arith --model docket/local/OUT/model`.
+scored with `inspect eval docket/rl_arith -T style=bare --model docket/local/OUT/model`.
 """
 
 from __future__ import annotations
@@ -22,16 +22,16 @@ ARITH = VerifiableBenchmark(
 
 
 @task
-def rl_arith(data: str = "", style: str = "bare", max_tokens: int | None = None) -> Task:
+def rl_arith(data: str = "", style: str = "instructed", max_tokens: int | None = None) -> Task:
     """Addition and subtraction of a 3-digit and a 1-digit number; exact-match reward.
 
     Args:
         data: '' for the shipped 200-problem test split, or a JSONL path with the same fields
             (id, prompt, answer).
-        style: `bare` (the expression alone, as the RL runner trains) or `instructed` (one line
-            asking for the number only, for chat models).
-        max_tokens: Generation limit per answer (default 5, what the RL runner samples; 32
-            with style=instructed).
+        style: `instructed` (default: one line asking for the number only, for chat models) or
+            `bare` (the expression alone, as the RL runner trains: its checkpoints use this).
+        max_tokens: Generation limit per answer (default 32; 5 with style=bare, what the RL
+            runner samples).
 
     Returns:
         The task: arithmetic problems answered by `generate()`, scored by `verifiable_reward`.

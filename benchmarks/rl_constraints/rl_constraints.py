@@ -21,7 +21,7 @@ CONSTRAINTS = VerifiableBenchmark(
     family="constraints",
     tags=("rl", "instruction-following", "verifiable"),
     shipped=Path(__file__).parent / "data" / "test.jsonl",
-    version="1-B",  # the chance row (first-letter fill, 0.570) is stated; data and reward as 1-A
+    version="2-B",  # 2-A's instructed default and chat answers; the chance row as 1-B
 )
 
 
@@ -53,17 +53,20 @@ def resolve_split(data: str) -> tuple[str, dict[str, dict[str, str]]]:
 
 
 @task
-def rl_constraints(data: str = "", style: str = "bare", max_tokens: int | None = None) -> Task:
+def rl_constraints(
+    data: str = "", style: str = "instructed", max_tokens: int | None = None
+) -> Task:
     """Instruction following: `reward` 1 when every constraint holds, `cla` the share that does.
 
     Args:
         data: '' for the shipped 200-instruction test split, a private split's directory from
             `docket generate rl_constraints --seed SECRET --out DIR`, or a JSONL path with the
             same fields (id, prompt, constraints).
-        style: `bare` (the constraint list alone, as the RL runner trains) or `instructed` (one
-            line explaining the constraint syntax, for chat models).
-        max_tokens: Generation limit per answer (default 8, what the RL runner samples; 32
-            with style=instructed).
+        style: `instructed` (default: one line explaining the constraint syntax, for chat
+            models) or `bare` (the constraint list alone, as the RL runner trains: its
+            checkpoints use this).
+        max_tokens: Generation limit per answer (default 32; 8 with style=bare, what the RL
+            runner samples).
 
     Returns:
         The task: constrained instructions answered by `generate()`, scored by `verifiable_reward`.

@@ -1,6 +1,9 @@
 """Verification of a toy-math answer, of a whole toy-math solution, and the SAR scorer.
 
-`answer_match` (the `docket/toy_math` headline) checks the final `ANSWER:` number only.
+`answer_match` (the `docket/toy_math` headline) checks the final answer only: the number the
+reply states (`docket.core.answers.extract_number`: a `\boxed{}` value, the last `ANSWER: N`,
+the value after the last `=`, else the last number that is not one of the problem's own); a
+reply with none, or only the problem's numbers, or a list of candidates is unparsed.
 SAR keeps a trace as training data, so `trace_verifier` checks every intermediate step too: a
 trace must state each of the problem's steps in order (style A `7+5=12`, style B `Adding 5
 gives 12.` / `Multiplying 12 by 3 gives 36.`, style C `7 + 5 = 12`), with the problem's operator
@@ -29,6 +32,13 @@ from inspect_ai.scorer import (
 from inspect_ai.solver import TaskState
 
 from docket.benchmarks.toy_math.reference import Chain, apply
+from docket.core.answers import (
+    Extraction,
+    extract_number,
+    parse_metadata,
+    same_number,
+    unparsed,
+)
 
 _ANSWER = re.compile(r"ANSWER:\s*(-?\d+)")
 #: One stated step: an equation `a op b = c` (styles A and C) or a style-B sentence.
@@ -128,21 +138,38 @@ def trace_verifier(chain: Chain) -> Callable[[str], bool]:
     return lambda text: trace_problem(chain, text) is None
 
 
-@scorer(metrics=[accuracy(), stderr()])
-def answer_match() -> Scorer:
-    """CORRECT when the last `ANSWER:` number equals the target.
+def read_answer(completion: str, metadata: dict[str, Any]) -> Extraction:
+    """The number a reply answers, the problem's own numbers (start, operands) as its echo.
+
+    Args:
+        completion: The reply.
+        metadata: The sample metadata (`start`, `steps`).
 
     Returns:
-        A scorer with CORRECT or INCORRECT and the parsed number as the answer.
+        The extraction (see the module docstring).
+    """
+    own = [metadata["start"], *(operand for _, operand in metadata["steps"])]
+    return extract_number(completion, echoed=[str(n) for n in own])
+
+
+@scorer(metrics=[accuracy(), stderr(), unparsed()])
+def answer_match() -> Scorer:
+    """CORRECT when the reply's final answer (see the module docstring) equals the target.
+
+    Returns:
+        A scorer with CORRECT or INCORRECT, the parsed number as the answer, and `parsed` (with
+        `form` or `reason`) in the metadata.
     """
 
     async def score(state: TaskState, target: Target) -> Score:
-        answer = final_answer(state.output.completion)
-        ok = answer is not None and answer == int(target.text)
+        found = read_answer(state.output.completion, state.metadata)
+        ok = same_number(found, target.text)
+        how = f"{found.form} {found.value}" if found.parsed else f"unparsed ({found.reason})"
         return Score(
             value=CORRECT if ok else INCORRECT,
-            answer=None if answer is None else str(answer),
-            explanation=f"ANSWER {answer} vs {target.text}",
+            answer=found.value,
+            explanation=f"{how} vs {target.text}",
+            metadata=parse_metadata(found),
         )
 
     return score

@@ -1,7 +1,7 @@
 """`docket/toy_math` (accuracy on arithmetic chains) and `docket/toy_math_sar` (Style-Aligned
 Refinement's data collection: the model under test is the student, the `teacher` role repairs).
 
-    inspect eval docket/toy_math --model docket/local/runs/sar/rs-0      # a trained student
+    inspect eval docket/toy_math -T style=bare --model docket/local/runs/sar/rs-0  # a student
     inspect eval docket/toy_math_sar --model docket/local/runs/sar/student0 \\
         --model-role teacher=openai/gpt-4o -T k=4
 """
@@ -18,7 +18,7 @@ from inspect_ai.solver import Generate, Solver, TaskState, generate, solver
 
 import docket.benchmarks.toy_math.reference  # noqa: F401  (registers its policies)
 from docket.benchmarks.toy_math.dataset import PROBLEMS_FILE, load_split, split_chains, to_sample
-from docket.benchmarks.toy_math.prompts import REPAIR, REWRITE, SOLVE
+from docket.benchmarks.toy_math.prompts import INSTRUCTION, REPAIR, REWRITE, SOLVE, STYLES
 from docket.benchmarks.toy_math.reference import Chain
 from docket.benchmarks.toy_math.scorer import (
     answer_match,
@@ -28,12 +28,13 @@ from docket.benchmarks.toy_math.scorer import (
 )
 from docket.core.headline import headline
 from docket.core.inspect_private import PrerequisiteError
-from docket.core.options import checked, names, positive
+from docket.core.options import checked, names, one_of, positive
 from docket.core.roles import require_roles, role_model
 from docket.core.splits import files_digest, rows_digest, split_metadata
 from docket.methods.distill.style_refine import judge_repair, rejection_sample
 
-VERSION = "1-A"
+#: 2-B: `style=instructed` (default) asks for the ANSWER line; a chat model's stated answer counts.
+VERSION = "2-B"
 #: 2-A: SAR's verifier checks every intermediate step, not only the ANSWER line (rs_yield,
 #: repair_accepted, rewrite_ok and synth_ok count step-verified traces).
 SAR_VERSION = "2-A"
@@ -59,9 +60,19 @@ def _private(task_name: str, data: str, size: int) -> tuple[MemoryDataset, dict[
     return dataset, split_metadata(digest, generated=True, name=folder.name)
 
 
+def _instructed(dataset: MemoryDataset) -> MemoryDataset:
+    for sample in dataset:
+        sample.input = f"{sample.input}\n{INSTRUCTION}"
+    return dataset
+
+
 @task
 def toy_math(
-    split: str = "test", size: int = 200, max_tokens: int = 64, data: str | None = None
+    split: str = "test",
+    size: int = 200,
+    max_tokens: int = 64,
+    data: str | None = None,
+    style: str = "instructed",
 ) -> Task:
     """Arithmetic chains answered as `ANSWER: <number>` (greedy decoding).
 
@@ -71,6 +82,9 @@ def toy_math(
         max_tokens: Tokens per answer.
         data: A private split's directory (`docket generate toy_math --seed SECRET --out DIR`)
             instead of `split`.
+        style: `instructed` (default: the problem, then a line asking for the steps and a
+            final `ANSWER: <number>` line) or `bare` (the problem alone, as SAR's trained
+            students read it).
 
     Returns:
         The task: arithmetic chains answered by `generate()`, scored by `answer_match`.
@@ -83,6 +97,8 @@ def toy_math(
         dataset = _dataset(name, checked(name, "split", split, str), size)
         rows = [s.model_dump(include={"input", "target"}) for s in dataset]
         named = split_metadata(rows_digest(rows), generated=False, name=f"{split}-{size}")
+    if one_of(name, "style", style, STYLES) == "instructed":
+        dataset = _instructed(dataset)
     return Task(
         dataset=dataset,
         solver=generate(),
@@ -91,7 +107,7 @@ def toy_math(
         version=VERSION,
         tags=["math", "reasoning", "toy"],
         headline_metric=h["headline_metric"],
-        metadata={**h["metadata"], "benchmark": "toy_math", **named},
+        metadata={**h["metadata"], "benchmark": "toy_math", "style": style, **named},
     )
 
 

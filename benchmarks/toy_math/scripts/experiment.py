@@ -120,7 +120,7 @@ def accuracy(checkpoint: Path, out: Path, problems: int, max_tokens: int = 256) 
     from docket.benchmarks.toy_math.toy_math import toy_math
 
     [log] = inspect_eval(
-        toy_math(size=problems, max_tokens=max_tokens),
+        toy_math(size=problems, max_tokens=max_tokens, style="bare"),
         model=_local(checkpoint),
         log_dir=str(out / "logs"),
         display="none",

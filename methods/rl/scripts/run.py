@@ -1,10 +1,11 @@
 """`python methods/rl/scripts/run.py --variant grpo|replay|nsr|stratified|echo|hir ...`
 
 Trains one variant on a verifiable-reward task family and saves a checkpoint that
-`inspect eval docket/rl_arith --model docket/local/OUT/model` (or `docket/rl_constraints`)
-scores. Without `--init` or `--model-id` the policy is a tiny character-level Llama
-warm-started by a short SFT on noisy demonstrations (cached per task, seed and SFT settings
-under `--sft-cache`, so every variant of a seed starts from the same weights).
+`inspect eval docket/rl_arith -T style=bare --model docket/local/OUT/model` (or
+`docket/rl_constraints`) scores. Without `--init` or `--model-id` the policy is a tiny
+character-level Llama warm-started by a short SFT on noisy demonstrations (cached per task,
+seed and SFT settings under `--sft-cache`, so every variant of a seed starts from the same
+weights).
 
 Writes under `--out`: `metrics.jsonl` (one record per update: reward, loss, clip and rescue
 fractions, cumulative generation calls / rollouts / tokens, periodic greedy accuracy on the

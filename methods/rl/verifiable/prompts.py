@@ -1,19 +1,22 @@
 """Prompt text of the verifiable-reward tasks.
 
-`bare` (default) sends the problem exactly as the RL runner trains on it (`47+85=`,
+`instructed` (default) prefixes one line saying what is asked and how to answer, for chat
+models. `bare` sends the problem exactly as the RL runner trains on it (`47+85=`,
 `len=4 start=b >`): a checkpoint from `python methods/rl/scripts/run.py` is scored on its own
-input format. `instructed` prefixes one line saying what is asked, for general chat models.
+input format with `-T style=bare`. The instruction lines name no `kind=value` pair, so a policy
+that reads the constraints off the prompt reads the problem's only.
 """
 
 from __future__ import annotations
 
-STYLES: tuple[str, ...] = ("bare", "instructed")
+STYLES: tuple[str, ...] = ("instructed", "bare")
 
 INSTRUCTIONS = {
     "arith": "Compute the result. Reply with the number only.",
     "constraints": (
-        "Write one lowercase word that satisfies every constraint: len=N (exactly N letters), "
-        "start=c, end=c, has=c (contains c), no=c (does not contain c). Reply with the word only."
+        "Write one lowercase word that satisfies every constraint below: len is its exact "
+        "number of letters, start its first letter, end its last letter, has a letter it "
+        "contains, no a letter it must not contain. Reply with the word only."
     ),
 }
 

@@ -21,7 +21,9 @@ from .dataset import load_problems, to_dataset
 from .prompts import STYLES
 from .scorer import verifiable_reward
 
-VERSION = "1-A"
+#: 2-A: `instructed` is the default style, and a chat model's stated answer counts (`scorer.py`);
+#: 1-A read the first integer / first word of every reply.
+VERSION = "2-A"
 
 
 #: Generation limit per answer when -T max_tokens is not given: the RL runner's for `bare`,
@@ -56,7 +58,7 @@ def verifiable_task(
     Args:
         benchmark: Which benchmark (name, task family, tags).
         data: '' for the benchmark's shipped test split, or a JSONL path with the same fields.
-        style: `bare` or `instructed` (see `prompts.py`).
+        style: `instructed` or `bare` (see `prompts.py`; it also sets what counts as an answer).
         max_tokens: Generation limit per answer (None: `DEFAULT_TOKENS`).
 
     Returns:
@@ -78,7 +80,7 @@ def verifiable_task(
     return Task(
         dataset=to_dataset(family, problems, style, name),
         solver=generate(),
-        scorer=verifiable_reward(family),
+        scorer=verifiable_reward(family, style),
         config=GenerateConfig(temperature=0.0, max_tokens=positive(name, "max_tokens", max_tokens)),
         version=benchmark.version,
         tags=list(benchmark.tags),

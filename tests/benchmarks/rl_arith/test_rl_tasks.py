@@ -81,8 +81,8 @@ def test_bad_arguments_and_rows_are_one_line(tmp_path: Path) -> None:
 
 
 def test_headline_listing_and_instructed_style() -> None:
-    for build, folder, version in ((rl_arith, "rl_arith", "1-A"),
-                                   (rl_constraints, "rl_constraints", "1-B")):  # fmt: skip
+    for build, folder, version in ((rl_arith, "rl_arith", "2-A"),
+                                   (rl_constraints, "rl_constraints", "2-B")):  # fmt: skip
         task = build()
         meta = task.metadata or {}
         assert meta["benchmark"] == folder
@@ -122,6 +122,7 @@ def test_a_runner_checkpoint_is_scored_as_the_runner_scores_it(tmp_path: Path) -
     assert [r["step"] for r in records] == [1, 2] and records[-1]["gen_rollouts"] == 16
     log = inspect_eval(
         "docket/rl_arith", model=f"docket/local/{out / 'model'}", limit=12, display="none",
+        task_args={"style": "bare"},
         log_dir=str(tmp_path / "logs"),
     )[0]  # fmt: skip
     assert log.status == "success" and log.samples is not None
