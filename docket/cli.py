@@ -365,6 +365,9 @@ def _suite(console: Console, args: argparse.Namespace) -> int:
     for line in problems:
         console.print(f"[yellow]{escape(line)}[/yellow]", soft_wrap=True)
     out = Path(args.out).resolve() if args.out else log_dir.parent / f"{log_dir.name}-report"
+    if not log_dir.is_dir():
+        _error(console, f"no task wrote a log to {log_dir}: nothing to report")
+        return 1
     files = build_report(log_dir, out)
     for error in files.errors:
         _error(console, error)
