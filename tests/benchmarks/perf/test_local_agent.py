@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
-from inspect_ai.model import ChatMessageSystem, ChatMessageUser, GenerateConfig
+from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageUser, GenerateConfig
 from inspect_ai.tool import ToolInfo, ToolParam, ToolParams
 
 from docket.benchmarks.perf import cases
@@ -36,21 +37,24 @@ def test_agent_task_has_five_file_requests() -> None:
 
 
 def test_first_difference_names_sample_and_turn() -> None:
-    same = {"a": [["hi", [["bash", {"cmd": "ls"}]]]]}
+    same: dict[str, list[list[Any]]] = {"a": [["hi", [["bash", {"cmd": "ls"}]]]]}
     assert first_difference(same, same) is None
-    other = {"a": [["hi", [["bash", {"cmd": "pwd"}]]]]}
+    other: dict[str, list[list[Any]]] = {"a": [["hi", [["bash", {"cmd": "pwd"}]]]]}
     assert first_difference(same, other) == (
         "sample 'a' turn 0: \"['hi', [['bash', {'cmd': 'ls'}]]]\" vs "
         "\"['hi', [['bash', {'cmd': 'pwd'}]]]\""
     )
-    longer = {"a": [*same["a"], ["done", []]]}
+    longer: dict[str, list[list[Any]]] = {"a": [*same["a"], ["done", []]]}
     assert first_difference(same, longer) == "sample 'a': 1 vs 2 assistant turns"
     assert first_difference(same, {"b": []}) == "different samples: ['a'] vs ['b']"
 
 
 def test_hf_prompt_renders_tools_through_the_template(tiny: tuple[object, object]) -> None:
     _, tokenizer = tiny
-    messages = [ChatMessageSystem(content="be brief"), ChatMessageUser(content="list files")]
+    messages: list[ChatMessage] = [
+        ChatMessageSystem(content="be brief"),
+        ChatMessageUser(content="list files"),
+    ]
     text = hf_prompt(tokenizer, messages, [])
     assert text == (
         "<|im_start|>system\nbe brief<|im_end|>\n<|im_start|>user\nlist files<|im_end|>\n"
