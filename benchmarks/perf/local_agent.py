@@ -19,6 +19,7 @@ import argparse
 import json
 import resource
 import sys
+import tempfile
 import time
 from pathlib import Path
 from types import MethodType, SimpleNamespace
@@ -207,7 +208,12 @@ def transcripts(log: Any) -> dict[str, list[list[Any]]]:
 
 
 def run_side(
-    side: str, checkpoint: str, samples: int, message_limit: int, max_tokens: int = MAX_TOKENS
+    side: str,
+    checkpoint: str,
+    samples: int,
+    message_limit: int,
+    max_tokens: int = MAX_TOKENS,
+    log_dir: str | None = None,
 ) -> dict[str, Any]:
     """Load one side's model, then time one eval of the agent task.
 
@@ -217,20 +223,22 @@ def run_side(
         samples: Samples in the task.
         message_limit: Messages per sample.
         max_tokens: Tokens per reply at most.
+        log_dir: Where the eval log goes (None: a temporary folder).
 
     Returns:
         seconds, peak_rss_mb, accuracy, model calls and transcripts.
     """
     model = load_side(side, checkpoint, max_tokens)
-    started = time.perf_counter()
-    [log] = eval(
-        agent_task(samples, message_limit),
-        model=model,
-        max_samples=samples,
-        display="none",
-        log_dir=str(Path(checkpoint).parent / "bench-logs"),
-    )
-    seconds = time.perf_counter() - started
+    with tempfile.TemporaryDirectory() as scratch:
+        started = time.perf_counter()
+        [log] = eval(
+            agent_task(samples, message_limit),
+            model=model,
+            max_samples=samples,
+            display="none",
+            log_dir=log_dir or scratch,
+        )
+        seconds = time.perf_counter() - started
     if log.status != "success":
         raise RuntimeError(f"{side}: eval ended {log.status}: {log.error}")
     metrics = log.results.scores[0].metrics if log.results and log.results.scores else {}
@@ -262,6 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--message-limit", type=int, default=MESSAGE_LIMIT)
     parser.add_argument("--max-tokens", type=int, default=MAX_TOKENS)
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (both sides)")
+    parser.add_argument("--log-dir", default=None, help="keep the eval log here")
     args = parser.parse_args(argv)
     import torch
 
