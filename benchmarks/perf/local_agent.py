@@ -239,17 +239,19 @@ def run_side(
             log_dir=log_dir or scratch,
         )
         seconds = time.perf_counter() - started
-    if log.status != "success":
-        raise RuntimeError(f"{side}: eval ended {log.status}: {log.error}")
+        if log.status != "success":
+            raise RuntimeError(f"{side}: eval ended {log.status}: {log.error}")
+        # the log's samples load from its file: read them before the folder goes
+        turns = transcripts(log)
     metrics = log.results.scores[0].metrics if log.results and log.results.scores else {}
-    calls = sum(1 for s in log.samples or [] for m in s.messages if m.role == "assistant")
+    calls = sum(len(t) for t in turns.values())
     return {
         "side": side,
         "seconds": seconds,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "accuracy": float(metrics["accuracy"].value) if "accuracy" in metrics else None,
         "calls": calls,
-        "transcripts": transcripts(log),
+        "transcripts": turns,
     }
 
 
@@ -275,7 +277,9 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     torch.set_num_threads(args.threads)
-    result = run_side(args.side, args.checkpoint, args.samples, args.message_limit, args.max_tokens)
+    result = run_side(
+        args.side, args.checkpoint, args.samples, args.message_limit, args.max_tokens, args.log_dir
+    )
     args.out.write_text(json.dumps(result, indent=1))
     return 0
 
