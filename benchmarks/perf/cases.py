@@ -8,6 +8,8 @@
 - schema_retrieval: `SchemaCache.retrieve` (top 5, SQLite hotness update) vs bare `bm25s`;
 - greedy_decode: docket's token loop on SmolLM2 vs transformers `generate` (same tokens checked);
 - gguf_load: SmolLM2 through docket's dequantised cache vs transformers' `gguf_file=` load;
+- local_agent: a 5-sample `docket/smoke` agent run on the embedded Qwen, docket/local's
+  decoding engine (prefix KV reuse, batched steps) vs Inspect's `hf/` (`local_agent.py`);
 - bpe_step, bpe_pipeline, bpe_pathological, bpe_stream_latency, bpe_append: the incremental
   BPE tokenizer against HF tokenizers and tiktoken (`bpe.py`).
 - dsb_nfe / dsb_cache: DSB vs naive blocks, DSB Cache vs no cache, on the toy masked-diffusion LM;
@@ -275,6 +277,87 @@ def greedy_decode(quick: bool) -> Measurement:
         target=1.3,
         repeats=repeats,
         note="identical token ids checked before timing",
+    )
+
+
+#: Where `local_agent` finds the embedded model's GGUF file when docket's own lookup has none.
+QWEN_GGUF_ENV = "DOCKET_QWEN_GGUF"
+
+
+def _qwen_gguf() -> Path:
+    """The embedded Qwen2.5-Coder GGUF: docket's assembled copy, else `DOCKET_QWEN_GGUF`."""
+    import os
+
+    require_modules("torch", "transformers", install="pip install 'docket[methods]'")
+    named = os.environ.get(QWEN_GGUF_ENV)
+    if named:
+        if not Path(named).is_file():
+            raise PrerequisiteMissing("Qwen GGUF", f"{QWEN_GGUF_ENV}={named} is not a file")
+        return Path(named)
+    try:  # the embedded provider's verified copy, where this checkout has one
+        from docket.methods.local import embedded  # type: ignore[attr-defined]
+
+        return Path(embedded.assembled(embedded.QWEN))
+    except (ImportError, AttributeError, ValueError, OSError) as error:
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise PrerequisiteMissing(
+            "Qwen GGUF", f"no embedded Qwen2.5-Coder weights ({reason}); set {QWEN_GGUF_ENV}"
+        ) from None
+
+
+def _agent_side(side: str, checkpoint: Path, out: Path, settings: list[str]) -> dict[str, Any]:
+    """Run one side of `local_agent` in its own process and read its result."""
+    import json
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-m", "docket.benchmarks.perf.local_agent", "--side", side]
+    command += ["--checkpoint", str(checkpoint), "--out", str(out), *settings]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=3600, check=False)
+    if done.returncode != 0:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+        raise RuntimeError(f"local_agent --side {side} exited {done.returncode}: {tail[0]}")
+    result: dict[str, Any] = json.loads(out.read_text())
+    return result
+
+
+def local_agent(quick: bool) -> Measurement:
+    """A 5-sample `docket/smoke` agent run on the embedded Qwen: docket/local vs Inspect hf/."""
+    import subprocess
+    import sys
+
+    from docket.benchmarks.perf.local_agent import first_difference
+    from docket.methods.local.loading import CheckpointSpec, gguf_cache_dir
+
+    gguf = _qwen_gguf()
+    spec = CheckpointSpec(path=str(gguf.parent), gguf_file=gguf.name)
+    folder = gguf_cache_dir(spec)
+    if folder is None:
+        raise PrerequisiteMissing("docket GGUF cache", "DOCKET_GGUF_CACHE=0 turns it off")
+    if not (folder / "config.json").is_file():  # dequantise once, in a process of its own
+        code = "import sys; from docket.methods.local.loading import CheckpointSpec, load; "
+        code += "load(CheckpointSpec(path=sys.argv[1], gguf_file=sys.argv[2]))"
+        subprocess.run([sys.executable, "-c", code, str(gguf.parent), gguf.name], check=True)
+    limit, tokens = ("6", "64") if quick else ("12", "96")
+    settings = ["--samples", "5", "--message-limit", limit, "--max-tokens", tokens]
+    with tempfile.TemporaryDirectory() as scratch:
+        ours = _agent_side("docket", folder, Path(scratch) / "docket.json", settings)
+        theirs = _agent_side("hf", folder, Path(scratch) / "hf.json", settings)
+    difference = first_difference(ours["transcripts"], theirs["transcripts"])
+    check(difference is None, f"docket/local and hf/ transcripts differ: {difference}")
+    check(ours["calls"] > 0, "no model call was made")
+    return Measurement(
+        "local_agent",
+        f"5 docket/smoke samples, {ours['calls']} model calls, message limit {limit}, "
+        f"{tokens} tokens a reply, Qwen2.5-Coder-0.5B float32, 1 torch thread",
+        "inspect hf/ provider",
+        ours["seconds"],
+        theirs["seconds"],
+        target=0.5,
+        repeats=1,
+        note=f"identical transcripts checked; peak RSS docket {ours['peak_rss_mb']:.0f} MB, "
+        f"hf {theirs['peak_rss_mb']:.0f} MB; accuracy {ours['accuracy']} vs "
+        f"{theirs['accuracy']}; docket's engine behind hf's prompt rendering and parsing",
     )
 
 
@@ -775,6 +858,7 @@ CASES: dict[str, Case] = {
     "schema_retrieval": schema_retrieval,
     "greedy_decode": greedy_decode,
     "gguf_load": gguf_load,
+    "local_agent": local_agent,
     **BPE_CASES,  # incremental BPE (benchmarks/perf/bpe.py)
     "dsb_nfe": dsb_nfe,
     "dsb_cache": dsb_cache,

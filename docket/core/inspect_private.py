@@ -12,6 +12,7 @@ from inspect_ai._util.config import parse_cli_args
 from inspect_ai._util.error import PrerequisiteError
 from inspect_ai._util.logger import warn_once
 from inspect_ai._util.registry import RegistryType, registry_lookup
+from inspect_ai.log._samples import active_samples, sample_active
 from inspect_ai.model._generate_config import active_generate_config
 from inspect_ai.model._model import active_model
 from inspect_ai.scorer._classification import max_f1_score
@@ -40,6 +41,7 @@ __all__ = [
     "RegistryType",
     "active_generate_config",
     "active_model",
+    "active_samples",
     "deserialize_sandbox_specific_config",
     "inspect_logger",
     "max_f1_score",
@@ -49,5 +51,6 @@ __all__ = [
     "parse_cli_args",
     "parse_compose_yaml",
     "registry_lookup",
+    "sample_active",
     "warn_once",
 ]

@@ -22,6 +22,7 @@ from inspect_ai.tool import ToolChoice, ToolInfo
 
 from docket.core.inspect_private import PrerequisiteError
 
+from .batching import batch_size, engine_for, engine_request
 from .chat import media_kinds, render_messages, render_multimodal
 from .loading import CheckpointSpec, LoadedModel, load, resolve_device, resolve_dtype
 from .output import TokenText, to_choice
@@ -255,8 +256,12 @@ class LocalHFModelAPI(ModelAPI):
         )
         decode = self.plugin_decode or pick_method(self.method, config.temperature)
         n = max(1, config.num_choices or 1)
+        request = engine_request(decode, prompt_ids, params, n, self.loaded.model)
 
         def run() -> list[Any]:
+            if request is not None:  # prefix KV reuse and batched steps (batching.py)
+                engine = engine_for(self.loaded.model, self.loaded.tokenizer, self.loaded.lock)
+                return [engine.decode(request)] * n
             with self.loaded.lock:
                 return decode(self.loaded.model, self.loaded.tokenizer, prompt_ids, params, n)
 
@@ -391,12 +396,12 @@ class LocalHFModelAPI(ModelAPI):
         return DEFAULT_MAX_TOKENS
 
     def max_connections(self) -> int:
-        """Concurrent calls Inspect may make (decoding holds the model's lock).
+        """Concurrent calls Inspect may make: the decoding engine steps them together.
 
         Returns:
-            2.
+            The engine's batch size (`DOCKET_LOCAL_BATCH`, default 8).
         """
-        return 2
+        return batch_size()
 
     def connection_key(self) -> str:
         """The key Inspect shares connection limits under: one per checkpoint and device.

@@ -106,41 +106,146 @@ def forward_style(model: Any) -> tuple[str, dict[str, Any]]:
     return cache_name, ({"logits_to_keep": 1} if "logits_to_keep" in names else {})
 
 
+class TokenTracker:
+    """One completion's bookkeeping as tokens arrive: EOS, stop sequences, logprobs, max tokens.
+
+    Shared by `decode_loop` and the batched scheduler (`batching.py`), so both end a
+    completion on exactly the same token.
+
+    Args:
+        tokenizer: Decodes the tokens so far (stop sequences are searched in the text).
+        params: What to generate.
+        eos: The end-of-sequence ids.
+    """
+
+    def __init__(self, tokenizer: Any, params: DecodeParams, eos: set[int]) -> None:
+        self.tokenizer = tokenizer
+        self.params = params
+        self.eos = eos
+        self.out: list[int] = []
+        self.steps: list[TokenStep] = []
+        self.text = ""
+
+    def add(self, logits: Any, token: int) -> Generation | None:
+        """Record the token chosen from `logits`.
+
+        Args:
+            logits: The step's logits over the vocabulary (for logprobs).
+            token: The token chosen.
+
+        Returns:
+            The finished completion, or None when decoding goes on.
+        """
+        self.out.append(token)
+        if token in self.eos:
+            return Generation(self.out, self.text, "stop", self.steps)
+        if self.params.logprobs:
+            self.steps.append(token_step(logits, token, self.params.top_logprobs))
+        self.text = self.tokenizer.decode(self.out, skip_special_tokens=True)
+        cut = _first_stop(self.text, self.params.stop_seqs)
+        if cut is not None:
+            return Generation(self.out, self.text[:cut], "stop", self.steps)
+        if len(self.out) >= self.params.max_new_tokens:
+            return Generation(self.out, self.text, "max_tokens", self.steps)
+        return None
+
+
 def decode_loop(
     model: Any, tokenizer: Any, prompt_ids: list[int], params: DecodeParams, choose: Chooser
 ) -> Generation:
     """Generate one completion token by token; `choose(logits) -> token id` picks each token."""
+    return decode_from(model, tokenizer, prompt_ids, params, choose)[0]
+
+
+def decode_from(
+    model: Any,
+    tokenizer: Any,
+    prompt_ids: list[int],
+    params: DecodeParams,
+    choose: Chooser,
+    past: Any = None,
+    cached: int = 0,
+) -> tuple[Generation, Any]:
+    """`decode_loop` starting from a KV cache that already holds the prompt's first tokens.
+
+    Args:
+        model: The causal LM.
+        tokenizer: Its tokenizer.
+        prompt_ids: The whole prompt.
+        params: What to generate.
+        choose: Picks each token from the step's logits.
+        past: A KV cache holding exactly `prompt_ids[:cached]` (None: start empty).
+        cached: How many prompt tokens `past` holds (less than `len(prompt_ids)`).
+
+    Returns:
+        The completion, and the KV cache after it: it holds `prompt_ids` plus every generated
+        token but the last (None when no token was generated).
+    """
     import torch
 
+    if params.max_new_tokens <= 0:
+        return Generation([], "", "max_tokens"), past
     device = getattr(model, "device", "cpu")
     eos = eos_token_ids(model, tokenizer)
     cache_name, extra = forward_style(model)
-    ids = torch.tensor([prompt_ids], device=device)
+    ids = torch.tensor([prompt_ids[cached:]], device=device)
     first = _on_device(params.prompt_inputs, device, getattr(model, "dtype", None))
-    past: Any = None
-    out: list[int] = []
-    steps: list[TokenStep] = []
-    text = ""
+    tracker = TokenTracker(tokenizer, params, eos)
     with torch.inference_mode():
-        for _ in range(params.max_new_tokens):
+        while True:
             if params.interrupted():
-                raise GenerationInterrupted(f"stopped after {len(out)} tokens")
+                raise GenerationInterrupted(f"stopped after {len(tracker.out)} tokens")
             result = model(input_ids=ids, use_cache=True, **{cache_name: past}, **extra, **first)
             first = {}
             past = getattr(result, cache_name)
             logits = result.logits[0, -1].float()
             token = choose(logits)
-            out.append(token)
-            if token in eos:
-                return Generation(out, text, "stop", steps)
-            if params.logprobs:
-                steps.append(token_step(logits, token, params.top_logprobs))
-            text = tokenizer.decode(out, skip_special_tokens=True)
-            cut = _first_stop(text, params.stop_seqs)
-            if cut is not None:
-                return Generation(out, text[:cut], "stop", steps)
+            done = tracker.add(logits, token)
+            if done is not None:
+                return done, past
             ids = torch.tensor([[token]], device=device)
-    return Generation(out, text, "max_tokens", steps)
+
+
+def greedy_choice(logits: Any) -> int:
+    """The argmax token (greedy decoding's chooser).
+
+    Args:
+        logits: The step's logits.
+
+    Returns:
+        The token id.
+    """
+    import torch
+
+    return int(torch.argmax(logits))
+
+
+def sampling_choice(params: DecodeParams, device: Any = "cpu") -> Chooser:
+    """A chooser drawing from the filtered distribution (temperature, top-p, top-k, seed).
+
+    Args:
+        params: The decoding parameters; a set `seed` makes the draws reproducible.
+        device: Where the random generator lives (the model's device).
+
+    Returns:
+        The chooser (greedy at temperature 0); one chooser draws one reproducible stream.
+    """
+    import torch
+
+    temperature = 1.0 if params.temperature is None else params.temperature
+    if temperature <= 0:
+        return greedy_choice
+    generator = torch.Generator(device=device)
+    if params.seed is None:
+        generator.seed()
+    else:
+        generator.manual_seed(params.seed)
+
+    def choose(logits: Any) -> int:
+        probs = torch.softmax(filter_logits(logits, temperature, params.top_p, params.top_k), -1)
+        return int(torch.multinomial(probs, 1, generator=generator))
+
+    return choose
 
 
 def _on_device(inputs: Mapping[str, Any], device: Any, dtype: Any) -> dict[str, Any]:
@@ -182,9 +287,7 @@ def greedy(
     model: Any, tokenizer: Any, prompt_ids: list[int], params: DecodeParams, n: int = 1
 ) -> list[Generation]:
     """Argmax decoding; all `n` choices are the same completion."""
-    import torch
-
-    generation = decode_loop(model, tokenizer, prompt_ids, params, lambda x: int(torch.argmax(x)))
+    generation = decode_loop(model, tokenizer, prompt_ids, params, greedy_choice)
     return [generation] * n
 
 
@@ -208,22 +311,10 @@ def sample(
     model: Any, tokenizer: Any, prompt_ids: list[int], params: DecodeParams, n: int = 1
 ) -> list[Generation]:
     """Temperature / top-p / top-k sampling; a set `seed` makes the `n` choices reproducible."""
-    import torch
-
     temperature = 1.0 if params.temperature is None else params.temperature
     if temperature <= 0:
         return greedy(model, tokenizer, prompt_ids, params, n)
-    device = getattr(model, "device", "cpu")
-    generator = torch.Generator(device=device)
-    if params.seed is None:
-        generator.seed()
-    else:
-        generator.manual_seed(params.seed)
-
-    def choose(logits: Any) -> int:
-        probs = torch.softmax(filter_logits(logits, temperature, params.top_p, params.top_k), -1)
-        return int(torch.multinomial(probs, 1, generator=generator))
-
+    choose = sampling_choice(params, getattr(model, "device", "cpu"))
     return [decode_loop(model, tokenizer, prompt_ids, params, choose) for _ in range(n)]
 
 
