@@ -23,6 +23,7 @@ from inspect_ai.tool import ToolChoice, ToolInfo
 from docket.core.inspect_private import PrerequisiteError
 
 from .chat import media_kinds, render_messages, render_multimodal
+from .embedded import QWEN, assembled
 from .loading import CheckpointSpec, LoadedModel, load, resolve_device, resolve_dtype
 from .output import TokenText, to_choice
 from .registry import MethodPlugin, find_plugin, plugin_names
@@ -476,4 +477,28 @@ class SmolLM2ModelAPI(LocalHFModelAPI):
             The folder and name of the shipped GGUF file.
         """
         gguf = smollm2_gguf()
+        return str(gguf.parent), gguf.name
+
+
+class QwenModelAPI(LocalHFModelAPI):
+    """Qwen2.5-Coder-0.5B-Instruct (Q4_K_M GGUF) from the pinned wheels of `requirements-qwen.txt`.
+
+    The slices are assembled once into docket's cache and the file's sha256 is checked before
+    the model loads (`embedded.py`). `-M` args: device, dtype, method.
+    """
+
+    provider = "qwen"
+    accepted_args = ("device", "dtype", "method")
+
+    def locate(self, model_name: str, model_args: dict[str, Any]) -> tuple[str, str | None]:
+        """The assembled, verified GGUF file, whatever the name and arguments.
+
+        Args:
+            model_name: Unused (`qwen`).
+            model_args: Unused.
+
+        Returns:
+            The folder and name of the verified GGUF file.
+        """
+        gguf = assembled(QWEN)
         return str(gguf.parent), gguf.name
