@@ -11,7 +11,7 @@ from inspect_ai.model import (
     ChatMessageUser,
 )
 from inspect_ai.model._call_tools import execute_tools
-from inspect_ai.tool import ToolCall, ToolFunction, ToolInfo, ToolParam, ToolParams, tool
+from inspect_ai.tool import Tool, ToolCall, ToolFunction, ToolInfo, ToolParam, ToolParams, tool
 
 from docket.methods.local.chat import (
     check_arguments,
@@ -121,7 +121,7 @@ async def test_inspect_returns_the_parse_error_to_the_model_without_running_the_
     ran: list[str] = []
 
     @tool
-    def bash() -> object:
+    def bash() -> Tool:
         async def execute(command: str) -> str:
             """Run a command.
 
