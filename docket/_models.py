@@ -1,6 +1,6 @@
 """The `docket` model API: one Inspect provider that dispatches on the model name.
 
-`--model docket/scripted -M policy=comply`, `--model docket/smollm2`,
+`--model docket/scripted -M policy=comply`, `--model docket/smollm2`, `--model docket/qwen`,
 `--model docket/local/PATH` (or `docket/local -M path=PATH`). Backends are imported only when
 used, so a run on the scripted models never imports torch.
 """
@@ -28,6 +28,12 @@ def _smollm2() -> type[ModelAPI]:
     return SmolLM2ModelAPI
 
 
+def _qwen() -> type[ModelAPI]:
+    from docket.methods.local.provider import QwenModelAPI
+
+    return QwenModelAPI
+
+
 def _local() -> type[ModelAPI]:
     from docket.methods.local.provider import LocalHFModelAPI
 
@@ -38,6 +44,7 @@ def _local() -> type[ModelAPI]:
 BACKENDS: dict[str, Callable[[], type[ModelAPI]]] = {
     "scripted": _scripted,
     "smollm2": _smollm2,
+    "qwen": _qwen,
     "local": _local,
 }
 
@@ -46,7 +53,7 @@ def backend_class(kind: str) -> type[ModelAPI]:
     """The backend `ModelAPI` of a docket model kind, imported now.
 
     Args:
-        kind: The first segment of the model name (`scripted`, `smollm2`, `local`).
+        kind: The first segment of the model name (`scripted`, `smollm2`, `qwen`, `local`).
 
     Returns:
         Its class.
@@ -64,7 +71,7 @@ class DocketModelAPI(ModelAPI):
     """Forwards every call to the backend chosen by the first segment of the model name.
 
     Args:
-        model_name: `scripted`, `smollm2`, `local/<path>` (what follows `docket/`).
+        model_name: `scripted`, `smollm2`, `qwen`, `local/<path>` (what follows `docket/`).
         base_url: Passed to the backend.
         api_key: Passed to the backend.
         config: The run's generation config.

@@ -1,8 +1,12 @@
 """Chat rendering for local models: Inspect messages -> template dicts, and tool-call parsing.
 
-Pure Python (no torch): tools are offered through the system prompt as JSON schemas, tool
-calls and tool results are rendered as tagged text, and calls are parsed back out of the
-model's reply (`<tool_call>{...}</tool_call>` blocks or a bare `{"name", "arguments"}` object).
+Pure Python (no torch). A chat template that renders tools itself (it reads `tools`, as
+Qwen2.5's does) gets OpenAI-style messages and function schemas (`render_native`,
+`tool_schemas`) for `apply_chat_template(tools=...)`; any other template gets docket's fallback:
+tools offered through the system prompt as JSON schemas, tool calls and results as tagged text.
+Calls are parsed back out of the reply (`<tool_call>{...}</tool_call>` blocks, fenced JSON or a
+bare `{"name", "arguments"}` object), and `check_arguments` keeps only the arguments a tool's
+schema declares, reporting any other key to the model through `ToolCall.parse_error`.
 For vision-language models `render_multimodal` keeps each image where it stands, as a
 `{"type": "image"}` slot for the processor's chat template, and returns the images in order.
 """
@@ -33,6 +37,7 @@ TOOL_PROMPT = (
     "{choice}The tools, as JSON schemas:\n{schemas}"
 )
 
+_TEMPLATE_TOOLS = re.compile(r"\btools\b")
 _TAGGED = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.DOTALL)
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
 
@@ -49,6 +54,133 @@ def tools_prompt(tools: Sequence[ToolInfo], tool_choice: ToolChoice) -> str:
         choice = "Call a tool only when it helps; otherwise answer in plain text.\n"
     schemas = "\n".join(json.dumps(t.model_dump(exclude_none=True)) for t in tools)
     return TOOL_PROMPT.format(choice=choice, schemas=schemas)
+
+
+def template_renders_tools(template: object) -> bool:
+    """Whether a chat template renders offered tools itself (its Jinja source reads `tools`).
+
+    Args:
+        template: The tokenizer's `chat_template` (a string, a dict of named templates, None).
+
+    Returns:
+        True when `apply_chat_template(tools=...)` will show the tools to the model.
+    """
+    if isinstance(template, dict):
+        template = template.get("tool_use") or template.get("default")
+    return isinstance(template, str) and bool(_TEMPLATE_TOOLS.search(template))
+
+
+def tool_schemas(tools: Sequence[ToolInfo]) -> list[dict[str, Any]]:
+    """Offered tools as the OpenAI-style function schemas chat templates expect.
+
+    The top-level `additionalProperties: false` is left out (templates show the schema verbatim
+    and small models copy its keys into their arguments); `check_arguments` enforces it.
+
+    Args:
+        tools: The tools offered.
+
+    Returns:
+        One `{"type": "function", "function": {...}}` dict per tool.
+    """
+    out = []
+    for tool in tools:
+        parameters = tool.parameters.model_dump(exclude_none=True)
+        parameters.pop("additionalProperties", None)
+        function = {"name": tool.name, "description": tool.description, "parameters": parameters}
+        out.append({"type": "function", "function": function})
+    return out
+
+
+def _choice_instruction(tool_choice: ToolChoice) -> str:
+    """What a template that knows no tool_choice is told (empty for `auto`)."""
+    if isinstance(tool_choice, ToolFunction):
+        return f"You must call the tool `{tool_choice.name}`."
+    return "You must call one of the tools." if tool_choice == "any" else ""
+
+
+def render_native(
+    messages: Sequence[ChatMessage], tool_choice: ToolChoice = "auto"
+) -> list[dict[str, Any]]:
+    """Messages as OpenAI-style dicts for a template that renders tools and tool turns itself.
+
+    System messages (plus what `tool_choice` demands) become one leading system message;
+    assistant tool calls become `tool_calls` entries and tool results `tool` messages (an error
+    as `Error: ...`); consecutive user or assistant turns are merged. Only text is kept.
+
+    Args:
+        messages: The conversation.
+        tool_choice: Inspect's tool choice (`none` is handled by offering no tools).
+
+    Returns:
+        The message dicts.
+    """
+    system = [m.text for m in messages if m.role == "system"] + [_choice_instruction(tool_choice)]
+    out: list[dict[str, Any]] = []
+    if any(system):
+        out.append({"role": "system", "content": "\n\n".join(s for s in system if s)})
+    for message in messages:
+        if message.role == "system":
+            continue
+        text = "".join(
+            p for p in _message_parts(message, False, tagged=False) if isinstance(p, str)
+        )
+        if isinstance(message, ChatMessageTool):
+            out.append({"role": "tool", "content": text, "name": message.function or ""})
+            continue
+        entry: dict[str, Any] = {"role": message.role, "content": text}
+        if isinstance(message, ChatMessageAssistant) and message.tool_calls:
+            entry["tool_calls"] = [
+                {
+                    "type": "function",
+                    "id": call.id,
+                    "function": {"name": call.function, "arguments": call.arguments},
+                }
+                for call in message.tool_calls
+            ]
+        last = out[-1] if out else None
+        if last and last["role"] == entry["role"] and "tool_calls" not in last:
+            last["content"] = "\n\n".join(t for t in (last["content"], text) if t)
+            if "tool_calls" in entry:
+                last["tool_calls"] = entry["tool_calls"]
+        else:
+            out.append(entry)
+    return out
+
+
+def check_arguments(calls: Sequence[ToolCall], tools: Sequence[ToolInfo]) -> list[ToolCall]:
+    """Keep only the arguments each tool's schema declares; report any other key to the model.
+
+    A call with undeclared keys (small models echo schema keys such as `required` or
+    `additionalProperties` next to the real arguments) keeps its declared arguments and gets a
+    `parse_error` naming the offending keys, which Inspect returns to the model as the tool's
+    error instead of running it. Calls of unknown tools are left for Inspect to report.
+
+    Args:
+        calls: The parsed calls.
+        tools: The tools offered.
+
+    Returns:
+        The calls, checked.
+    """
+    declared = {tool.name: tool.parameters.properties for tool in tools}
+    out = []
+    for call in calls:
+        accepted = declared.get(call.function)
+        extra = sorted(set(call.arguments) - set(accepted)) if accepted is not None else []
+        if extra and accepted is not None:
+            names = ", ".join(repr(k) for k in extra)
+            takes = ", ".join(accepted) or "no arguments"
+            call = ToolCall(
+                id=call.id,
+                function=call.function,
+                arguments={k: v for k, v in call.arguments.items() if k in accepted},
+                parse_error=(
+                    f"Tool {call.function} was not run: it does not take the argument(s) {names} "
+                    f"(it takes: {takes}). Call it again with only its own arguments."
+                ),
+            )
+        out.append(call)
+    return out
 
 
 def format_tool_call(call: ToolCall) -> str:
@@ -89,9 +221,9 @@ def _joined(parts: list[Part], glue: str) -> list[Part]:
     return out
 
 
-def _message_parts(message: ChatMessage, images: bool) -> list[Part]:
+def _message_parts(message: ChatMessage, images: bool, tagged: bool = True) -> list[Part]:
     """The message as text (joined as `ChatMessage.text` joins it) and, with `images`, its
-    images in place."""
+    images in place; with `tagged`, tool results and calls as docket's tagged text."""
     kinds = (ContentText, ContentImage) if images else (ContentText,)
     if isinstance(message.content, str):
         parts: list[Part] = [message.content]
@@ -102,6 +234,10 @@ def _message_parts(message: ChatMessage, images: bool) -> list[Part]:
             if isinstance(part, kinds)
         ]
     parts = _joined(parts, "\n")
+    if isinstance(message, ChatMessageTool) and not tagged:
+        return [f"Error: {message.error.message}" if message.error else message.text]
+    if not tagged:
+        return parts
     if isinstance(message, ChatMessageTool):
         body = f"Error: {message.error.message}" if message.error else message.text
         head = f'<tool_response name="{message.function or ""}">\n{body}'

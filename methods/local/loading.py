@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 import tempfile
 import threading
 from dataclasses import dataclass, field
@@ -52,6 +53,9 @@ class LoadedModel:
 
 
 _CACHE: dict[CheckpointSpec, LoadedModel] = {}
+#: Bumped whenever the dequantised copy's layout changes, so older copies are rebuilt (2: a
+#: complete config.json with `architectures`, tied weights stored once, generation_config.json).
+GGUF_CACHE_VERSION = 2
 _CACHE_LOCK = threading.Lock()
 
 
@@ -101,7 +105,8 @@ def gguf_cache_dir(spec: CheckpointSpec) -> Path | None:
 
     Dequantising a GGUF file takes tens of seconds on a CPU; the copy (safetensors plus
     tokenizer) loads in about a second. `DOCKET_CACHE` moves it, `DOCKET_GGUF_CACHE=0` turns it
-    off. The key includes the file's size and mtime, so a replaced file is converted again.
+    off. The key includes the file's size and mtime, so a replaced file is converted again,
+    and `GGUF_CACHE_VERSION`, so copies written in an older layout are rebuilt.
     """
     own_tokenizer = spec.tokenizer and spec.tokenizer != INCBPE
     if not spec.gguf_file or os.environ.get("DOCKET_GGUF_CACHE", "1") == "0" or own_tokenizer:
@@ -109,7 +114,7 @@ def gguf_cache_dir(spec: CheckpointSpec) -> Path | None:
     source = Path(spec.path) / spec.gguf_file
     stat = source.stat()
     root = Path(os.environ.get("DOCKET_CACHE", Path.home() / ".cache" / "docket"))
-    key = f"{source.stem}-{stat.st_size}-{stat.st_mtime_ns}-{spec.dtype}"
+    key = f"{source.stem}-{stat.st_size}-{stat.st_mtime_ns}-{spec.dtype}-v{GGUF_CACHE_VERSION}"
     return root / "gguf" / key
 
 
@@ -138,22 +143,69 @@ def _save_copy(loaded: LoadedModel, target: Path) -> None:
         os.replace(staging, target)
     except (OSError, ValueError, RuntimeError):
         shutil.rmtree(staging, ignore_errors=True)
+        return
+    size = sum(f.stat().st_size for f in target.iterdir() if f.is_file())
+    print(f"docket: wrote the dequantised copy to {target} ({size / 1e9:.2f} GB)", file=sys.stderr)
 
 
 def _write_plain_checkpoint(loaded: LoadedModel, folder: Path) -> None:
-    """Save a dequantised GGUF model as config.json + model.safetensors + tokenizer files.
+    """Save a dequantised GGUF model as a complete transformers checkpoint.
 
     transformers refuses `save_pretrained` on GGUF-loaded models, although their weights are
-    plain tensors after loading; so the weights and a config without the GGUF marker are
-    written directly.
-    """
-    from safetensors.torch import save_model
+    plain tensors after loading; so the weights, a config without the GGUF marker (with
+    `architectures` set, which `from_pretrained` pipelines and `transformers serve` need), the
+    generation config and the tokenizer are written directly. With `tie_word_embeddings` the
+    output projection is the input embedding and is stored once, under the embedding's name.
 
-    config = loaded.model.config.to_dict()
+    Args:
+        loaded: The model loaded from the GGUF file.
+        folder: An empty folder to write into.
+    """
+    from safetensors.torch import save_file
+
+    model = loaded.model
+    config = model.config.to_dict()
     config.pop("quantization_config", None)
+    config["architectures"] = [type(model).__name__]
+    state = model.state_dict()
+    output_name = _output_weight_name(model)
+    if output_name in state and _output_is_input_embedding(model):
+        state.pop(output_name)  # from_pretrained ties it back to the embedding
+        config["tie_word_embeddings"] = True
+    seen: dict[int, str] = {}  # any other shared tensor is stored once, under its first name
+    for name in list(state):
+        pointer = state[name].data_ptr()
+        if pointer in seen:
+            state.pop(name)
+        else:
+            seen[pointer] = name
+    tensors = {name: tensor.detach().contiguous() for name, tensor in state.items()}
+    save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
     (folder / "config.json").write_text(json.dumps(config, indent=2))
-    save_model(loaded.model, str(folder / "model.safetensors"))
+    if getattr(model, "generation_config", None) is not None:
+        model.generation_config.save_pretrained(folder)
     loaded.tokenizer.save_pretrained(folder)
+
+
+def _output_weight_name(model: Any) -> str | None:
+    """The state-dict name of the output projection's weight (`lm_head.weight`), if any."""
+    output = model.get_output_embeddings()
+    for name, module in model.named_modules():
+        if module is output:
+            return f"{name}.weight"
+    return None
+
+
+def _output_is_input_embedding(model: Any) -> bool:
+    """Whether the output projection is (tied to, or equal to) the input embedding."""
+    import torch
+
+    output, embedding = model.get_output_embeddings(), model.get_input_embeddings()
+    if output is None or embedding is None or output.weight.shape != embedding.weight.shape:
+        return False
+    if output.weight.data_ptr() == embedding.weight.data_ptr():
+        return True
+    return bool(torch.equal(output.weight, embedding.weight))
 
 
 def _load_pretrained(spec: CheckpointSpec) -> LoadedModel:

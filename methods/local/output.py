@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -13,8 +13,9 @@ from inspect_ai.model import (
     Logprobs,
     TopLogprob,
 )
+from inspect_ai.tool import ToolInfo
 
-from .chat import parse_tool_calls
+from .chat import check_arguments, parse_tool_calls
 from .sampling import Generation
 
 
@@ -83,11 +84,14 @@ def _named(
 def to_choice(
     generation: Generation,
     model_name: str,
-    tool_names: Collection[str] | None,
+    tools: Sequence[ToolInfo],
     token_text: TokenText | None,
 ) -> ChatCompletionChoice:
-    """An Inspect choice; with tools offered, tool calls are parsed out of the text."""
-    text, calls = parse_tool_calls(generation.text, tool_names) if tool_names else ("", [])
+    """An Inspect choice; with tools offered, tool calls are parsed out of the text and their
+    arguments checked against the tools' schemas (`chat.check_arguments`)."""
+    names = [tool.name for tool in tools]
+    text, calls = parse_tool_calls(generation.text, names) if names else ("", [])
+    calls = check_arguments(calls, tools)
     message = ChatMessageAssistant(
         content=text if calls else generation.text,
         tool_calls=calls or None,

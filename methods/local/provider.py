@@ -23,7 +23,15 @@ from inspect_ai.tool import ToolChoice, ToolInfo
 from docket.core.inspect_private import PrerequisiteError
 
 from .batching import batch_size, engine_for, engine_request
-from .chat import media_kinds, render_messages, render_multimodal
+from .chat import (
+    media_kinds,
+    render_messages,
+    render_multimodal,
+    render_native,
+    template_renders_tools,
+    tool_schemas,
+)
+from .embedded import QWEN, assembled
 from .loading import CheckpointSpec, LoadedModel, load, resolve_device, resolve_dtype
 from .output import TokenText, to_choice
 from .registry import MethodPlugin, find_plugin, plugin_names
@@ -272,9 +280,8 @@ class LocalHFModelAPI(ModelAPI):
         except BaseException:
             stop.set()
             raise
-        names = [t.name for t in offered] or None
         token_text = self.token_text if params.logprobs else None
-        choices = [to_choice(g, self.model_name, names, token_text) for g in generations]
+        choices = [to_choice(g, self.model_name, offered, token_text) for g in generations]
         output_tokens = sum(len(g.token_ids) for g in generations)
         usage = ModelUsage(
             input_tokens=len(prompt_ids),
@@ -325,6 +332,9 @@ class LocalHFModelAPI(ModelAPI):
             messages, _ = render_multimodal(input, tools, tool_choice)
             return _templated(self.loaded.processor, messages)
         tokenizer = self.loaded.tokenizer
+        if template_renders_tools(getattr(tokenizer, "chat_template", None)):
+            native = render_native(input, tool_choice if tools else "auto")
+            return _templated(tokenizer, native, tools=tool_schemas(tools) or None)
         text_messages = render_messages(input, tools, tool_choice)
         if not getattr(tokenizer, "chat_template", None):
             lines = [f"{m['role']}: {m['content']}" for m in text_messages]
@@ -426,11 +436,18 @@ class LocalHFModelAPI(ModelAPI):
         """Nothing to close: the model stays cached for the next `get_model`."""
 
 
-def _templated(owner: Any, messages: list[dict[str, Any]]) -> str:
-    """`owner.apply_chat_template` (a tokenizer or processor) with the generation prompt; a
-    template that rejects the system role gets the system text merged into the first turn."""
+def _templated(owner: Any, messages: list[dict[str, Any]], **extra: Any) -> str:
+    """`owner.apply_chat_template` (a tokenizer or processor) with the generation prompt (and
+    `extra`, e.g. `tools=`); a template that rejects the system role gets the system text
+    merged into the first turn."""
+
+    def apply(turns: list[dict[str, Any]]) -> str:
+        return str(
+            owner.apply_chat_template(turns, tokenize=False, add_generation_prompt=True, **extra)
+        )
+
     try:
-        return str(owner.apply_chat_template(messages, tokenize=False, add_generation_prompt=True))
+        return apply(messages)
     except Exception:  # e.g. a template that rejects the system role
         if not messages or messages[0]["role"] != "system" or len(messages) < 2:
             raise
@@ -440,10 +457,8 @@ def _templated(owner: Any, messages: list[dict[str, Any]]) -> str:
     else:
         separator = [{"type": "text", "text": "\n\n"}]
         content = [*system["content"], *separator, *first["content"]]
-    merged = {"role": first["role"], "content": content}
-    return str(
-        owner.apply_chat_template([merged, *rest], tokenize=False, add_generation_prompt=True)
-    )
+    merged = {**first, "content": content}
+    return apply([merged, *rest])
 
 
 def smollm2_gguf() -> Path:
@@ -481,4 +496,28 @@ class SmolLM2ModelAPI(LocalHFModelAPI):
             The folder and name of the shipped GGUF file.
         """
         gguf = smollm2_gguf()
+        return str(gguf.parent), gguf.name
+
+
+class QwenModelAPI(LocalHFModelAPI):
+    """Qwen2.5-Coder-0.5B-Instruct (Q4_K_M GGUF) from the pinned wheels of `requirements-qwen.txt`.
+
+    The slices are assembled once into docket's cache and the file's sha256 is checked before
+    the model loads (`embedded.py`). `-M` args: device, dtype, method.
+    """
+
+    provider = "qwen"
+    accepted_args = ("device", "dtype", "method")
+
+    def locate(self, model_name: str, model_args: dict[str, Any]) -> tuple[str, str | None]:
+        """The assembled, verified GGUF file, whatever the name and arguments.
+
+        Args:
+            model_name: Unused (`qwen`).
+            model_args: Unused.
+
+        Returns:
+            The folder and name of the verified GGUF file.
+        """
+        gguf = assembled(QWEN)
         return str(gguf.parent), gguf.name
