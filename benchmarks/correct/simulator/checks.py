@@ -39,6 +39,7 @@ from docket.benchmarks.correct.simulator.world import (
     ATTRIBUTE_NAMES,
     ATTRIBUTES,
     MONTHS,
+    REGION_ALIASES,
     REGIONS,
     build_world,
     decode_fact,
@@ -230,7 +231,7 @@ def _check_read(state: _State, content: str, flagged: set[str]) -> str | None:
         elif not line.startswith("("):
             statement.append(line)
     text = " ".join(statement)
-    asked = [r for r in REGIONS if re.search(rf"\b{r}\b", state.pending.text)]
+    asked = [r for r in REGIONS if _names_region(r, state.pending.text)]
     if asked and call.group(1) != asked[0]:
         flagged.add("tool_entity")
     when = _QUARTER_YEAR.search(text)
@@ -299,10 +300,15 @@ def _plan_flags(state: _State, content: str, flagged: set[str]) -> None:
     if needed - set(_numbers(seen)):
         flagged.add("plan_coverage")
     regions = {r for r in REGIONS if re.search(rf"\b{r}\b", question)}
-    if any(not re.search(rf"\b{r}\b", seen) for r in regions):
+    if any(not _names_region(r, seen) for r in regions):
         flagged.add("plan_coverage")
     state.plan_items = state.done + len(items)
     state.plan_vars = [m.group(1) for _, item in items if (m := _var_of(item))]
+
+
+def _names_region(region: str, text: str) -> bool:
+    """Whether `text` names `region` by its name or by its second name ("the eastern region")."""
+    return bool(re.search(rf"\b({region}|{REGION_ALIASES[region]} region)\b", text))
 
 
 def _var_of(item: str) -> re.Match[str] | None:

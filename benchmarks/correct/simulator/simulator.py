@@ -31,6 +31,7 @@ from docket.benchmarks.correct.simulator.world import (
     DATED,
     PREVIOUS_YEAR,
     QUARTERS,
+    REGION_ALIASES,
     REGIONS,
     SALES_FILE,
     Value,
@@ -367,15 +368,21 @@ class _Play:
             return self.values.get(arg[1:])
         return arg
 
-    def stale(self, var: str) -> Value | None:
-        """An earlier value an agent could wrongly use for `var` (same type), if any."""
+    def stale(self, var: str, shown: frozenset[Value] = frozenset()) -> Value | None:
+        """An earlier value an agent could wrongly use for `var` (same type), if any.
+
+        `shown`: values the same turn already forwards; none of them is picked, so a turn that
+        forwards a stale value holds no number twice (a clean one seldom does).
+        """
         current = self.values.get(var)
         if current is None:
             return None
         for value in reversed(self.earlier.get(var, [])):
-            if value != current:
+            if value != current and value not in shown:
                 return value
-        same_type = [v for _, v in self.log if _same_kind(v, current) and v != current]
+        same_type = [
+            v for _, v in self.log if _same_kind(v, current) and v != current and v not in shown
+        ]
         return same_type[-1] if same_type else None
 
     def assignments(self, limit: int) -> str:
@@ -463,7 +470,7 @@ def _plan(play: _Play, ops: list[Op], done: int) -> list[Op]:
     elif chosen == "dropped_plan_step":
         at = play.rng().choice([i for i, op in enumerate(ops) if _droppable(op)])
         play.explain(kind=chosen, right=_item(play, ops[at], at))
-        del ops[at]
+        ops = _forget(ops, at)
     lines = [f"{done + i + 1}. {_item(play, op, i)}" for i, op in enumerate(ops)]
     if done == 0:
         header = play.words("plan_header", "Planner", n=len(ops))
@@ -472,6 +479,23 @@ def _plan(play: _Play, ops: list[Op], done: int) -> list[Op]:
         header = play.words("replan_header", "Planner", done=done)
         play.say("Planner", "replan", header + "\n" + "\n".join(lines))
     return ops
+
+
+def _forget(ops: list[Op], at: int) -> list[Op]:
+    """The plan without item `at`, and without the later references to its variable.
+
+    A Planner who forgets an item forgets it everywhere: no later item names the missing
+    variable (a reference that no item defines would mark the plan without reading it). The
+    team computes the same values either way, since a missing input is left out.
+    """
+    gone = f"${ops[at].var}"
+    kept = [op for i, op in enumerate(ops) if i != at]
+    return [
+        replace(op, args=tuple(a for a in op.args if a != gone))
+        if isinstance(op, Calc) and gone in op.args
+        else op
+        for op in kept
+    ]
 
 
 def _task_text(play: _Play, op: Op, inputs: dict[str, Value]) -> str:
@@ -484,8 +508,14 @@ def _task_text(play: _Play, op: Op, inputs: dict[str, Value]) -> str:
         values = [inputs.get(a[1:]) if isinstance(a, str) else a for a in op.args]
         expr = expression(op.op, [v for v in values if v is not None])
         return play.words("task_calc", agent, expr=expr, var=op.var)
-    kind = "task_read" if isinstance(op, ReadCell) else "task_code"
-    return play.words(kind, agent, **_fields(op))
+    if isinstance(op, ReadCell):
+        # half the dispatches name the region by its second name, so the region a clean call
+        # names is not always a string of the dispatch either (as a wrong region never is)
+        fields = _fields(op)
+        if play.draw("region_alias") < 0.5:
+            fields["region"] = f"the {REGION_ALIASES[op.region]} region"
+        return play.words("task_read", agent, **fields)
+    return play.words("task_code", agent, **_fields(op))
 
 
 def _dispatch(play: _Play, op: Op, done: int, total: int) -> dict[str, Value] | None:
@@ -493,7 +523,8 @@ def _dispatch(play: _Play, op: Op, done: int, total: int) -> dict[str, Value] | 
     agent = AGENT[type(op)]
     refs = [r for r in _refs(op) if r in play.values]
     # not the operation's own variable: its latest value is restated before the wrap-up
-    stale = {r: s for r in refs if r != op.var and (s := play.stale(r)) is not None}
+    current = frozenset(play.values[r] for r in refs)
+    stale = {r: s for r in refs if r != op.var and (s := play.stale(r, current)) is not None}
     exact: Value = "error"
     if isinstance(op, Calc | Code):
         exact = _compute(play, op, {r: play.values[r] for r in refs})
@@ -756,8 +787,8 @@ def _read_cell(play: _Play, op: ReadCell, quiet: bool) -> tuple[Value, Value] | 
         value = world.sales[year][region][quarter]
     call = f"read_table('{SALES_FILE}', region='{region}')"
     report = play.words(
-        "read_report", "FileSurfer", region=op.region, quarter=op.quarter, year=op.year, value=value
-    )
+        "read_report", "FileSurfer", region=region, quarter=op.quarter, year=op.year, value=value
+    )  # the region it read: a step naming two regions was always a wrong argument
     play.say("FileSurfer", "read", f"{call}\n{table}\n{report}")
     play.set(op.var, value)
     return (value, true) if slip and value != true else None

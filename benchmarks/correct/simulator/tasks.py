@@ -33,7 +33,7 @@ from docket.benchmarks.correct.simulator.world import (
     REGIONS,
     SALES_FILE,
     build_world,
-    distractor,
+    distractors,
 )
 
 
@@ -285,7 +285,7 @@ def make_task(rng: random.Random, tier: str, family: str = "") -> TaskSpec:
         task = compose(rng, parts)
         task = replace(
             task,
-            question=f"{distractor(rng)} {task.question}",
+            question=f"{distractors(rng)} {task.question}",
             seed=rng.randrange(10**9),
             density=density,
         )

@@ -31,6 +31,15 @@ _FIRST = ("Ada", "Bruno", "Celia", "Dario", "Edith", "Farid", "Greta", "Hugo", "
 _LAST = ("Brennan", "Okafor", "Lindqvist", "Moreau")
 REGIONS = ("North", "South", "East", "West", "Central", "Coastal")
 QUARTERS = ("Q1", "Q2", "Q3", "Q4")
+#: The second name of each region (lower case), which dispatches use as often as the first.
+REGION_ALIASES = {
+    "North": "northern",
+    "South": "southern",
+    "East": "eastern",
+    "West": "western",
+    "Central": "central",
+    "Coastal": "coastal",
+}
 CURRENT_YEAR = 2024
 PREVIOUS_YEAR = 2023
 #: The year that record ages count back from.
@@ -88,7 +97,7 @@ ATTRIBUTE_NAMES: dict[str, tuple[str, ...]] = {
 #: numbers and regions are in the question but no plan needs them.
 DISTRACTORS = (
     "Unrelated to this question, {n} other requests are waiting in the queue.",
-    "For context only, the team has handled {n} similar questions this week.",
+    "For context only, the {region} team has handled {n} similar questions this week.",
     "Separately, the {region} office filed {n} reports last month, which do not matter here.",
     "As background, the previous run took {n} minutes.",
 )
@@ -100,9 +109,28 @@ _DISTRACTOR = re.compile(
 )
 
 
+#: Chance of one more irrelevant sentence after each one (their count is geometric, capped).
+DISTRACTOR_MORE = 0.6
+DISTRACTOR_CAP = 8
+
+
 def distractor(rng: random.Random) -> str:
     """One irrelevant sentence with a number (and sometimes a region) for a question."""
     return rng.choice(DISTRACTORS).format(n=rng.randrange(2, 99), region=rng.choice(REGIONS))
+
+
+def distractors(rng: random.Random) -> str:
+    """One or more irrelevant sentences: 1 + a geometric count (`DISTRACTOR_MORE`), capped.
+
+    A plan leaves out every irrelevant number, so how many numbers of the question a clean plan
+    leaves out varies from question to question, and a plan fault that drops one more number
+    is at most 1 / `DISTRACTOR_MORE` times likelier than a clean plan for any count (with a
+    single sentence, a plan that left out two numbers was always faulty).
+    """
+    sentences = [distractor(rng)]
+    while len(sentences) < DISTRACTOR_CAP and rng.random() < DISTRACTOR_MORE:
+        sentences.append(distractor(rng))
+    return " ".join(sentences)
 
 
 def without_distractors(question: str) -> str:
