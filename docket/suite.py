@@ -153,7 +153,7 @@ def _check_eval_args(source: str, where: str, args: dict[str, Any]) -> None:
 def load_preset(name_or_path: str) -> Preset:
     """A validated preset; `PresetError` (one line) when the file or a field is bad."""
     path = preset_path(name_or_path)
-    data = load_document(path, PresetError, "preset (shipped: offline, api)")
+    data = load_document(path, PresetError, "preset (shipped: offline, api, local)")
     try:
         preset = Preset.model_validate(data)
     except ValidationError as ex:
