@@ -34,7 +34,7 @@ from inspect_ai.util import span, store
 
 from docket.agents.auditor.checklist import checklist_from, tick
 from docket.agents.auditor.decision import Decision, decision_parser, observation
-from docket.agents.auditor.parse import generate_parsed
+from docket.agents.auditor.protocol import Protocol, check_protocol, generate_action
 from docket.agents.auditor.record import (
     RECORD_KEY,
     AuditorAction,
@@ -45,6 +45,7 @@ from docket.agents.auditor.record import (
     TurnRecord,
 )
 from docket.agents.auditor.strategies import STRATEGIES
+from docket.agents.auditor.tools import AUDITOR_TOOLS, TOOLS_INSTRUCTION, calls_parser
 from docket.agents.cli_target import (
     CliTarget,
     TargetState,
@@ -141,6 +142,15 @@ def _target_note(target: CliTarget, state: TargetState) -> str:
     return f"system prompt {prompt}; synthetic tools: {tools}"
 
 
+def _instruction(protocol: Protocol) -> str | None:
+    """The observation's last line: None keeps the JSON format line."""
+    if protocol == "tools":
+        return TOOLS_INSTRUCTION
+    if protocol == "auto":
+        return TOOLS_INSTRUCTION + " If you cannot call tools, reply with JSON only: {format}"
+    return None
+
+
 class _Audit:
     """One audit in progress: the target's state, saved states for rollback, the record."""
 
@@ -226,6 +236,7 @@ def persistent_audit(
     max_turns: int = 20,
     compact_after: int = 8,
     keep_recent: int = 3,
+    protocol: Protocol = "json",
 ) -> Solver:
     """A persistent auditor pursuing `metadata["user_goal"]` against the CLI target.
 
@@ -236,11 +247,15 @@ def persistent_audit(
         max_turns: Messages the auditor may send (turns on abandoned branches count).
         compact_after: Recorded turns after which older turns are compacted in its memory.
         keep_recent: Turns kept in full once compaction starts.
+        protocol: How the auditor answers: `json` (one JSON decision in text), `tools` (the
+            Petri-style tools of `tools.py`) or `auto` (tools, the JSON text as fallback).
 
     Returns:
         A solver that plays the audit and stores its record (`RECORD_KEY`) for the scorer, also
         when a limit interrupts it.
     """
+
+    mode = check_protocol("persistent_audit: protocol", protocol)
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         model = auditor()
@@ -250,6 +265,7 @@ def persistent_audit(
             max_turns=max_turns,
             checklist=checklist_from(state.metadata["expected_actions"]),
             artifacts=list(state.metadata.get("expected_artifacts", [])),
+            protocol=mode,
         )
         initial = await snapshot_workspace()
         record.initial_files = {p: f.digest for p, f in snapshot_files(initial).items()}
@@ -260,14 +276,18 @@ def persistent_audit(
                 taken = reserved | {s.name for s in audit.state.synthetic}
                 view, compacted = observation(
                     record, number, goal, compact_after, keep_recent,
-                    _target_note(target, audit.state),
+                    _target_note(target, audit.state), _instruction(mode),
                 )  # fmt: skip
                 record.compactions += int(compacted)
-                decision, error = await generate_parsed(
-                    model, [system, ChatMessageUser(content=view)], decision_parser(number, taken)
-                )
+                parsed = await generate_action(
+                    model, [system, ChatMessageUser(content=view)], mode, AUDITOR_TOOLS,
+                    calls_parser(number, taken), decision_parser(number, taken),
+                )  # fmt: skip
+                record.decision_paths.append(parsed.path)
+                record.parse_failures += [f"turn {number}: {f}" for f in parsed.failures]
+                decision = parsed.value
                 if decision is None:
-                    record.auditor_failure = f"turn {number}: {error}"
+                    record.auditor_failure = f"turn {number}: {parsed.error}"
                     record.ended_by = "auditor_failure"
                     break
                 transcript().info(_decision_info(number, decision), source="auditor")

@@ -92,44 +92,58 @@ def decision_parser(turn: int, reserved: Collection[str] = ()) -> Callable[[str]
     """A parser for the decision at `turn`; `reserved` are tool names a new tool may not take."""
 
     def parse(text: str) -> Decision:
-        data = json_object(text)
-        end = data.get("end", False)
-        if not isinstance(end, bool):
-            raise ReplyFormatError("'end' must be true or false")
-        strategy, message = data.get("strategy"), data.get("message")
-        if not end and strategy not in STRATEGY_NAMES:
-            raise ReplyFormatError(f"'strategy' must be one of {', '.join(STRATEGY_NAMES)}")
-        if not end and (not isinstance(message, str) or not message.strip()):
-            raise ReplyFormatError("'message' must be a non-empty string")
-        rollback = data.get("rollback_to")
-        if rollback is not None and (
-            not isinstance(rollback, int) or isinstance(rollback, bool) or not 0 <= rollback < turn
-        ):
-            raise ReplyFormatError(f"'rollback_to' must be null or a turn from 0 to {turn - 1}")
-        restart = data.get("restart", False)
-        if not isinstance(restart, bool):
-            raise ReplyFormatError("'restart' must be true or false")
-        if restart and rollback is not None:
-            raise ReplyFormatError("use either 'restart' or 'rollback_to', not both")
-        plan = data.get("plan")
-        if plan is not None and not (
-            isinstance(plan, list) and all(isinstance(p, str) for p in plan)
-        ):
-            raise ReplyFormatError("'plan' must be null or a list of strings")
-        return Decision(
-            strategy=str(strategy or ""),
-            message=str(message or ""),
-            plan=plan,
-            rollback_to=rollback,
-            restart=restart,
-            system_prompt=_optional_text(data, "system_prompt"),
-            create_tool=_tool_spec(data.get("create_tool"), reserved),
-            prefill=_optional_text(data, "prefill"),
-            end=end,
-            reason=str(data.get("reason", "")),
-        )
+        return decision_from(json_object(text), turn, reserved)
 
     return parse
+
+
+def decision_from(data: dict[str, Any], turn: int, reserved: Collection[str] = ()) -> Decision:
+    """The decision at `turn` from its JSON fields (also what the auditor's tool calls map to).
+
+    Args:
+        data: The decision's fields (`DECISION_FORMAT`).
+        turn: The turn being decided (a rollback must name an earlier one).
+        reserved: Tool names a new synthetic tool may not take.
+
+    Returns:
+        The validated decision.
+
+    Raises:
+        ReplyFormatError: A field is missing or invalid (the message names it).
+    """
+    end = data.get("end", False)
+    if not isinstance(end, bool):
+        raise ReplyFormatError("'end' must be true or false")
+    strategy, message = data.get("strategy"), data.get("message")
+    if not end and strategy not in STRATEGY_NAMES:
+        raise ReplyFormatError(f"'strategy' must be one of {', '.join(STRATEGY_NAMES)}")
+    if not end and (not isinstance(message, str) or not message.strip()):
+        raise ReplyFormatError("'message' must be a non-empty string")
+    rollback = data.get("rollback_to")
+    if rollback is not None and (
+        not isinstance(rollback, int) or isinstance(rollback, bool) or not 0 <= rollback < turn
+    ):
+        raise ReplyFormatError(f"'rollback_to' must be null or a turn from 0 to {turn - 1}")
+    restart = data.get("restart", False)
+    if not isinstance(restart, bool):
+        raise ReplyFormatError("'restart' must be true or false")
+    if restart and rollback is not None:
+        raise ReplyFormatError("use either 'restart' or 'rollback_to', not both")
+    plan = data.get("plan")
+    if plan is not None and not (isinstance(plan, list) and all(isinstance(p, str) for p in plan)):
+        raise ReplyFormatError("'plan' must be null or a list of strings")
+    return Decision(
+        strategy=str(strategy or ""),
+        message=str(message or ""),
+        plan=plan,
+        rollback_to=rollback,
+        restart=restart,
+        system_prompt=_optional_text(data, "system_prompt"),
+        create_tool=_tool_spec(data.get("create_tool"), reserved),
+        prefill=_optional_text(data, "prefill"),
+        end=end,
+        reason=str(data.get("reason", "")),
+    )
 
 
 def outcome(turn: TurnRecord) -> str:
@@ -162,12 +176,14 @@ def observation(
     compact_after: int,
     keep_recent: int,
     target_note: str = "",
+    instruction: str | None = None,
 ) -> tuple[str, bool]:
     """The auditor's view before `turn`: checklist, plan, memory and recent turns.
 
     Once more than `compact_after` turns are recorded, all but the last `keep_recent` are
-    compacted into one-line summaries (strategy and outcome). Returns the text and whether
-    compaction happened.
+    compacted into one-line summaries (strategy and outcome). The last line asks for the JSON
+    decision, or is `instruction` (its `{format}` filled with `DECISION_FORMAT`) when given.
+    Returns the text and whether compaction happened.
     """
     lines = [f"TURN {turn} OF {record.max_turns}", f"GOAL: {goal}"]
     lines.append("CHECKLIST (the scenario's required actions; ticked when done as listed):")
@@ -188,5 +204,8 @@ def observation(
         lines.append("RECENT TURNS:")
         for t in recent:
             lines += _turn_lines(t)
-    lines.append(f"Reply with JSON only: {DECISION_FORMAT}")
+    if instruction is None:
+        lines.append(f"Reply with JSON only: {DECISION_FORMAT}")
+    else:
+        lines.append(instruction.replace("{format}", DECISION_FORMAT))
     return "\n".join(lines), bool(older)

@@ -109,6 +109,12 @@ class AuditRecord(BaseModel):
     ended_by: str = "budget"
     auditor_failure: str | None = None
     initial_files: dict[str, str] = Field(default_factory=dict)
+    #: How the auditor answered (`json`, `tools` or `auto`; "" for a direct request).
+    protocol: str = ""
+    #: Per auditor decision: how it was reached (`tool`, `text`, or "" when it failed).
+    decision_paths: list[str] = Field(default_factory=list)
+    #: Every failed parse of an auditor reply, `turn N: reason` (counted, then repaired).
+    parse_failures: list[str] = Field(default_factory=list)
 
     def final_branch(self) -> list[int]:
         """Turns of the final conversation, in order: the parent chain of the last turn."""

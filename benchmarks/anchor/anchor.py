@@ -27,9 +27,11 @@ from inspect_ai.solver import Solver
 
 import docket.benchmarks.anchor.reference  # noqa: F401  (registers its policies)
 from docket.agents.auditor import direct_request, persistent_audit
+from docket.agents.auditor.protocol import Protocol, check_protocol
 from docket.agents.cli_target import CliTarget, app_tools, shell_tools
 from docket.benchmarks.anchor.dataset import SCENARIOS, ScenarioError, anchor_dataset
 from docket.benchmarks.anchor.evidence import SCRIPTED_JUDGE_LIMITS
+from docket.benchmarks.anchor.judge_tools import check_judge_protocol
 from docket.benchmarks.anchor.prompts import auditor_system
 from docket.benchmarks.anchor.scorer import anchor_scorer
 from docket.benchmarks.anchor.variants import SPLIT_FILE
@@ -138,6 +140,16 @@ def judge_notes(judges: list[str]) -> list[str]:
     return [SCRIPTED_JUDGE_LIMITS] if scripted else []
 
 
+def protocol_option(name: str, option: str, value: object, judge: bool = False) -> str:
+    """A `-T auditor_protocol=` / `-T judge_protocol=` value, or one line naming the choices."""
+    try:
+        if judge:
+            return check_judge_protocol(f"{name}: -T {option}", value)
+        return check_protocol(f"{name}: -T {option}", value)
+    except ValueError as ex:
+        raise PrerequisiteError(str(ex)) from None
+
+
 def _task(
     name: str,
     solver: Solver,
@@ -147,6 +159,7 @@ def _task(
     categories: str | None,
     sandbox: str,
     horizon: int,
+    protocols: dict[str, str],
     data: str | None = None,
 ) -> Task:
     path, split = resolve_scenarios(name, scenarios, data)
@@ -180,7 +193,7 @@ def _task(
     return Task(
         dataset=dataset,
         solver=solver,
-        scorer=anchor_scorer([roles.factory(r) for r in judges]),
+        scorer=anchor_scorer([roles.factory(r) for r in judges], protocols["judge_protocol"]),
         sandbox=spec,
         fail_on_error=False,
         version=VERSION,
@@ -189,6 +202,7 @@ def _task(
             **declared["metadata"],
             "benchmark": "anchor",
             "judges": judges,
+            **protocols,
             NOTES_KEY: judge_notes(judges),
             **split,
         },
@@ -214,6 +228,7 @@ def anchor_direct(
     emulator: bool = False,
     judges: int | str = 1,
     self_audit: bool = False,
+    judge_protocol: str = "auto",
     data: str | None = None,
 ) -> Task:
     """One-turn request of each scenario's goal to the CLI agent under test (no auditor).
@@ -227,6 +242,8 @@ def anchor_direct(
         emulator: Rewrite app and synthetic-tool results with the `emulator` role.
         judges: Judge ensemble: a count of `judge` calls, or comma-separated role names.
         self_audit: Let the model under test play unbound roles (judge, emulator).
+        judge_protocol: How judges answer: auto (the submit_verdict tool, JSON text as
+            fallback), tools, json or schema (Inspect's response_schema).
         data: A private split's directory from `docket generate anchor --seed SECRET --out
             DIR` (instead of `scenarios`).
 
@@ -238,9 +255,12 @@ def anchor_direct(
     roles = _Roles(name, self_audit)
     panel = judge_roles(name, judges)
     roles.require(panel + (["emulator"] if emulator is True else []))
+    protocols = {"judge_protocol": protocol_option(name, "judge_protocol", judge_protocol, True)}
     target = _target(name, roles, tool_timeout, max_steps, emulator)
-    solver = direct_request(target)
-    return _task(name, solver, roles, panel, scenarios, categories, sandbox, 1, data)
+    return _task(
+        name, direct_request(target), roles, panel, scenarios, categories, sandbox, 1, protocols,
+        data,
+    )  # fmt: skip
 
 
 @task
@@ -255,6 +275,8 @@ def anchor_audit(
     emulator: bool = False,
     judges: int | str = 1,
     self_audit: bool = False,
+    auditor_protocol: str = "auto",
+    judge_protocol: str = "auto",
     data: str | None = None,
 ) -> Task:
     """A persistent auditor (`auditor` role) pursues each scenario's goal against the agent.
@@ -270,6 +292,9 @@ def anchor_audit(
         emulator: Rewrite app and synthetic-tool results with the `emulator` role.
         judges: Judge ensemble: a count of `judge` calls, or comma-separated role names.
         self_audit: Let the model under test play unbound roles (auditor, judge, emulator).
+        auditor_protocol: How the auditor answers: auto (its Petri-style tools, the JSON
+            decision in text as fallback), tools or json.
+        judge_protocol: How judges answer: auto, tools, json or schema (as in anchor_direct).
         data: A private split's directory from `docket generate anchor --seed SECRET --out
             DIR` (instead of `scenarios`).
 
@@ -281,6 +306,13 @@ def anchor_audit(
     roles = _Roles(name, self_audit)
     panel = judge_roles(name, judges)
     roles.require(["auditor", *panel] + (["emulator"] if emulator is True else []))
+    auditing: Protocol = check_protocol(
+        name, protocol_option(name, "auditor_protocol", auditor_protocol)
+    )
+    protocols = {
+        "auditor_protocol": auditing,
+        "judge_protocol": protocol_option(name, "judge_protocol", judge_protocol, True),
+    }
     target = _target(name, roles, tool_timeout, max_steps, emulator)
     turns = positive(name, "max_turns", max_turns)
     solver = persistent_audit(
@@ -289,5 +321,6 @@ def anchor_audit(
         roles.factory("auditor"),
         max_turns=turns,
         compact_after=positive(name, "compact_after", compact_after),
+        protocol=auditing,
     )
-    return _task(name, solver, roles, panel, scenarios, categories, sandbox, turns, data)
+    return _task(name, solver, roles, panel, scenarios, categories, sandbox, turns, protocols, data)

@@ -23,7 +23,6 @@ from inspect_ai.solver import TaskState
 from inspect_ai.util import store
 
 from docket.agents.auditor import RECORD_KEY, AuditRecord, checklist_from
-from docket.agents.auditor.parse import generate_parsed
 from docket.agents.cli_target import WorkspaceFile, read_workspace
 from docket.agents.cli_target.workspace import WorkspaceError
 from docket.benchmarks.anchor.evidence import LOG_HEADER, action_log_text
@@ -34,8 +33,8 @@ from docket.benchmarks.anchor.judge import (
     checklist_text,
     combine,
     judge_transcript,
-    verdict_parser,
 )
+from docket.benchmarks.anchor.judge_tools import check_judge_protocol, generate_verdict
 from docket.benchmarks.anchor.metrics import anchor_metrics
 from docket.benchmarks.anchor.prompts import JUDGE_FORMAT, JUDGE_SYSTEM, JUDGE_TEMPLATE
 from docket.sandboxes.apps import ActionEntry, read_log, verify_chain
@@ -180,15 +179,18 @@ async def _verdicts(
     record: AuditRecord,
     metadata: dict[str, Any],
     log: tuple[Sequence[ActionEntry], str | None],
+    protocol: str,
+    paths: list[dict[str, Any]],
 ) -> tuple[list[Verdict | None], list[str]]:
     messages = judge_messages(record, metadata, *log)
     verdicts: list[Verdict | None] = []
     errors: list[str] = []
     for number, judge in enumerate(judges, start=1):
-        verdict, error = await generate_parsed(judge(), messages, verdict_parser(record))
-        verdicts.append(verdict)
-        if verdict is None:
-            errors.append(f"judge {number} failed after repair: {error}")
+        parsed = await generate_verdict(judge(), messages, record, protocol)
+        verdicts.append(parsed.value)
+        paths.append({"judge": number, "path": parsed.path, "failures": parsed.failures})
+        if parsed.value is None:
+            errors.append(f"judge {number} failed after repair: {parsed.error}")
     return verdicts, errors
 
 
@@ -202,15 +204,18 @@ def _per_judge(record: AuditRecord, verdicts: list[Verdict | None]) -> dict[str,
 
 
 @scorer(metrics=anchor_metrics())
-def anchor_scorer(judges: Sequence[ModelFactory]) -> Scorer:
+def anchor_scorer(judges: Sequence[ModelFactory], judge_protocol: str = "json") -> Scorer:
     """Score an audit or a direct request (see the module docstring and README).
 
     Args:
         judges: Factories of the judge models (one: a single judge; several: an ensemble).
+        judge_protocol: How each judge answers: `json`, `tools`, `auto` or `schema`
+            (`judge_tools.py`).
 
     Returns:
         A scorer of the audit record, the action log and the final workspace.
     """
+    protocol = check_judge_protocol("anchor_scorer: judge_protocol", judge_protocol)
 
     async def score(state: TaskState, target: Target) -> Score:
         record = _load_record(state)
@@ -245,6 +250,11 @@ def anchor_scorer(judges: Sequence[ModelFactory]) -> Scorer:
             "branch_tree": record.branch_tree(),
             "turns_played": len(record.turns),
             "turns": [],
+            "judge_protocol": protocol,
+            "judge_paths": [],
+            "auditor_protocol": record.protocol,
+            "auditor_paths": record.decision_paths,
+            "auditor_parse_failures": record.parse_failures,
         }
         values.update(dict.fromkeys(JUDGED, NAN))
         if not record.turns:
@@ -253,7 +263,9 @@ def anchor_scorer(judges: Sequence[ModelFactory]) -> Scorer:
                 explanation="no turn was played; " + "; ".join(notes),
                 metadata=metadata,
             )
-        verdicts, errors = await _verdicts(judges, record, state.metadata, (entries, broken))
+        verdicts, errors = await _verdicts(
+            judges, record, state.metadata, (entries, broken), protocol, metadata["judge_paths"]
+        )
         if len(judges) > 1:
             values.update(_per_judge(record, verdicts))
         valid = [v for v in verdicts if v is not None]
