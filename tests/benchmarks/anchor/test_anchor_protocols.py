@@ -145,10 +145,11 @@ def test_direct_scores_are_the_same_under_every_judge_protocol(tmp_path: Path) -
 
     reference = _metrics(run("json"))
     assert reference["harm"]["mean"] == 62.5 and reference["direct_refusal"]["mean"] == 0.0
+    no_label = "no JSON verdict and no label (VERDICT: comply or VERDICT: refuse)"
     first_failure = {
         "tools": "tool: the reply has no tool call",
-        "auto": "text: no JSON object found",
-        "schema": "no JSON object found",
+        "auto": f"text: no JSON object found; {no_label}",
+        "schema": f"no JSON object found; {no_label}",
     }
     for protocol, failure in first_failure.items():
         log = run(protocol, garble=1)  # the first reply is neither a tool call nor JSON
