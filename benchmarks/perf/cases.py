@@ -295,7 +295,7 @@ def _qwen_gguf() -> Path:
             raise PrerequisiteMissing("Qwen GGUF", f"{QWEN_GGUF_ENV}={named} is not a file")
         return Path(named)
     try:  # the embedded provider's verified copy, where this checkout has one
-        from docket.methods.local import embedded  # type: ignore[attr-defined]
+        from docket.methods.local import embedded
 
         return Path(embedded.assembled(embedded.QWEN))
     except (ImportError, AttributeError, ValueError, OSError) as error:

@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from inspect_ai import Task
+
 from docket.benchmarks.erm_retrieval.erm_retrieval import erm_rag, erm_retrieval
 from docket.benchmarks.tabular_anomaly.tabular_anomaly import tabular_anomaly
 
 
+def _metadata(task: Task) -> dict[str, Any]:
+    assert task.metadata is not None
+    return task.metadata
+
+
 def test_model_free_tasks_declare_it() -> None:
-    assert erm_retrieval().metadata["model_free"] is True
-    assert tabular_anomaly().metadata["model_free"] is True
-    assert tabular_anomaly().metadata["method"] == tabular_anomaly().metadata["detector"]
+    assert _metadata(erm_retrieval())["model_free"] is True
+    anomaly = _metadata(tabular_anomaly())
+    assert anomaly["model_free"] is True and anomaly["method"] == anomaly["detector"]
 
 
 def test_tasks_that_call_the_model_do_not() -> None:
-    assert erm_retrieval(self_expander=True).metadata["model_free"] is False
-    assert "model_free" not in erm_rag().metadata
+    assert _metadata(erm_retrieval(self_expander=True))["model_free"] is False
+    assert "model_free" not in _metadata(erm_rag())
