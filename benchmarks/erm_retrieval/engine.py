@@ -55,6 +55,9 @@ class Setup:
     seed: int = 0
     #: BM25 key updates: drop displacement entries under this share of a key's largest.
     prune: float = 0.5
+    #: BM25 key updates: a learned word more than this share of the feedback queries use
+    #: (a template word) adds nothing (`SparseKeys(max_query_share=...)`).
+    max_query_share: float = 0.05
 
 
 def read_thesaurus(path: Path) -> dict[str, list[str]]:
@@ -126,9 +129,13 @@ def _encoder() -> Callable[[list[str]], Any]:
     return minilm_encoder()
 
 
-def make_keys(retriever: str, texts: list[str], prune: float = 0.0) -> Keys:
+def make_keys(
+    retriever: str, texts: list[str], prune: float = 0.0, max_query_share: float = 1.0
+) -> Keys:
     """BM25 or MiniLM keys of `texts`."""
-    return SparseKeys(texts, prune=prune) if retriever == "bm25" else DenseKeys(texts, _encoder())
+    if retriever == "bm25":
+        return SparseKeys(texts, prune=prune, max_query_share=max_query_share)
+    return DenseKeys(texts, _encoder())
 
 
 class Engine:
@@ -193,7 +200,9 @@ async def build_engine(data: BeirData, setup: Setup, model: Model | None) -> Eng
         engine = Engine(data, setup, keys, expander)
         engine.report = {"generated_queries": sum(len(g) for g in generated)}
         return engine
-    keys = await asyncio.to_thread(make_keys, setup.retriever, data.doc_texts, setup.prune)
+    keys = await asyncio.to_thread(
+        make_keys, setup.retriever, data.doc_texts, setup.prune, setup.max_query_share
+    )
     if setup.method != "erm":
         return Engine(data, setup, keys, expander)
     units = await _gather([functools.partial(expander.units, q.text) for q in data.feedback])

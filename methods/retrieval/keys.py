@@ -88,14 +88,39 @@ class SparseKeys(Keys):
     """BM25 (Lucene variant, bm25s) term-weight rows as keys, with vocabulary growth."""
 
     def __init__(
-        self, documents: Sequence[str], k1: float = 1.5, b: float = 0.75, prune: float = 0.0
+        self,
+        documents: Sequence[str],
+        k1: float = 1.5,
+        b: float = 0.75,
+        prune: float = 0.0,
+        *,
+        new_terms_only: bool = True,
+        max_query_share: float = 1.0,
     ) -> None:
-        """`prune`: after each update, drop the displacement entries smaller than `prune` times
-        the document's largest one (fewer postings at query time; 0 keeps every entry)."""
+        """Build the static index and empty displacements.
+
+        Args:
+            documents: The document texts.
+            k1: BM25's term-frequency saturation.
+            b: BM25's length normalisation.
+            prune: After each update, drop the displacement entries smaller than `prune` times
+                the document's largest one (fewer postings at query time; 0 keeps every entry).
+            new_terms_only: The interference guard: an update writes only into words that no
+                document contains (the vocabulary gap the expansion bridged), never into words
+                some document has, so a query made only of corpus words ranks exactly as static
+                BM25 does. False spreads the residual over every query term.
+            max_query_share: A learned word used by more than this share of the feedback queries
+                observed so far (a template word: "when", "how", "old") adds nothing to any
+                document's score (1.0 keeps every learned word).
+        """
         import bm25s
         import scipy.sparse as sp
 
+        if not 0 <= prune <= 1 or not 0 < max_query_share <= 1:
+            raise ValueError("SparseKeys prune must be in [0, 1] and max_query_share in (0, 1]")
         self.prune = prune
+        self.new_terms_only = new_terms_only
+        self.max_query_share = max_query_share
 
         self.n_docs = len(documents)
         self.static = bm25s.BM25(k1=k1, b=b, method="lucene")
@@ -143,6 +168,7 @@ class SparseKeys(Keys):
         self._queries += 1
         for term in query:
             self._query_df[term] = self._query_df.get(term, 0) + 1
+        self._dirty = self._dirty or self.max_query_share < 1  # which learned words count moved
 
     def idf(self, term_id: int) -> float:
         """Lucene IDF: over the corpus for its terms; over the feedback queries observed so far
@@ -188,11 +214,20 @@ class SparseKeys(Keys):
         total = sum(row.get(i, 0.0) for i in query)
         if evolved:
             moved = self.delta.get(doc, {})
-            total += sum(moved.get(i, 0.0) for i in query)
+            total += sum(moved.get(i, 0.0) for i in query if self.active(i))
         return float(total)
 
+    def active(self, term_id: int) -> bool:
+        """Whether a displacement on this term counts: always for corpus words; for a learned
+        word, unless more than `max_query_share` of the feedback queries used it."""
+        if term_id < self._base_columns or self.max_query_share >= 1:
+            return True
+        return self._query_df.get(term_id, 0) <= self.max_query_share * max(self._queries, 1)
+
     def infusion(self, query: Query) -> dict[int, float]:
-        weights = {i: self.idf(i) for i in query}
+        weights = {
+            i: self.idf(i) for i in query if not self.new_terms_only or i >= self._base_columns
+        }
         total = sum(weights.values())
         return {i: w / total for i, w in weights.items()} if total > 0 else {}
 
@@ -227,6 +262,8 @@ class SparseKeys(Keys):
         rows, cols, values = [], [], []
         for doc, moved in self.delta.items():
             for term, value in moved.items():
+                if not self.active(term):
+                    continue
                 rows.append(doc)
                 cols.append(term)
                 values.append(value)

@@ -15,7 +15,8 @@
 
 Losses are aggregated by verl's own `agg_loss` with the run's `loss_agg_mode`. verl cannot be
 installed beside this environment's transformers (verl 0.9.1 pins transformers < 5.11), so the
-tests register against a stub with verl's registry API; on a GPU box with verl, call
+tests register against a stub with verl's registry API (the path is untested against real
+verl); on a GPU box with verl, call
 `register_with_verl()` before building the trainer (e.g. in a custom `main_ppo` entry).
 """
 

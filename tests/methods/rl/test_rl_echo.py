@@ -238,3 +238,29 @@ def test_majority_vote_pseudo_labels() -> None:
     assert majority_rewards([None, None]) == (None, [0.0, 0.0])
     label, rewards = pseudo_label_rewards(["x=4", "x=4", "x=2"], lambda s: s.split("=")[-1])
     assert label == "4" and rewards == [1.0, 1.0, 0.0]
+
+
+def test_the_two_normalizations_differ_only_in_the_clip_range() -> None:
+    """The paper's `mean_topk` and docket's default `mass_topk` (= k·mean): whitening is
+    scale-invariant, so the hybrid scores are equal; the adaptive ε differs. With the mean,
+    C ≤ 1/k, so ε stays in [ε_min + (ε_max − ε_min)·σ(κ(1 − 1/k)), ε_min + (ε_max − ε_min)·σ(κ)]
+    = [0.19413, 0.19730] at the released knobs, whatever the logits; the sum reaches down to
+    ε_min + (ε_max − ε_min)/2 = 0.125 on a one-hot tail."""
+    gen = torch.Generator().manual_seed(0)
+    logits = torch.randn(4, 24, 52, generator=gen) * 4
+    logits[0, :, 0] = 60.0  # a fully confident row
+    mask = torch.ones(4, 24)
+    mean = actor_confidence(logits, k=5, normalization="mean_topk")
+    mass = actor_confidence(logits, k=5, normalization="mass_topk")
+    assert torch.allclose(mass, 5 * mean)
+    entropy = torch.rand(4, 24, generator=gen)
+    same = hybrid_scores(entropy, mean, mask) - hybrid_scores(entropy, mass, mask)
+    assert float(same.abs().max()) < 1e-4  # equal up to float32 rounding
+    eps_mean = adaptive_clip_eps(mean, mask)
+    eps_mass = adaptive_clip_eps(mass, mask)
+    low = 0.05 + 0.15 / (1 + math.exp(-4 * 0.8))
+    high = 0.05 + 0.15 / (1 + math.exp(-4.0))
+    assert low == pytest.approx(0.194125, abs=1e-6) and high == pytest.approx(0.197302, abs=1e-6)
+    assert float(eps_mean.min()) >= low - 1e-6 and float(eps_mean.max()) <= high + 1e-6
+    assert float(eps_mean[0]) == pytest.approx(low, abs=1e-6)  # top-5 mean of a one-hot = 1/5
+    assert float(eps_mass[0]) == pytest.approx(0.125, abs=1e-6)

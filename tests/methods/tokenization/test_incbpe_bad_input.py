@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -104,7 +105,7 @@ def test_improper_merge_list_is_reordered_exactly_or_refused() -> None:
     rules = [rules[0], rules[2], rules[1], rules[3]]
     with pytest.raises(ImproperMergeList) as caught:
         Tokenizer(Source(tokens=powers, rules=rules, name="powers"))
-    assert "no proper reordering is equivalent" in one_line(caught.value)
+    assert "its proper reordering differs from the original" in one_line(caught.value)
 
 
 def test_native_rejects_bad_rules_with_one_line() -> None:
@@ -140,3 +141,26 @@ def test_missing_native_core_is_one_line(monkeypatch: pytest.MonkeyPatch) -> Non
         monkeypatch.undo()
         _native.native.cache_clear()
     assert _native.native().Vocabulary
+
+
+def test_properize_check_probes_every_moved_rule() -> None:
+    """552 fixable moved rules (xyy listed before xy, for every ordered pair of 24 letters), then
+    the unfixable a-powers case last: the check reaches the 553rd moved rule and refuses (it
+    used to probe only the first 200 and accepted a list that encodes `aaaaaaaa` differently)."""
+    letters = b"bcdefghijklmnopqrstuvwxy"
+    tokens = [bytes([c]) for c in letters] + [b"a"]
+    rules: list[tuple[int, int, int]] = []
+    for x, y in itertools.permutations(range(len(letters)), 2):
+        tokens += [tokens[x] + tokens[y], tokens[x] + tokens[y] * 2]
+        rules += [(len(tokens) - 2, y, len(tokens) - 1), (x, y, len(tokens) - 2)]
+    assert len(rules) == 2 * 552
+    Tokenizer(Source(tokens=list(tokens), rules=list(rules), name="many"))  # all fixable
+    power = {1: tokens.index(b"a")} | {n: len(tokens) + n - 2 for n in range(2, 7)}
+    tokens += [b"a" * n for n in range(2, 7)]
+    unfixable = [(power[1], power[1], power[2]), (power[4], power[2], power[6])]
+    unfixable += [(power[2], power[2], power[4]), (power[4], power[1], power[5])]
+    with pytest.raises(ImproperMergeList) as caught:
+        Tokenizer(Source(tokens=tokens, rules=rules + unfixable, name="many"))
+    assert "its proper reordering differs from the original list on the probe" in one_line(
+        caught.value
+    )
