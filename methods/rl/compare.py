@@ -20,6 +20,7 @@ from .metrics import read_metrics
 RUNS: list[tuple[str, str, str, list[str]]] = [
     ("grpo", "arith", "grpo", []),
     ("replay", "arith", "replay", []),
+    ("replay (uniform)", "arith", "replay", ["replay_positive_weight=1.0"]),
     ("nsr", "arith", "nsr", []),
     ("stratified", "arith", "stratified", []),
     ("echo (TTRL pseudo-labels)", "arith", "echo", []),
@@ -39,9 +40,10 @@ def folder(out: Path, name: str, task: str, seed: int) -> Path:
         seed: The run's seed.
 
     Returns:
-        `out / "<task>-<variant>[-gold]-seed<seed>"`.
+        `out / "<task>-<variant>[-gold|-uniform]-seed<seed>"`.
     """
-    slug = name.split(" ")[0] + ("-gold" if "verifier" in name else "")
+    tag = "-gold" if "verifier" in name else "-uniform" if "uniform" in name else ""
+    slug = name.split(" ")[0] + tag
     return out / f"{task}-{slug}-seed{seed}"
 
 

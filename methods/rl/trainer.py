@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
@@ -98,7 +99,7 @@ class RLConfig:
     eval_samples: int = 4
     # replay (`replay.py`): R = replay_fresh_prompts × group_size fresh rollouts per update
     replay_fresh_prompts: int = 4
-    replay_capacity: int = 64
+    replay_capacity: int = 256  # N > B, so each update samples B of the N buffered
     replay_positive_weight: float = 2.0
     replay_loss: str = "clip"
     asymre_offset: float = 0.1
@@ -139,6 +140,25 @@ class RLConfig:
         for name in ("steps", "prompts_per_step", "group_size", "epochs", "minibatches"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1")
+        if self.variant == "replay":
+            self._validate_replay()
+
+    def _validate_replay(self) -> None:
+        """Replay must sample: capacity N above the batch B, fresh rollouts R within N."""
+        batch = self.prompts_per_step * self.group_size
+        fresh = self.replay_fresh_prompts * self.group_size
+        if self.replay_capacity <= batch:
+            raise ValueError(
+                f"replay_capacity N = {self.replay_capacity} must exceed the batch B = "
+                f"prompts_per_step x group_size = {batch} (at N <= B every update takes the "
+                f"whole buffer and nothing is sampled); set replay_capacity > {batch}, "
+                f"e.g. {4 * batch}"
+            )
+        if not 1 <= fresh <= self.replay_capacity:
+            raise ValueError(
+                f"replay_fresh_prompts x group_size = {fresh} fresh rollouts per update must be "
+                f"between 1 and replay_capacity = {self.replay_capacity}"
+            )
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -152,6 +172,8 @@ class TrainBatch:
     advantages: Tensor
     confidence: Tensor | None = None
     stats: dict[str, float] = field(default_factory=dict)
+    #: replay: per sampled rollout, its age (updates since generated) and its use count so far
+    draws: dict[str, list[int]] = field(default_factory=dict)
 
     def rows(self, index: Tensor) -> TrainBatch:
         conf = None if self.confidence is None else self.confidence[index]
@@ -298,13 +320,20 @@ class Trainer:
         drawn = self.buffer.sample(cfg.prompts_per_step * cfg.group_size, version=step)
         batch = concat([d.item[0] for d in drawn])
         advantages = torch.cat([d.item[1] for d in drawn])
+        ages = [d.age for d in drawn]
+        uses = [d.uses for d in drawn]
         stats = {
             "reward": float(fresh.rewards.mean()),
             "batch_reward": float(batch.rewards.mean()),
             "buffer": float(len(self.buffer)),
-            "mean_age": sum(d.age for d in drawn) / len(drawn),
+            "mean_age": sum(ages) / len(drawn),
+            "max_age": float(max(ages)),
+            "fresh_share": sum(age == 0 for age in ages) / len(drawn),
+            "mean_uses": sum(uses) / len(drawn),
+            "first_use_share": sum(use == 1 for use in uses) / len(drawn),
         }
-        return TrainBatch(batch, advantages, stats=stats)
+        draws = {"sampled_ages": ages, "sampled_uses": uses}
+        return TrainBatch(batch, advantages, stats=stats, draws=draws)
 
     def _collect_echo(self) -> TrainBatch:
         cfg = self.cfg
@@ -464,6 +493,7 @@ class Trainer:
             for step in range(cfg.steps):
                 batch = self.collect(step)
                 record: dict[str, Any] = {"step": step + 1, **batch.stats, **self.optimise(batch)}
+                record.update(batch.draws)
                 record.update(self.policy.cost.as_dict())
                 rewards.append(float(batch.stats["reward"]))
                 if (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps:
@@ -480,6 +510,7 @@ class Trainer:
                     f" sampled {latest['eval_sampled']:.2f}"
                 )
         tail = rewards[-10:]
+        extra = {"replay": replay_summary(self.buffer)} if cfg.variant == "replay" else {}
         return {
             "variant": cfg.variant,
             "task": cfg.task,
@@ -492,4 +523,27 @@ class Trainer:
             "final_rewards": sum(tail) / len(tail),
             **self.policy.cost.as_dict(),
             "wall_s": round(time.perf_counter() - started, 2),
+            **extra,
         }
+
+
+def replay_summary(buffer: FIFOReplayBuffer[Any]) -> dict[str, Any]:
+    """How the buffer was used over a run: lifetime use counts of the evicted rollouts (their
+    whole life is over) and of the rollouts still buffered, and the draw totals.
+
+    Args:
+        buffer: The run's replay buffer.
+
+    Returns:
+        `{"lifetime_uses": {count: rollouts}, "buffered_uses": {...}, "pushed", "drawn",
+        "evicted", "never_drawn_share"}` (the share among evicted rollouts).
+    """
+    lifetime = Counter(s.uses for s in buffer.evicted)
+    return {
+        "lifetime_uses": dict(sorted(lifetime.items())),
+        "buffered_uses": dict(sorted(Counter(s.uses for s in buffer.stored()).items())),
+        "pushed": buffer.pushed,
+        "drawn": buffer.drawn,
+        "evicted": len(buffer.evicted),
+        "never_drawn_share": lifetime[0] / max(len(buffer.evicted), 1),
+    }

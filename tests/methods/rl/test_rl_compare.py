@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from docket.core.jsonl import write_jsonl
-from docket.methods.rl.compare import at_budget, folder, table
+from docket.methods.rl.compare import RUNS, at_budget, folder, table
 
 
 def fake_run(out: Path, name: str, seed: int, per_update: int, curve: list[float]) -> None:
@@ -52,3 +52,10 @@ def test_table_spread_gain_and_equal_generation(tmp_path: Path) -> None:
     assert "| arith | grpo | 2 | 0.300 ± 0.141 → 0.500 ± 0.141 | +0.200 ± 0.000 |" in markdown
     assert "| 512 | 2,048 | 0.400 ± 0.141 (update 4) |" in markdown
     assert "| arith | replay | 0.300 | 0.350 | 0.450 |" in markdown
+
+
+def test_each_row_has_its_own_run_folder(tmp_path: Path) -> None:
+    """Weighted and uniform replay (and both ECHO rows) must not share a run folder."""
+    folders = {folder(tmp_path, name, task, 0) for name, task, _, _ in RUNS}
+    assert len(folders) == len(RUNS)
+    assert folder(tmp_path, "replay (uniform)", "arith", 1).name == "arith-replay-uniform-seed1"

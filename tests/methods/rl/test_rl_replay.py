@@ -11,8 +11,10 @@ from docket.methods.rl.replay import (
     asymre_loss,
     cost_per_update,
     expected_uses,
+    inclusion_probabilities,
     staleness_horizon,
 )
+from docket.methods.rl.trainer import RLConfig
 
 
 def test_fifo_evicts_the_oldest_beyond_capacity() -> None:
@@ -97,3 +99,68 @@ def test_asymre_improves_on_the_behaviour_policy_of_an_exact_bandit() -> None:
     # V defaults to the batch mean minus the offset
     out = asymre_loss(torch.zeros(5, 1), torch.ones(5, 1), r, offset=0.1)
     assert out.metrics["asymre_baseline"] == pytest.approx(float(r.mean()) - 0.1)
+
+
+def test_a_sampled_batch_is_not_the_last_generated_batch() -> None:
+    """N = 256 > B = 64, R = 32 fresh per update (the trainer's defaults): after three pushes the
+    64 drawn are neither the 32 just generated nor the whole buffer, and their ages and use
+    counts are recorded per draw."""
+    buffer: FIFOReplayBuffer[int] = FIFOReplayBuffer(256, seed=0)
+    for version in range(3):
+        buffer.push(range(32), [0.0] * 32, version)
+        drawn = buffer.sample(64, version)
+    last = {s.serial for s in buffer.stored() if s.version == 2}
+    serials = {d.serial for d in drawn}
+    assert len(buffer) == 96 and len(serials) == 64
+    assert serials != last and not serials <= last and len(serials - last) > 0
+    assert sorted({d.age for d in drawn}) == [0, 1, 2]
+    assert all(1 <= d.uses <= 3 for d in drawn)
+    assert sum(d.uses for d in drawn) == sum(s.uses for s in buffer.stored() if s.serial in serials)
+
+
+def _per_item_rate(weight: float, capacity: int, batch: int, positives: int, draws: int) -> tuple:
+    buffer: FIFOReplayBuffer[int] = FIFOReplayBuffer(capacity, positive_weight=weight, seed=3)
+    buffer.push(range(capacity), [1.0] * positives + [0.0] * (capacity - positives), version=0)
+    for _ in range(draws):
+        buffer.sample(batch, 0)
+    uses = torch.tensor([s.uses for s in buffer.stored()], dtype=torch.float64)
+    return float(uses[:positives].mean()) / draws, float(uses[positives:].mean()) / draws
+
+
+def test_the_positive_weight_sets_the_per_item_draw_ratio() -> None:
+    """Weight w, one item per draw: a positive is drawn w times as often as a negative (exact).
+    B = 64 of N = 256 without replacement (a quarter positive): the ratio is Rosén's 1.791, not 2,
+    and weight 1 gives 1. Tolerance: 4 standard errors of the ratio by the delta method, each rate
+    a mean of per-item Bernoulli frequencies (draws within a batch are negatively correlated,
+    which only shrinks the error)."""
+    for weight, capacity, batch, positives, draws in (
+        (2.0, 40, 1, 10, 20_000),
+        (2.0, 256, 64, 64, 1_500),
+    ):
+        pos, neg = _per_item_rate(weight, capacity, batch, positives, draws)
+        probs = inclusion_probabilities(
+            torch.tensor([weight] * positives + [1.0] * (capacity - positives)), batch
+        )
+        expected = weight if batch == 1 else float(probs[0] / probs[-1])
+        se_pos = (pos * (1 - pos) / (draws * positives)) ** 0.5
+        se_neg = (neg * (1 - neg) / (draws * (capacity - positives))) ** 0.5
+        se_ratio = (pos / neg) * ((se_pos / pos) ** 2 + (se_neg / neg) ** 2) ** 0.5
+        assert abs(pos / neg - expected) < 4 * se_ratio, (batch, pos / neg, expected, se_ratio)
+    assert float(probs[0] / probs[-1]) == pytest.approx(1.791, abs=0.001)
+    assert float(probs.sum()) == pytest.approx(64.0)
+    pos, neg = _per_item_rate(1.0, 256, 64, 64, 1_500)
+    assert pos / neg == pytest.approx(1.0, abs=0.03)  # uniform: 64/256 each
+    assert pos == pytest.approx(0.25, abs=0.01) and neg == pytest.approx(0.25, abs=0.01)
+
+
+def test_the_config_refuses_replay_that_cannot_sample() -> None:
+    """N <= B would train every update on the whole buffer: refused with both numbers."""
+    with pytest.raises(ValueError, match=r"replay_capacity N = 64 must exceed the batch B = .* 64"):
+        RLConfig(variant="replay", replay_capacity=64).validate()
+    with pytest.raises(ValueError, match=r"set replay_capacity > 32, e.g. 128"):
+        RLConfig(variant="replay", prompts_per_step=4, replay_capacity=16).validate()
+    with pytest.raises(ValueError, match=r"80 fresh rollouts per update .* replay_capacity = 72"):
+        RLConfig(variant="replay", replay_fresh_prompts=10, replay_capacity=72).validate()
+    RLConfig(variant="replay", replay_capacity=65).validate()  # N = B + 1 samples
+    RLConfig(variant="replay").validate()  # the default N = 256
+    RLConfig(variant="grpo", replay_capacity=8).validate()  # only replay uses the buffer

@@ -118,3 +118,39 @@ def test_policy_sampling_matches_scoring() -> None:
     for row, logps in enumerate(sampled.logps):
         assert scored.logp[row, : len(logps)].tolist() == pytest.approx(logps, abs=1e-5)
     assert policy.cost.rollouts == 6 and policy.cost.tokens == int(mask.sum())
+
+
+@pytest.mark.slow
+def test_replay_and_its_positive_weight_change_the_run(
+    warm: dict[str, tuple[TaskFamily, HFPolicy]],
+) -> None:
+    """From one warm start and seed, 30 updates: replay (N 256 > B 64) trains other batches than
+    GRPO, so the trained weights and the probe reward differ; weight 2 trains on batches richer in
+    positives than the fresh rollouts (expected gap p(1-p)/(1+p) ≈ 0.13 at p ≈ 0.3, shrunk by
+    sampling B of N without replacement), weight 1 on batches as rich as them (gap ≈ 0)."""
+    family, start = warm["arith"]
+    probe = family.split("train", 40, seed=123)
+    results: dict[str, tuple[list[dict[str, Any]], float, torch.Tensor]] = {}
+    for name, variant, weight in (
+        ("grpo", "grpo", 2.0),
+        ("w2", "replay", 2.0),
+        ("w1", "replay", 1.0),
+    ):
+        policy = HFPolicy(copy.deepcopy(start.model), start.tokenizer)
+        cfg = RLConfig(
+            variant=variant, task="arith", seed=0, steps=30, lr=3e-4, warmup_steps=2,
+            eval_every=10**6, eval_size=30, replay_positive_weight=weight,
+        )  # fmt: skip
+        records: list[dict[str, Any]] = []
+        Trainer(policy, family, cfg).run(progress=False, on_step=records.append)
+        weights = torch.cat([p.detach().flatten() for p in policy.model.parameters()])
+        results[name] = (records, evaluate(policy, family, probe, samples=8, seed=5), weights)
+    assert not torch.equal(results["grpo"][2], results["w2"][2])
+    assert results["grpo"][1] != results["w2"][1]
+    gaps = {
+        name: sum(r["batch_reward"] - r["reward"] for r in results[name][0][5:]) / 25
+        for name in ("w1", "w2")
+    }
+    assert gaps["w2"] > 0.05 and abs(gaps["w1"]) < 0.04 and gaps["w2"] > gaps["w1"] + 0.05, gaps
+    late = results["w2"][0][-1]
+    assert late["buffer"] == 256 and len(late["sampled_ages"]) == 64 and late["max_age"] > 0
