@@ -31,19 +31,21 @@ def _run(task: str, server: OpenAIServer, log_dir: Path, **task_args: object) ->
     return read_eval_log(log.location, resolve_attachments=True)  # message texts, not refs
 
 
+@pytest.fixture
+def served(qwen_server: OpenAIServer, monkeypatch: pytest.MonkeyPatch) -> OpenAIServer:  # noqa: F811
+    """The server, with its `TSERVE_*` environment set for Inspect's openai-api provider."""
+    for name, value in qwen_server.env.items():
+        monkeypatch.setenv(name, value)
+    return qwen_server
+
+
 def _model_events(log: EvalLog) -> list[ModelEvent]:
     assert log.samples is not None
     return [e for s in log.samples for e in s.events if isinstance(e, ModelEvent)]
 
 
-def test_smoke_calls_tools_over_the_wire(
-    qwen_server: OpenAIServer,  # noqa: F811
-    monkeypatch: pytest.MonkeyPatch,
-    tmp_path: Path,
-) -> None:
-    for name, value in qwen_server.env.items():
-        monkeypatch.setenv(name, value)
-    log = _run("docket/smoke", qwen_server, tmp_path, message_limit=6)
+def test_smoke_calls_tools_over_the_wire(served: OpenAIServer, tmp_path: Path) -> None:
+    log = _run("docket/smoke", served, tmp_path, message_limit=6)
     assert log.status == "success", log.error
     assert log.samples is not None and log.samples[0].error is None
     events = _model_events(log)
@@ -67,14 +69,8 @@ def test_smoke_calls_tools_over_the_wire(
     )
 
 
-def test_anchor_direct_runs_over_the_wire(
-    qwen_server: OpenAIServer,  # noqa: F811
-    monkeypatch: pytest.MonkeyPatch,
-    tmp_path: Path,
-) -> None:
-    for name, value in qwen_server.env.items():
-        monkeypatch.setenv(name, value)
-    log = _run("docket/anchor_direct", qwen_server, tmp_path, max_steps=2, self_audit=True)
+def test_anchor_direct_runs_over_the_wire(served: OpenAIServer, tmp_path: Path) -> None:
+    log = _run("docket/anchor_direct", served, tmp_path, max_steps=2, self_audit=True)
     assert log.status == "success", log.error
     assert log.samples is not None and log.samples[0].error is None
     events = _model_events(log)
