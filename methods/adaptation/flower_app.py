@@ -12,7 +12,8 @@ linears. Strategies (run config `strategy`):
 - `fedavg`: FedAvg-LoRA (FedIT) — every LoRA matrix is averaged; standard LoRA init.
 - `fedsa`: FedSA-LoRA — A matrices averaged, B matrices stay on the client; standard init.
 - `fedpissa`: PiSSA init, selective aggregation by agreement, decorrelated projection of the
-  private updates (`fedpissa.py`; `select`/`project` switch each part off).
+  private updates (`fedpissa.py`; `select`/`project` switch each part off, `share-all`
+  averages everything).
 
 Bytes are counted from the `ArrayRecord`s of the messages each strategy sends and receives:
 `payload` = numel x itemsize of the arrays, `wire` = Flower's `count_bytes()` (payload plus the
@@ -57,10 +58,10 @@ class FedSettings:
     local_steps: int = 10
     batch_size: int = 16
     lr: float = 5e-3
-    tau: float = 0.3  # FedPissa: share a component while its agreement average >= tau (ours)
-    beta: float = 0.5  # FedPissa: weight of the previous agreement average (ours)
+    false_share: float = 0.05  # FedPissa: chance an unrelated update counts as agreeing (ours)
     sketch_dim: int = 32  # FedPissa: values per component sketch (ours)
-    select: bool = True  # FedPissa: selective aggregation (off: share A only, like FedSA)
+    select: bool = True  # FedPissa: selective aggregation (off: the prior, A shared, B private)
+    share_all: bool = False  # FedPissa ablation: every component averaged (FedAvg, PiSSA init)
     project: bool = True  # FedPissa: decorrelated projection of private updates
     seed: int = 0
     threads: int = 1  # torch threads per client process (small models run best on one)
@@ -500,9 +501,11 @@ class FedSALoRA(LoraStrategy):
 
 
 class FedPissaStrategy(LoraStrategy):
-    """FedPissa (our reconstruction): share the components whose cross-client agreement (EMA of the
-    mean pairwise cosine of the update sketches) is at least `tau`; FedSA-LoRA's split is the prior.
-    `select=False` keeps the prior (A shared) every round."""
+    """FedPissa (our reconstruction): the first round shares FedSA-LoRA's split (A matrices);
+    then a component is shared exactly when every client's update sketch agrees with the
+    others' weighted sum beyond the cosine that orthogonal updates' sketches exceed with
+    probability `false_share` (`fedpissa.AgreementSelector`). `select=False` keeps the prior
+    every round; `share_all=True` averages every component every round (FedAvg)."""
 
     name = "fedpissa"
 
@@ -513,35 +516,36 @@ class FedPissaStrategy(LoraStrategy):
         clients: int,
         *,
         sketch_dim: int = 32,
-        tau: float = 0.3,
-        beta: float = 0.5,
+        false_share: float = 0.05,
         select: bool = True,
+        share_all: bool = False,
     ) -> None:
-        super().__init__(keys, rounds, clients, sketch_dim=sketch_dim if select else 0)
-        self.tracker = fedpissa.AgreementTracker(
-            fedpissa.fedsa_prior(self.keys), beta=beta, tau=tau
-        )
-        self.select = select
+        selecting = select and not share_all
+        super().__init__(keys, rounds, clients, sketch_dim=sketch_dim if selecting else 0)
+        prior = set(self.keys) if share_all else fedpissa.fedsa_prior(self.keys)
+        threshold = fedpissa.null_agreement_threshold(sketch_dim, false_share) if selecting else 1.0
+        self.selector = fedpissa.AgreementSelector(prior, threshold)
+        self.select = selecting
 
     def shared_keys(self, server_round: int) -> list[str]:
-        return self.tracker.shared()
+        return self.selector.shared()
 
     def after_round(self, replies: list[Message]) -> None:
         if not self.select:
             return
-        sketches = [
-            cast(ArrayRecord, r.content["sketches"]) for r in replies if "sketches" in r.content
-        ]
-        if len(sketches) < 2:
+        sent = [r.content for r in replies if "sketches" in r.content]
+        if len(sent) < 2:
             return
-        self.tracker.update(
-            {k: fedpissa.agreement([s[k].numpy() for s in sketches]) for k in self.keys}
-        )
+        sketches = [cast(ArrayRecord, c["sketches"]) for c in sent]
+        weights = [float(c["metrics"][self.weighted_by_key]) for c in sent]  # type: ignore[arg-type]
+        self.selector.update({k: [s[k].numpy() for s in sketches] for k in self.keys}, weights)
 
     def summary_dict(self) -> dict[str, Any]:
         summary = super().summary_dict()
-        summary["agreement_history"] = self.tracker.history
-        summary["shared_final"] = self.tracker.shared()
+        summary["agreement_threshold"] = self.selector.threshold
+        summary["agreement_history"] = self.selector.history
+        summary["shared_final"] = self.selector.shared()
+        summary["shared_fraction"] = [t.shared / len(self.keys) for t in self.traffic]
         return summary
 
 
@@ -556,9 +560,9 @@ def make_strategy(settings: FedSettings, keys: Iterable[str]) -> LoraStrategy:
         settings.rounds,
         settings.clients,
         sketch_dim=settings.sketch_dim,
-        tau=settings.tau,
-        beta=settings.beta,
+        false_share=settings.false_share,
         select=settings.select,
+        share_all=settings.share_all,
     )
 
 

@@ -49,6 +49,26 @@ def build_base(out: Path, texts: list[str], *, steps: int, seed: int, progress: 
     return out
 
 
+#: Ablations of FedPissa runnable as `--strategies` names: (strategy, run config knobs).
+VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
+    "fedpissa-all": ("fedpissa", {"share-all": True}),  # selection off: every matrix averaged
+    "fedpissa-prior": ("fedpissa", {"select": False}),  # selection off: A shared, B private
+}
+
+
+def variant(name: str) -> tuple[str, dict[str, Any]]:
+    """The Flower strategy and extra run config a `--strategies` name stands for."""
+    return VARIANTS.get(name, (name, {}))
+
+
+def run_in_process(settings: dict[str, Any]) -> None:
+    """One run of the same ServerApp and ClientApp on an in-process grid (no Ray, no network):
+    identical messages and client state, minutes instead of the simulation engine's start-up."""
+    from docket.methods.adaptation.flower_app import run_in_process as run_app
+
+    run_app(settings)
+
+
 def simulate(settings: dict[str, Any], clients: int, actors: int) -> None:
     """One run on Flower's simulation engine (Ray), `actors` client processes at a time."""
     from flwr.simulation import run_simulation
@@ -83,7 +103,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--strategies", default="fedpissa,fedsa,fedavg")
     parser.add_argument("--seeds", default="0")
-    parser.add_argument("--engine", choices=("simulation", "deployment"), default="simulation")
+    parser.add_argument(
+        "--engine", choices=("simulation", "deployment", "inprocess"), default="simulation"
+    )
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--alpha", type=float, default=0.5, help="Dirichlet label skew")
@@ -92,10 +114,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--heldout", type=int, default=32, help="held-out examples per client")
     parser.add_argument("--base-model", type=Path, help="a checkpoint (default: a tiny Llama)")
     parser.add_argument("--base-steps", type=int, default=400)
+    parser.add_argument(
+        "--reuse-base", action="store_true", help="keep an OUT/s<seed>/base built by a past run"
+    )
     parser.add_argument("--rank", type=int, default=4)
     parser.add_argument("--local-steps", type=int, default=10)
     parser.add_argument("--lr", type=float, default=5e-3)
-    parser.add_argument("--tau", type=float, default=0.3)
+    parser.add_argument(
+        "--false-share",
+        type=float,
+        default=0.05,
+        help="FedPissa: chance that an update unrelated to the others' counts as agreeing",
+    )
     parser.add_argument("--actors", type=int, default=1, help="simulation: parallel clients")
     parser.add_argument("--timeout", type=float, default=1800.0, help="deployment: seconds")
     parser.add_argument("--no-progress", action="store_true")
@@ -114,6 +144,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         )
         data = write_clients(clients, folder / "data")
         base = args.base_model
+        if base is None and args.reuse_base and (folder / "base" / "config.json").is_file():
+            base = folder / "base"
         if base is None:
             texts = [e.text for c in clients for e in c.train]
             random.Random(seed).shuffle(texts)
@@ -124,8 +156,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 seed=seed,
                 progress=not args.no_progress,
             )
-        for strategy in args.strategies.split(","):
-            target = folder / strategy
+        for name in args.strategies.split(","):
+            strategy, knobs = variant(name)
+            target = folder / name
             settings = {
                 "base-model": str(base.resolve()),
                 "data-dir": str(data.resolve()),
@@ -135,24 +168,31 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 "rank": args.rank,
                 "local-steps": args.local_steps,
                 "lr": args.lr,
-                "tau": args.tau,
+                "false-share": args.false_share,
                 "seed": seed,
                 "out": str((target / "summary.json").resolve()),
                 "save-dir": str((target / "models").resolve()),
+                **knobs,
             }
             if args.engine == "simulation":
                 simulate(settings, args.clients, args.actors)
+            elif args.engine == "inprocess":
+                run_in_process(settings)
             else:
                 deploy(settings, args.clients, target / "deployment", args.timeout)
             summary = json.loads((target / "summary.json").read_text())
-            results.append({"seed": seed, "engine": args.engine} | summary)
+            results.append({"seed": seed, "engine": args.engine, "variant": name} | summary)
             accuracy, payload = summary["personalised_accuracy"], summary["payload_per_round"]
-            print(f"seed {seed} {strategy}: accuracy {accuracy:.3f}, payload/round {payload:.0f} B")
+            shared = [r["shared"] for r in summary["rounds"]]
+            print(
+                f"seed {seed} {name}: accuracy {accuracy:.3f}, payload/round {payload:.0f} B, "
+                f"shared per round {shared}"
+            )
     table = {}
-    for strategy in args.strategies.split(","):
-        runs = [r for r in results if r["strategy"] == strategy]
+    for name in args.strategies.split(","):
+        runs = [r for r in results if r["variant"] == name]
         accuracy = [r["personalised_accuracy"] for r in runs]
-        table[strategy] = {
+        table[name] = {
             "accuracy_mean": statistics.fmean(accuracy),
             "accuracy_sd": statistics.stdev(accuracy) if len(accuracy) > 1 else 0.0,
             "payload_per_round": statistics.fmean(r["payload_per_round"] for r in runs),

@@ -75,28 +75,97 @@ def test_agreement_is_the_mean_pairwise_cosine() -> None:
     assert fedpissa.agreement([x, np.zeros(2)]) == 0.0
 
 
-def test_sketches_are_shared_projections_that_keep_cosines() -> None:
-    rng = np.random.default_rng(1)
-    delta = rng.standard_normal((16, 32))
-    other = rng.standard_normal((16, 32))
-    s1 = fedpissa.sketch(delta, 256, A_KEY)
-    np.testing.assert_array_equal(s1, fedpissa.sketch(delta, 256, A_KEY))  # every client
-    assert fedpissa.agreement([s1, fedpissa.sketch(2 * delta, 256, A_KEY)]) == pytest.approx(1.0)
-    cosine = fedpissa.agreement([delta, delta + other])
-    estimate = fedpissa.agreement([s1, fedpissa.sketch(delta + other, 256, A_KEY)])
-    assert abs(estimate - cosine) < 0.1
-    assert not np.allclose(s1, fedpissa.sketch(delta, 256, B_KEY))  # per-component matrices
+def test_leave_one_out_agreement_is_each_clients_cosine_with_the_others_sum() -> None:
+    x, y = np.array([1.0, 0.0]), np.array([0.0, 1.0])
+    # client 0: cos(x, x + y); client 1 the same; client 2: cos(y, 2x) = 0
+    np.testing.assert_allclose(
+        fedpissa.leave_one_out_agreement([x, x, y]), [2**-0.5, 2**-0.5, 0.0], atol=1e-12
+    )
+    # weights scale the others' sum: client 0 sees 3y + x... with weights (1, 1, 3)
+    np.testing.assert_allclose(
+        fedpissa.leave_one_out_agreement([x, x, y], [1, 1, 3]),
+        [1 / 10**0.5, 1 / 10**0.5, 0.0],
+        atol=1e-12,
+    )
+    np.testing.assert_allclose(fedpissa.leave_one_out_agreement([x, -x]), [-1.0, -1.0])
+    assert fedpissa.leave_one_out_agreement([x]).size == 0
+    np.testing.assert_array_equal(fedpissa.leave_one_out_agreement([x, np.zeros(2)]), [0.0, 0.0])
+    with pytest.raises(ValueError, match="2 vectors and 3 weights"):
+        fedpissa.leave_one_out_agreement([x, y], [1, 1, 1])
 
 
-def test_tracker_starts_from_the_fedsa_prior_and_follows_agreement() -> None:
-    tracker = fedpissa.AgreementTracker(fedpissa.fedsa_prior([A_KEY, B_KEY]), beta=0.5, tau=0.3)
-    assert tracker.shared() == [A_KEY]
-    tracker.update({A_KEY: 0.0, B_KEY: 0.8})
-    assert tracker.ema == {A_KEY: 0.5, B_KEY: 0.4}
-    assert tracker.shared() == [A_KEY, B_KEY]
-    tracker.update({A_KEY: -0.2, B_KEY: 0.2})
-    assert tracker.ema == pytest.approx({A_KEY: 0.15, B_KEY: 0.3})
-    assert tracker.shared() == [B_KEY]
+def test_null_threshold_is_the_exact_cosine_quantile() -> None:
+    # in 3 dimensions the cosine of two isotropic vectors is uniform on [-1, 1] (Archimedes)
+    assert fedpissa.null_agreement_threshold(3, 0.1) == pytest.approx(0.8)
+    assert fedpissa.null_agreement_threshold(3, 0.5) == pytest.approx(0.0)
+    # the spread shrinks like 1/sqrt(d): the 5 % quantile is close to 1.645 / sqrt(d)
+    tau = fedpissa.null_agreement_threshold(1024, 0.05)
+    assert tau == pytest.approx(1.645 / 32, rel=0.01)
+    with pytest.raises(ValueError, match="sketch dimension 1 < 2"):
+        fedpissa.null_agreement_threshold(1, 0.05)
+    with pytest.raises(ValueError, match="false_share 0.0 outside"):
+        fedpissa.null_agreement_threshold(32, 0.0)
+
+
+def test_orthogonal_updates_read_as_agreeing_at_the_false_share_rate() -> None:
+    """Two orthogonal updates, sketched under 4 000 projections: the sketch cosine exceeds the
+    threshold in 5 % of them (binomial sd 0.0034), not in the ~30 % a 1/d-blind threshold of
+    0.1 would give."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((16, 8))
+    y = rng.standard_normal((16, 8))
+    y -= (x.ravel() @ y.ravel()) / (x.ravel() @ x.ravel()) * x  # exactly orthogonal
+    dim, rate = 32, 0.05
+    tau = fedpissa.null_agreement_threshold(dim, rate)
+    cosines = np.array(
+        [
+            fedpissa.agreement(
+                [fedpissa.sketch(x, dim, B_KEY, s), fedpissa.sketch(y, dim, B_KEY, s)]
+            )
+            for s in range(4000)
+        ]
+    )
+    assert abs(float(np.mean(cosines > tau)) - rate) < 0.012
+    assert float(np.mean(cosines > 0.1)) > 0.25
+
+
+def _two_client_sketches(dim: int) -> tuple[dict[str, list[np.ndarray]], list[str]]:
+    """Two clients' sketches: A and one B agree (the same update up to 10 % noise), one B
+    conflicts (opposite updates), one B is unrelated (orthogonal updates)."""
+    rng = np.random.default_rng(4)
+    keys = [A_KEY, B_KEY, B_KEY.replace("q_proj", "k_proj"), B_KEY.replace("q_proj", "v_proj")]
+    a_key, b_agree, b_conflict, b_unrelated = keys
+    common = {k: rng.standard_normal((8, 16) if k == a_key else (16, 8)) for k in keys}
+    x, y = rng.standard_normal((16, 8)), rng.standard_normal((16, 8))
+    y -= (x.ravel() @ y.ravel()) / (x.ravel() @ x.ravel()) * x
+    deltas = [
+        {
+            a_key: common[a_key] + 0.1 * rng.standard_normal((8, 16)),
+            b_agree: common[b_agree] + 0.1 * rng.standard_normal((16, 8)),
+            b_conflict: sign * common[b_conflict],
+            b_unrelated: other,
+        }
+        for sign, other in ((1.0, x), (-1.0, y))
+    ]
+    sketches = {k: [fedpissa.sketch(d[k], dim, k) for d in deltas] for k in keys}
+    return sketches, keys
+
+
+def test_selector_keeps_conflicting_b_private_and_shares_agreeing_components() -> None:
+    sketches, keys = _two_client_sketches(dim=64)
+    a_key, b_agree, b_conflict, b_unrelated = keys
+    selector = fedpissa.AgreementSelector(
+        fedpissa.fedsa_prior(keys), fedpissa.null_agreement_threshold(64, 0.05)
+    )
+    assert selector.shared() == [a_key]  # round 1: FedSA-LoRA's prior
+    assert selector.update(sketches, [64, 64]) == sorted([a_key, b_agree])
+    lowest = selector.history[-1]["min_agreement"]
+    assert isinstance(lowest, dict)
+    assert lowest[b_conflict] == pytest.approx(-1.0)  # opposite updates: exactly -1
+    assert lowest[a_key] > 0.95 and lowest[b_agree] > 0.95
+    assert abs(lowest[b_unrelated]) < selector.threshold  # orthogonal: inside the null's spread
+    # one client alone cannot measure agreement: the shared set stays as it was
+    assert selector.update({k: v[:1] for k, v in sketches.items()}) == sorted([a_key, b_agree])
 
 
 @pytest.mark.parametrize("key", [A_KEY, B_KEY])

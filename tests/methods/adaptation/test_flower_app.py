@@ -129,3 +129,100 @@ def test_fedpissa_projects_private_updates_off_their_reference(
 def test_missing_data_is_one_clear_error(tiny_dir: Path, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="fedpissa: unreadable .*task.json"):
         run_in_process(settings(tiny_dir, tmp_path / "nowhere", "fedsa", tmp_path))
+
+
+def scripted_deltas(keys: list[str]) -> list[dict[str, np.ndarray]]:
+    """Each of two clients' update of every component, the same every round: the A matrix and
+    `keys[1]` (a B) agree (one update plus 10 % noise), `keys[2]` (a B) conflicts (+D / -D)."""
+    rng = np.random.default_rng(5)
+    common = {k: rng.standard_normal((4, 6)) for k in keys}
+    return [
+        {
+            keys[0]: common[keys[0]] + 0.1 * rng.standard_normal((4, 6)),
+            keys[1]: common[keys[1]] + 0.1 * rng.standard_normal((4, 6)),
+            keys[2]: sign * common[keys[2]],
+        }
+        for sign in (1.0, -1.0)
+    ]
+
+
+def run_scripted(share_all: bool) -> tuple[Any, Any, dict[str, np.ndarray], list[str]]:
+    """FedPissa's ServerApp strategy for two rounds against two scripted ClientApps that add
+    `scripted_deltas` to what they receive and sketch every component's update."""
+    from flwr.app import Message, MetricRecord, RecordDict
+    from flwr.clientapp import ClientApp
+    from flwr.supercore.task_identity import TaskIdentity
+
+    from docket.methods.adaptation.flower_app import FedPissaStrategy, InProcessGrid, _record
+
+    keys = [
+        "m.layers.0.q_proj.lora_A.weight",
+        "m.layers.0.q_proj.lora_B.weight",
+        "m.layers.0.v_proj.lora_B.weight",
+    ]
+    deltas = scripted_deltas(keys)
+    initial = {k: np.zeros((4, 6), np.float32) for k in keys}
+    client = ClientApp()
+
+    @client.train()
+    def _train(msg: Message, context: Context) -> Message:
+        delta = deltas[int(context.node_config["partition-id"])]
+        received = {k: v.numpy() for k, v in cast_arrays(msg.content["arrays"]).items()}
+        dim = int(msg.content["config"]["sketch-dim"])  # type: ignore[arg-type]
+        content = RecordDict(
+            {
+                "arrays": _record(
+                    {k: (v + delta[k]).astype(np.float32) for k, v in received.items()}
+                ),
+                "sketches": _record({k: fedpissa.sketch(delta[k], dim, k) for k in keys}),
+                "metrics": MetricRecord({"num-examples": 10}),
+            }
+        )
+        return Message(content, reply_to=msg)
+
+    for name in ("_run_id", "_node_id", "_task_id"):
+        if getattr(TaskIdentity, name) is None:
+            setattr(TaskIdentity, name, 0)
+    grid = InProcessGrid(client, 2, {})
+    strategy = FedPissaStrategy(keys, rounds=99, clients=2, sketch_dim=16, share_all=share_all)
+    result = strategy.start(grid=grid, initial_arrays=_record(initial), num_rounds=2)
+    final = {k: v.numpy() for k, v in result.arrays.items()}
+    return strategy, grid, final, keys
+
+
+def cast_arrays(record: Any) -> ArrayRecord:
+    assert isinstance(record, ArrayRecord)
+    return record
+
+
+def test_fedpissa_aggregates_agreeing_components_and_keeps_conflicting_b_private() -> None:
+    strategy, grid, final, keys = run_scripted(share_all=False)
+    a_key, b_agree, b_conflict = keys
+    sent = [sorted(cast_arrays(m.content["arrays"])) for m in grid.sent]
+    assert sent == [[a_key]] * 2 + [[a_key, b_agree]] * 2  # round 1: prior; round 2: agreement
+    assert strategy.selector.history[0]["min_agreement"][b_conflict] == pytest.approx(-1.0)
+    deltas = scripted_deltas(keys)
+    mean = {k: (deltas[0][k] + deltas[1][k]) / 2 for k in keys}
+    np.testing.assert_allclose(final[a_key], 2 * mean[a_key], atol=1e-5)  # averaged twice
+    np.testing.assert_allclose(final[b_agree], mean[b_agree], atol=1e-5)  # averaged in round 2
+    np.testing.assert_array_equal(final[b_conflict], 0.0)  # never left a client
+    replies = [sorted(cast_arrays(r.content["arrays"])) for r in grid.replies]
+    assert all(b_conflict not in r for r in replies)
+    assert strategy.summary_dict()["shared_fraction"] == [1 / 3, 2 / 3]
+
+
+def test_fedpissa_share_all_ablation_averages_the_conflict_away() -> None:
+    """Selection off (every component averaged, FedAvg): the conflicting B leaves the clients
+    and the two opposite updates cancel in the global model."""
+    strategy, grid, final, keys = run_scripted(share_all=True)
+    sent = [sorted(cast_arrays(m.content["arrays"])) for m in grid.sent]
+    assert sent == [sorted(keys)] * 4
+    deltas = scripted_deltas(keys)
+    conflict = keys[2]
+    mine = cast_arrays(grid.replies[0].content["arrays"])[conflict].numpy()
+    np.testing.assert_allclose(mine, deltas[0][conflict], atol=1e-6)  # client 0 learnt +D
+    back = cast_arrays(grid.sent[2].content["arrays"])[conflict].numpy()
+    np.testing.assert_allclose(back, 0.0, atol=1e-6)  # and gets +D and -D averaged: cancelled
+    np.testing.assert_allclose(final[conflict], 0.0, atol=1e-6)
+    assert all(m.content["config"]["sketch-dim"] == 0 for m in grid.sent)  # no sketches asked
+    assert strategy.summary_dict()["shared_fraction"] == [1.0, 1.0]
