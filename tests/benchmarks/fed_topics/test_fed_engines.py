@@ -125,3 +125,25 @@ def test_deployment_engine_runs_the_same_app_on_local_processes(
     a_only = summary["rounds"][0]
     assert a_only["shared"] == 14  # FedSA-LoRA: the A matrices of 2 layers x 7 linears
     assert len(started) == 3 and all(p.poll() is not None for p in started)  # all stopped
+
+
+@pytest.mark.slow
+def test_inprocess_engine_runs_fedpissa_and_its_share_all_ablation(tmp_path: Path) -> None:
+    """The runner's in-process engine (the README's table) and its variant names: FedPissa
+    starts from the prior (14 of 28 matrices), the ablation shares all 28 and asks for no
+    sketches, so its uplink is the components alone."""
+    args = [
+        "--out", str(tmp_path), "--engine", "inprocess", "--base-steps", "5",
+        "--strategies", "fedpissa,fedpissa-all", *SMALL,
+    ]  # fmt: skip
+    report = run_fed.main(args)
+    runs = {r["variant"]: r for r in report["runs"]}
+    assert set(report["table"]) == {"fedpissa", "fedpissa-all"}
+    selective, everything = runs["fedpissa"], runs["fedpissa-all"]
+    assert selective["strategy"] == everything["strategy"] == "fedpissa"
+    assert everything["settings"]["share-all"] is True
+    assert selective["rounds"][0]["shared"] == 14 and everything["rounds"][0]["shared"] == 28
+    assert selective["shared_fraction"] == [0.5] and everything["shared_fraction"] == [1.0]
+    down = everything["rounds"][0]["payload_down"]
+    assert everything["rounds"][0]["payload_up"] == down  # 2 clients send back what they got
+    assert selective["rounds"][0]["payload_up"] > selective["rounds"][0]["payload_down"]  # sketches
