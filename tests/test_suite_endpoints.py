@@ -138,9 +138,9 @@ def test_an_unanswered_sample_is_errored_named_and_rerun_next_time(
         assert _suite([*args, "--base-url", server.base_url]) == 1
     out = capsys.readouterr().out
     [line] = [x for x in out.splitlines() if "samples errored" in x]
-    first, second = (q.id for q in load_context_qa()[1][:2])  # the shipped split's first two
+    first_id, second_id = (q.id for q in load_context_qa()[1][:2])  # the shipped split's first two
     assert line.startswith(
-        f"docket/context_qa / s / openai/fake: 2 of 2 samples errored (ids {first}, {second})"
+        f"docket/context_qa / s / openai/fake: 2 of 2 samples errored (ids {first_id}, {second_id})"
     )
     folder = logs / "docket_context_qa" / "s"
     [first] = list_eval_logs(str(folder))
