@@ -25,7 +25,7 @@ from docket.core.headline import headline
 from docket.core.options import checked, one_of, positive
 from docket.core.splits import files_digest, split_metadata
 
-VERSION = "1-B"
+VERSION = "2-A"
 TAGS = ["context", "question-answering", "adaptation", "hypernetwork"]
 
 

@@ -9,6 +9,7 @@ be guessed from the question: every value is drawn uniformly (chance = 1 / numbe
 
 from __future__ import annotations
 
+import hashlib
 import random
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
@@ -98,12 +99,42 @@ def questions_for(context: Context, rng: random.Random, per_context: int) -> lis
     ]
 
 
+def context_id(seed: int, index: int, prefix: str = "ctx") -> str:
+    """The opaque id of context `index` of the split seeded by `seed`: 12 hex digits of a SHA-256.
+
+    Neither the seed nor the index can be read back from the id (a `[context: ID]` prompt shows
+    it), so no generator call can be driven from it; with a secret seed not even by enumeration.
+    The hash draws nothing from the split's random stream, so the texts do not depend on it.
+
+    Args:
+        seed: The split's seed.
+        index: The context's place in the split.
+        prefix: The id's prefix (`ctx` for evaluated splits and SHINE's corpus).
+
+    Returns:
+        `PREFIX-` and 12 lower-case hex digits.
+    """
+    digest = hashlib.sha256(f"docket-context-qa:{prefix}:{seed}:{index}".encode()).hexdigest()
+    return f"{prefix}-{digest[:12]}"
+
+
 def generate(
     n_contexts: int, seed: int, *, people: int = 2, per_context: int = 2, prefix: str = "ctx"
 ) -> tuple[list[Context], list[Question]]:
-    """`n_contexts` contexts and `per_context` questions each, deterministic in `seed`."""
+    """`n_contexts` contexts and `per_context` questions each, deterministic in `seed`.
+
+    Args:
+        n_contexts: Contexts to draw.
+        seed: The split's seed (the shipped set's `EVAL_SEED`, or a private split's secret).
+        people: People per context (four facts each).
+        per_context: Questions per context, about distinct facts.
+        prefix: The prefix of the opaque context ids (`context_id`).
+
+    Returns:
+        The contexts and their questions, in order.
+    """
     rng = random.Random(seed)
-    contexts = [make_context(rng, f"{prefix}-{i:03d}", people) for i in range(n_contexts)]
+    contexts = [make_context(rng, context_id(seed, i, prefix), people) for i in range(n_contexts)]
     questions = [q for c in contexts for q in questions_for(c, rng, per_context)]
     return contexts, questions
 

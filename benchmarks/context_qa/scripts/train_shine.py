@@ -33,8 +33,8 @@ TRAIN_SEED_OFFSET = 1000  # training corpora use seeds far from the shipped set'
 
 
 def corpus(seed: int, n_contexts: int) -> tuple[list[Context], list[Question]]:
-    """The training corpus of run `seed` (every fact asked). Ids look like the shipped set's
-    (`ctx-NNN`), so the `[context: ID]` tag of a prompt is no cue either way."""
+    """The training corpus of run `seed` (every fact asked). Ids have the shipped set's form
+    (`ctx-` and 12 hex digits of a hash), so the `[context: ID]` tag is no cue either way."""
     return generate(n_contexts, TRAIN_SEED_OFFSET + seed, per_context=8)
 
 
