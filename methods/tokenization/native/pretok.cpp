@@ -606,6 +606,8 @@ void PieceStream::close_piece(size_t a, size_t b) {
     size_t from = text_.offset[a], to = text_.offset[b];
     if (open_ && a == piece_) {
         open_ = false;
+        if (to < fed_)  // the split's certain prefix was wrong: never feed bytes of another piece
+            throw std::logic_error("streaming split: a piece ended inside its certain prefix");
         if (released_) {
             feed_eager(data + fed_, to - fed_);
             eager_.finish();

@@ -166,16 +166,22 @@ def test_piece_boundaries_wait_for_the_next_character(
         assert ids + stream.flush() == tok.encode("".join(parts)), parts
 
 
-def test_native_stream_waits_for_cut_characters(trained: tuple[Any, Tokenizer]) -> None:
+@pytest.mark.parametrize("fixture", ["trained", "cl100k"])
+def test_native_stream_waits_for_cut_characters(
+    fixture: str, request: pytest.FixtureRequest
+) -> None:
     """The native stream itself, fed single bytes of multi-byte characters (and bytes that are
-    not UTF-8), gives `Pipeline.encode`'s ids: a cut sequence waits for its end."""
-    _, tok = trained
-    data = "aé日本語 ß😀 ünï\u0301code  ab".encode() + b"\xe2\x82 x\xf0\x9f y\xff"
+    not UTF-8), gives `Pipeline.encode`'s ids: a cut sequence waits for its end. (Read before
+    its end, "café" would split as "caf" + "é" and "12٣4" as "12" + "٣" + "4".)"""
+    _, tok = request.getfixturevalue(fixture)
+    text = "café naïve Ünïcode 12٣4 日本語で über aé😀 ß"
+    data = text.encode() + b"\xe2\x82 x\xf0\x9f y\xff"
     stream = native().PipelineStream(tok.pipeline)
     ids: list[int] = []
     for i in range(len(data)):
         ids += stream.feed(data[i : i + 1])
     assert ids + stream.finish() == tok.pipeline.encode(data)
+    assert tok.decode(tok.pipeline.encode(text.encode())) == text
     assert stream.finish() == []  # finished: empty, ready for a new text
     assert stream.feed(b"ab") + stream.finish() == tok.pipeline.encode(b"ab")
 
