@@ -355,7 +355,7 @@ class StreamEncoder:
         self._first_re = re.compile("[" + re.escape(self._first_chars) + "]") if contents else None
         self._first_bytes = (
             re.compile(b"|".join(re.escape(c[0].encode("utf-8")) for c in contents))
-            if contents
+            if contents and self._added_re is not None
             else None
         )
         self._cut = b""  # the start of a UTF-8 sequence cut off at the end of a bytes part
@@ -371,6 +371,7 @@ class StreamEncoder:
         self._count = 0
         #: Tokens that were certain before flush() (the rest needed the end of the text).
         self.emitted_before_end = 0
+        self._open = False  # `_direct()` and no cut byte sequence: feed's fast path applies
 
     def feed(self, data: str | bytes) -> None:
         """Append one part of the text.
@@ -382,11 +383,27 @@ class StreamEncoder:
             ValueError: The stream was flushed.
             TypeError: `data` is neither `str` nor `bytes`.
         """
+        first = self._first_bytes
+        if (  # the common case: ASCII bytes into the open segment, no decoding
+            self._open
+            and type(data) is bytes
+            and data.isascii()
+            and (first is None or not first.search(data))
+        ):
+            ids = self._native.feed(data)
+            if ids:
+                self._ready += ids
+                self._count += len(ids)
+            return
+        self._feed_slowly(data)
+        self._open = self._direct() and not self._cut
+
+    def _feed_slowly(self, data: str | bytes) -> None:
         if self._finished:
             raise ValueError("the stream was flushed; make a new one")
         if isinstance(data, bytes | bytearray | memoryview):
             data = self._cut + data if self._cut else bytes(data)
-            if data.isascii() and self._fast_bytes(data):  # the common case: no decoding
+            if data.isascii() and self._fast_bytes(data):
                 self._native_feed(data)
                 return
             text, used = codecs.utf_8_decode(data, "replace", False)
@@ -454,6 +471,7 @@ class StreamEncoder:
             self._advance(_valid_text(tail), final=True)
             self._end_segment()
             self._finished = True
+            self._open = False
         return self.emit()
 
     @property
