@@ -835,6 +835,20 @@ void EagerEncoder::feed(const u8* data, size_t size) {
     state_buf_.resize(BLOCK + AHEAD);
     while (size) {
         size_t m = std::min(size, BLOCK);
+        if (m < WALKED_FROM || serial_blocks_ > 0) {  // no walks: one pass, no buffers
+            if (serial_blocks_ > 0) --serial_blocks_;
+            u32 s = state_;
+            for (size_t i = 0; i < m; ++i) {
+                s = v.delta(s, data[i]);
+                u32 x = v.longest_[s];
+                if (x == NONE) s = 0;
+                step(x, s);
+            }
+            state_ = s;
+            data += m;
+            size -= m;
+            continue;
+        }
         walk(data, m);
         for (size_t i = 0; i < m; ++i) {
             if (i + AHEAD < m) {
@@ -854,7 +868,7 @@ void EagerEncoder::walk(const u8* data, size_t m) {
     // at a segment's start soon agrees with the true one; the true walk then runs on from the
     // previous segment's end only until they agree (as a deterministic automaton they stay
     // equal). A byte no token holds sends the walk to the root, as Stream::step does.
-    constexpr size_t WALKS = 4, WALKED_FROM = 128;
+    constexpr size_t WALKS = 4;
     const Vocabulary& v = *vocab_;
     u32* xs = longest_buf_.data();
     u32* ss = state_buf_.data();
@@ -863,16 +877,6 @@ void EagerEncoder::walk(const u8* data, size_t m) {
         x = v.longest_[s];
         return x == NONE ? 0u : s;
     };
-    if (m < WALKED_FROM || serial_blocks_ > 0) {
-        if (serial_blocks_ > 0) --serial_blocks_;
-        u32 s = state_;
-        for (size_t i = 0; i < m; ++i) {
-            s = next(s, data[i], xs[i]);
-            ss[i] = s;
-        }
-        state_ = s;
-        return;
-    }
     size_t part = m / WALKS;
     u32 st[WALKS] = {state_};
     for (size_t j = 0; j < part; ++j)

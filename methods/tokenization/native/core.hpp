@@ -139,6 +139,7 @@ class EagerEncoder {
     std::vector<u32> emitted_;
     std::vector<u32> longest_buf_, state_buf_;
     size_t serial_blocks_ = 0;
+    static constexpr size_t WALKED_FROM = 128;  // shorter blocks walk serially
 };
 
 // Incremental BPE state over one byte stream: O(log^2 t) per byte, any prefix recoverable.
