@@ -12,6 +12,8 @@
   decoding engine (prefix KV reuse, batched steps) vs Inspect's `hf/` (`local_agent.py`);
 - bpe_step, bpe_pipeline, bpe_pathological, bpe_stream_latency, bpe_append: the incremental
   BPE tokenizer against HF tokenizers and tiktoken (`bpe.py`).
+- bpe_stream_pipeline: the streamed tokenizer pipeline against its own one-call encode
+  (`bpe_stream.py`).
 - dsb_nfe / dsb_cache: DSB vs naive blocks, DSB Cache vs no cache, on the toy masked-diffusion LM;
 - dustin_verify: Dustin's sparse vs dense verification step over 1k/4k/16k-token caches;
 - flash_overhead: FLASH decoding vs plain decoding of the same LLaVA-shaped model.
@@ -36,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from docket.benchmarks.perf.bpe import BPE_CASES
+from docket.benchmarks.perf.bpe_stream import STREAM_CASES
 from docket.benchmarks.perf.docker_cases import DOCKER_CASES
 from docket.benchmarks.perf.harness import (
     Measurement,
@@ -860,6 +863,7 @@ CASES: dict[str, Case] = {
     "gguf_load": gguf_load,
     "local_agent": local_agent,
     **BPE_CASES,  # incremental BPE (benchmarks/perf/bpe.py)
+    **STREAM_CASES,  # the streamed pipeline inside a piece (benchmarks/perf/bpe_stream.py)
     "dsb_nfe": dsb_nfe,
     "dsb_cache": dsb_cache,
     "dustin_verify": dustin_verify,

@@ -12,6 +12,7 @@ byte streams incrementally with eager output.
 
 from __future__ import annotations
 
+import codecs
 import re
 import struct
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
@@ -32,6 +33,14 @@ from .sources import (
 
 #: How many probe strings check a properized merge list against the original one.
 PROPERIZE_PROBES = 2000
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _valid_text(text: str) -> str:
@@ -318,11 +327,15 @@ class IncrementalEncoder:
 class StreamEncoder:
     """The whole encode pipeline over text that arrives in parts, with eager output.
 
-    A token is emitted once it is certain: its pre-tokenizer piece can no longer change (the
-    native splitter knows when a piece's end depends on text not yet seen) and no added token
-    can still start inside its text. Emitted ids concatenated with `flush()` equal
-    `Tokenizer.encode` of the whole text. Sources whose split pattern has no native scanner
-    emit at added tokens and at the end only.
+    Parts are `str` or UTF-8 `bytes` (a character cut between byte parts waits for its end;
+    invalid bytes become U+FFFD, as `bytes.decode(errors="replace")`). A token is emitted once
+    it is certain: no added token can still start inside its text, and its pre-tokenizer piece
+    is closed or the token lies in the piece's certain prefix (the bytes that stay in the piece
+    whatever follows), where the native eager encoder decides it. Each feed costs O(its size):
+    only the new bytes of the open piece go to the eager encoder, and the split resumes from the
+    open piece's start. Emitted ids concatenated with `flush()` equal `Tokenizer.encode` of the
+    whole text. `split="whole"` streams every byte into the eager encoder (as `incremental()`);
+    split patterns without a native scanner emit at added tokens and at the end only.
     """
 
     def __init__(
@@ -331,96 +344,205 @@ class StreamEncoder:
         allowed_special: Collection[str] | Literal["all"] | None = None,
     ) -> None:
         self.tokenizer = tokenizer
-        self._allowed = tokenizer._allowed(allowed_special)
-        self._longest_added = max((len(a) for a in self._allowed), default=0)
-        self._pending = ""
+        allowed = tokenizer._allowed(allowed_special)
+        # as Tokenizer._segments: added tokens are matched only when some are allowed
+        self._added_re = tokenizer._added_re if allowed else None
+        self._allowed = allowed
+        contents = [t.content for t in tokenizer.source.added if t.content]
+        self._proper_prefixes = {c[:k] for c in contents for k in range(1, len(c))}
+        self._longest_added = max(map(len, contents), default=0)
+        self._first_chars = "".join(sorted({c[0] for c in contents}))
+        self._first_re = re.compile("[" + re.escape(self._first_chars) + "]") if contents else None
+        self._first_bytes = (
+            re.compile(b"|".join(re.escape(c[0].encode("utf-8")) for c in contents))
+            if contents and self._added_re is not None
+            else None
+        )
+        self._cut = b""  # the start of a UTF-8 sequence cut off at the end of a bytes part
+        self._surrogate = ""  # a trailing high surrogate, waiting for its low half
+        self._held = ""  # text where an added token may still start
+        self._native: Any = (
+            None if tokenizer._regex is not None else native().PipelineStream(tokenizer.pipeline)
+        )
+        self._regex_segment: list[str] = []
         self._segment_started = False
         self._ready: list[int] = []
         self._finished = False
         self._count = 0
         #: Tokens that were certain before flush() (the rest needed the end of the text).
         self.emitted_before_end = 0
+        self._open = False  # `_direct()` and no cut byte sequence: feed's fast path applies
 
-    def feed(self, text: str) -> None:
+    def feed(self, data: str | bytes) -> None:
+        """Append one part of the text.
+
+        Args:
+            data: The next characters, or the next UTF-8 bytes.
+
+        Raises:
+            ValueError: The stream was flushed.
+            TypeError: `data` is neither `str` nor `bytes`.
+        """
+        first = self._first_bytes
+        if (  # the common case: ASCII bytes into the open segment, no decoding
+            self._open
+            and type(data) is bytes
+            and data.isascii()
+            and (first is None or not first.search(data))
+        ):
+            ids = self._native.feed(data)
+            if ids:
+                self._ready += ids
+                self._count += len(ids)
+            return
+        self._feed_slowly(data)
+        self._open = self._direct() and not self._cut
+
+    def _feed_slowly(self, data: str | bytes) -> None:
         if self._finished:
             raise ValueError("the stream was flushed; make a new one")
-        self._pending += _valid_text(text)
-        self._advance(final=False)
+        if isinstance(data, bytes | bytearray | memoryview):
+            data = self._cut + data if self._cut else bytes(data)
+            if data.isascii() and self._fast_bytes(data):
+                self._native_feed(data)
+                return
+            text, used = codecs.utf_8_decode(data, "replace", False)
+            self._cut = data[used:]
+            if self._fast(text):  # most parts: straight to the native stream, bytes as given
+                clean = used == len(data) and "\ufffd" not in text
+                self._native_feed(data if clean else text.encode("utf-8"))
+                return
+        elif isinstance(data, str):
+            # a str part ends a cut-off byte sequence (no str's UTF-8 continues one)
+            text = self._end_cut() + data
+            if self._fast(text) and not _has_surrogate(text):
+                self._native_feed(text.encode("utf-8"))
+                return
+        else:
+            raise TypeError(f"feed() takes str or bytes, not {type(data).__name__}")
+        text = self._surrogate + text
+        self._surrogate = ""
+        if text and "\ud800" <= text[-1] <= "\udbff":  # its low half may open the next part
+            text, self._surrogate = text[:-1], text[-1]
+        self._advance(_valid_text(text), final=False)
+
+    def _direct(self) -> bool:
+        """Whether new text may go straight into the open segment: nothing held, the segment
+        started (no prefix space to add), a native scanner."""
+        return (
+            not self._held
+            and not self._surrogate
+            and self._segment_started
+            and self._native is not None
+        )
+
+    def _fast(self, text: str) -> bool:
+        """`_direct`, and no added token's first character in `text`."""
+        first = self._first_re
+        return self._direct() and (self._added_re is None or not (first and first.search(text)))
+
+    def _fast_bytes(self, data: bytes) -> bool:
+        """`_fast` for ASCII bytes, without decoding them."""
+        first = self._first_bytes
+        return self._direct() and (self._added_re is None or not (first and first.search(data)))
+
+    def _native_feed(self, data: bytes) -> None:
+        ids = self._native.feed(data)
+        if ids:
+            self._ready += ids
+            self._count += len(ids)
+
+    def _end_cut(self) -> str:
+        """A cut-off UTF-8 sequence that no byte will complete: U+FFFD, as `decode` gives."""
+        cut, self._cut = self._cut, b""
+        return codecs.utf_8_decode(cut, "replace", True)[0] if cut else ""
 
     def emit(self) -> list[int]:
+        """The tokens that became certain since the last call."""
         out, self._ready = self._ready, []
         return out
 
     def flush(self) -> list[int]:
+        """End the text: the remaining tokens (the stream accepts no more parts)."""
         if not self._finished:
             self.emitted_before_end = self._count
-            self._advance(final=True)
+            tail = self._surrogate + self._end_cut()
+            self._surrogate = ""
+            self._advance(_valid_text(tail), final=True)
+            self._end_segment()
             self._finished = True
+            self._open = False
         return self.emit()
+
+    @property
+    def pending_bytes(self) -> int:
+        """Bytes fed whose tokens are not out yet (held text and the open piece's)."""
+        held = len((self._held + self._surrogate).encode("utf-8", "surrogatepass"))
+        held += len(self._cut)
+        held += sum(len(t.encode("utf-8")) for t in self._regex_segment)
+        return held + (self._native.pending_bytes if self._native is not None else 0)
 
     def _push(self, ids: Sequence[int]) -> None:
         self._ready += ids
         self._count += len(ids)
 
-    def _advance(self, final: bool) -> None:
-        tok = self.tokenizer
-        # added tokens complete inside the pending text end a segment there
-        while True:
-            match = None
-            if self._allowed and tok._added_re is not None:
-                for found in tok._added_re.finditer(self._pending):
-                    if found.group() in self._allowed:
-                        match = found
-                        break
-            if match is None:
-                break
-            self._segment(self._pending[: match.start()], final=True)
-            self._push([tok._added[match.group()].id])
-            self._pending = self._pending[match.end() :]
-            self._segment_started = False
-        if final:
-            self._segment(self._pending, final=True)
-            self._pending = ""
+    def _advance(self, text: str, final: bool) -> None:
+        """Cut the text at the added tokens that are certain; the rest goes to the segment."""
+        if self._added_re is None:
+            self._segment_text(text)
             return
-        # hold back a tail that could still grow into an added token
-        cut = len(self._pending)
-        for start in range(max(0, cut - self._longest_added + 1), cut):
-            tail = self._pending[start:]
-            if any(a.startswith(tail) for a in self._allowed):
-                cut = start
-                break
-        used = self._segment(self._pending[:cut], final=False)
-        self._pending = self._pending[used:]
+        held = self._held + text
+        at = 0
+        while True:
+            # the earliest position where an added token could start with text not yet seen
+            undecided = len(held) if final else self._undecided_from(held, at)
+            match = self._added_re.search(held, at)
+            if match is None or match.start() >= undecided:
+                self._segment_text(held[at:undecided])
+                self._held = held[undecided:]
+                return
+            if match.group() in self._allowed:  # an added token: the segment ends before it
+                self._segment_text(held[at : match.start()])
+                self._end_segment()
+                self._push([self.tokenizer._added[match.group()].id])
+            else:  # matched but not allowed: text, as in Tokenizer._segments
+                self._segment_text(held[at : match.end()])
+            at = match.end()
 
-    def _segment(self, text: str, final: bool) -> int:
-        """Encode the certain part of one segment's text; returns the characters used."""
-        tok = self.tokenizer
-        if final:
-            if text:
-                started = self._segment_started
-                self._push(
-                    self._encode_continuation(text) if started else tok._encode_segment(text)
-                )
-            self._segment_started = False
+    def _undecided_from(self, text: str, at: int) -> int:
+        """The first position >= `at` whose rest is a proper prefix of an added token."""
+        low = max(at, len(text) - self._longest_added + 1)
+        tail = text[low:]
+        if not any(c in tail for c in self._first_chars):
             return len(text)
-        if not text or tok._regex is not None or tok.source.split == "whole":
-            return 0
-        prefix = " " if tok.source.add_prefix_space and not self._segment_started else ""
-        if prefix and text.startswith(" "):
-            prefix = ""
-        data = (prefix + text).encode("utf-8")
-        ids, consumed = tok.pipeline.encode(data, eof=False)
-        if consumed == 0:
-            return 0
-        self._push(ids)
-        self._segment_started = True
-        used = data[:consumed].decode("utf-8")
-        return len(used) - len(prefix)
+        for start in range(low, len(text)):
+            if text[start:] in self._proper_prefixes:
+                return start
+        return len(text)
 
-    def _encode_continuation(self, text: str) -> list[int]:
-        """The rest of a segment whose start was already emitted (no prefix space again)."""
+    def _segment_text(self, text: str) -> None:
+        """Text inside the current segment (between added tokens)."""
+        if not text:
+            return
         tok = self.tokenizer
-        data = text.encode("utf-8")
-        if tok._regex is None:
-            return list(tok.pipeline.encode(data))
-        return list(tok.pipeline.encode_pieces(data, tok._regex_ends(text)))
+        if not self._segment_started:
+            self._segment_started = True
+            if tok.source.add_prefix_space and not text.startswith(" "):
+                text = " " + text
+        if self._native is None:
+            self._regex_segment.append(text)
+            return
+        self._native_feed(text.encode("utf-8"))
+
+    def _end_segment(self) -> None:
+        """The segment ends (an added token follows, or the text ends): its remaining tokens."""
+        if not self._segment_started:
+            return
+        self._segment_started = False
+        if self._native is None:
+            text, self._regex_segment = "".join(self._regex_segment), []
+            data = text.encode("utf-8")
+            tok = self.tokenizer
+            self._push(list(tok.pipeline.encode_pieces(data, tok._regex_ends(text))))
+            return
+        self._push(self._native.finish())

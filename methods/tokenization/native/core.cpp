@@ -794,4 +794,181 @@ std::vector<u32> Stream::tokens_of_prefix(size_t prefix) const {
     return out;
 }
 
+// ---------------------------------------------------------------- eager encoder on a ring
+
+EagerEncoder::EagerEncoder(const Vocabulary& vocab) : vocab_(&vocab) {
+    size_t window = 64;
+    while (window < 2 * (size_t(vocab.max_len_) + 2)) window <<= 1;
+    ring_.resize(window);
+    mask_ = window - 1;
+    reset();
+}
+
+void EagerEncoder::reset() {
+    n_ = 0;
+    state_ = 0;
+    segment_start_ = 0;
+    frontier_lo_ = 0;
+    root_ = 0;
+    max_pending_ = 0;
+    ring_[0] = {NONE, NONE, 0, 0, 0};
+    emitted_.clear();
+}
+
+void EagerEncoder::grow() {
+    // positions from min(root_, n_ - t) to n_ are still read; they move to a ring twice as big
+    size_t t = vocab_->max_len_;
+    size_t lo = std::min(root_, n_ > t ? n_ - t : 0);
+    std::vector<Slot> bigger(ring_.size() * 2);
+    size_t mask = bigger.size() - 1;
+    for (size_t q = lo; q <= n_; ++q) bigger[q & mask] = ring_[q & mask_];
+    ring_.swap(bigger);
+    mask_ = mask;
+}
+
+void EagerEncoder::feed(const u8* data, size_t size) {
+    // blocks: the automaton first (overlapped walks), then the BPE step reading its results,
+    // with the next bytes' records prefetched
+    constexpr size_t BLOCK = 1024, AHEAD = 8;
+    const Vocabulary& v = *vocab_;
+    longest_buf_.resize(BLOCK + AHEAD);
+    state_buf_.resize(BLOCK + AHEAD);
+    while (size) {
+        size_t m = std::min(size, BLOCK);
+        if (m < WALKED_FROM || serial_blocks_ > 0) {  // no walks: one pass, no buffers
+            if (serial_blocks_ > 0) --serial_blocks_;
+            u32 s = state_;
+            for (size_t i = 0; i < m; ++i) {
+                s = v.delta(s, data[i]);
+                u32 x = v.longest_[s];
+                if (x == NONE) s = 0;
+                step(x, s);
+            }
+            state_ = s;
+            data += m;
+            size -= m;
+            continue;
+        }
+        walk(data, m);
+        for (size_t i = 0; i < m; ++i) {
+            if (i + AHEAD < m) {
+                u32 ahead = longest_buf_[i + AHEAD];
+                if (ahead != NONE) __builtin_prefetch(&v.info_[ahead]);
+                __builtin_prefetch(&v.depth_[state_buf_[i + AHEAD]]);
+            }
+            step(longest_buf_[i], state_buf_[i]);
+        }
+        data += m;
+        size -= m;
+    }
+}
+
+void EagerEncoder::walk(const u8* data, size_t m) {
+    // The state after a byte depends only on the last t bytes, so a walk started from the root
+    // at a segment's start soon agrees with the true one; the true walk then runs on from the
+    // previous segment's end only until they agree (as a deterministic automaton they stay
+    // equal). A byte no token holds sends the walk to the root, as Stream::step does.
+    constexpr size_t WALKS = 4;
+    const Vocabulary& v = *vocab_;
+    u32* xs = longest_buf_.data();
+    u32* ss = state_buf_.data();
+    auto next = [&v](u32 s, u8 byte, u32& x) {
+        s = v.delta(s, byte);
+        x = v.longest_[s];
+        return x == NONE ? 0u : s;
+    };
+    size_t part = m / WALKS;
+    u32 st[WALKS] = {state_};
+    for (size_t j = 0; j < part; ++j)
+        for (size_t w = 0; w < WALKS; ++w) {
+            size_t i = w * part + j;
+            st[w] = next(st[w], data[i], xs[i]);
+            ss[i] = st[w];
+        }
+    for (size_t i = WALKS * part; i < m; ++i) {  // the remainder: the last walk's
+        st[WALKS - 1] = next(st[WALKS - 1], data[i], xs[i]);
+        ss[i] = st[WALKS - 1];
+    }
+    size_t redone = 0;
+    for (size_t w = 1; w < WALKS; ++w) {
+        u32 s = ss[w * part - 1];  // true: the previous segment is already corrected
+        size_t end = w + 1 < WALKS ? (w + 1) * part : m;
+        for (size_t i = w * part; i < end; ++i, ++redone) {
+            u32 x;
+            s = next(s, data[i], x);
+            if (s == ss[i]) break;
+            ss[i] = s;
+            xs[i] = x;
+        }
+    }
+    state_ = ss[m - 1];
+    // walks that take long to agree (long runs of one token's bytes: a cache-hot automaton,
+    // nothing to overlap) cost more than they save: walk serially for a while, then try again
+    if (redone * 4 > m) serial_blocks_ = 16;
+}
+
+void EagerEncoder::step(u32 x, u32 s) {
+    const Vocabulary& v = *vocab_;
+    size_t p = n_ + 1;  // the new prefix length
+    if (p - root_ >= ring_.size()) grow();
+    size_t depth;
+    Slot slot;
+    if (x == NONE) {  // a byte no token contains: a hard boundary
+        slot = {UNKNOWN, NONE, 0, 0, 1};
+        segment_start_ = p;
+        depth = 0;
+    } else {
+        size_t segment = segment_start_;
+        const Slot* ring = ring_.data();
+        size_t mask = mask_;
+        auto fid_at = [segment, ring, mask](size_t q) {
+            return q <= segment ? NONE : ring[q & mask].fid;
+        };
+        const Vocabulary::NodeInfo& a = v.info_[v.last_token(x, p, fid_at)];
+        slot = {a.id, a.fid, 0, 0, a.len};
+        depth = v.depth_[s];
+    }
+    at(p) = slot;
+    n_ = p;
+    Slot& prev = at(p - slot.len);
+    prev.alive += 1;
+    prev.child_sum += slot.len;
+    if (p - depth > frontier_lo_) advance_frontier(p - depth);
+    max_pending_ = std::max(max_pending_, p - root_);
+}
+
+void EagerEncoder::kill(size_t q) {
+    for (;;) {
+        Slot& dead = at(q);
+        dead.alive = DEAD;
+        size_t prev = q - dead.len;
+        Slot& parent = at(prev);
+        parent.alive -= 1;
+        parent.child_sum -= u32(q - prev);
+        if (parent.alive != 0 || prev >= frontier_lo_ || prev <= root_) return;
+        q = prev;
+    }
+}
+
+void EagerEncoder::advance_frontier(size_t new_lo) {
+    // as Stream::advance_frontier: every future tokenization reaches back into [n - depth, n]
+    size_t old_lo = frontier_lo_;
+    if (new_lo <= old_lo) return;
+    frontier_lo_ = new_lo;
+    for (size_t q = std::max(old_lo, root_ + 1); q < new_lo; ++q)
+        if (at(q).alive == 0) kill(q);
+    while (root_ < frontier_lo_ && at(root_).alive == 1) {
+        size_t child = root_ + at(root_).child_sum;
+        emitted_.push_back(at(child).tok);
+        root_ = child;
+    }
+}
+
+void EagerEncoder::finish() { advance_frontier(n_); }
+
+void EagerEncoder::take(std::vector<u32>& out) {
+    out.insert(out.end(), emitted_.begin(), emitted_.end());
+    emitted_.clear();
+}
+
 }  // namespace incbpe

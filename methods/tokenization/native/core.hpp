@@ -98,6 +98,50 @@ struct ImproperDictionary : std::runtime_error {
 
 class Vocabulary;
 
+// Eager BPE of one growing byte string with bounded memory: the per-byte step and the eager
+// emitter of `Stream`, on a ring buffer that holds only the positions a step or the emitter can
+// still read (from min(oldest undecided position, n - t) to n), so it stays in cache whatever
+// the length. No prefix tokenizations; the streaming pipeline feeds it the open piece's bytes.
+class EagerEncoder {
+   public:
+    explicit EagerEncoder(const Vocabulary& vocab);
+    void reset();
+    void feed(const u8* data, size_t size);
+    // End of the byte string: every remaining token becomes certain.
+    void finish();
+    // Append the certain tokens not yet taken to `out` (UNKNOWN: a byte outside the vocabulary).
+    void take(std::vector<u32>& out);
+    size_t size() const { return n_; }
+    size_t pending_bytes() const { return n_ - root_; }
+    size_t max_pending_bytes() const { return max_pending_; }
+
+   private:
+    struct Slot {
+        u32 tok, fid, alive, child_sum;  // child_sum: sum of (child - position) of live children
+        u16 len;
+    };
+    Slot& at(size_t p) { return ring_[p & mask_]; }
+    // the automaton over a block: longest token and state after each byte, as overlapped walks
+    void walk(const u8* data, size_t size);
+    void step(u32 x, u32 state);
+    void grow();
+    void kill(size_t q);
+    void advance_frontier(size_t new_lo);
+    const Vocabulary* vocab_;
+    std::vector<Slot> ring_;
+    size_t mask_ = 0;
+    size_t n_ = 0;
+    u32 state_ = 0;
+    size_t segment_start_ = 0;
+    size_t frontier_lo_ = 0;
+    size_t root_ = 0;
+    size_t max_pending_ = 0;
+    std::vector<u32> emitted_;
+    std::vector<u32> longest_buf_, state_buf_;
+    size_t serial_blocks_ = 0;
+    static constexpr size_t WALKED_FROM = 128;  // shorter blocks walk serially
+};
+
 // Incremental BPE state over one byte stream: O(log^2 t) per byte, any prefix recoverable.
 class Stream {
    public:
@@ -166,6 +210,7 @@ class Vocabulary {
 
    private:
     friend class Stream;
+    friend class EagerEncoder;
     // hot-path records: what one step reads about a node, a state or a centroid sits together
     struct NodeInfo {
         u32 lo, hi, fid, id, cd_root;

@@ -485,6 +485,114 @@ static PySequenceMethods Stream_sequence = {(lenfunc)Stream_len};
 
 static PyTypeObject StreamType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
+// ---------------------------------------------------------------- PipelineStream
+
+struct PieceStreamObject {
+    PyObject_HEAD PyObject* pipeline_ref;
+    PieceStream* stream;
+    int busy;  // set (under the GIL) while a call runs without the GIL
+};
+
+static void PieceStream_dealloc(PieceStreamObject* self) {
+    delete self->stream;
+    Py_XDECREF(self->pipeline_ref);
+    Py_TYPE(self)->tp_free(reinterpret_cast<PyObject*>(self));
+}
+
+static int PieceStream_init(PieceStreamObject* self, PyObject* args, PyObject* kwargs) {
+    static const char* names[] = {"pipeline", nullptr};
+    PyObject* pipeline_obj;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!", const_cast<char**>(names),
+                                     &PipelineType, &pipeline_obj))
+        return -1;
+    Pipeline* p = pipe_of(reinterpret_cast<PipelineObject*>(pipeline_obj));
+    if (!p) return -1;
+    delete self->stream;
+    self->stream = new PieceStream(*p);
+    Py_XDECREF(self->pipeline_ref);
+    Py_INCREF(pipeline_obj);
+    self->pipeline_ref = pipeline_obj;
+    return 0;
+}
+
+static PieceStream* piece_stream_of(PieceStreamObject* self) {
+    if (!self->stream) {
+        PyErr_SetString(PyExc_RuntimeError, "PipelineStream is not initialised");
+        return nullptr;
+    }
+    if (self->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "this PipelineStream is in use by another thread");
+        return nullptr;
+    }
+    return self->stream;
+}
+
+// feed(data) -> the ids that became certain (feed + take in one call)
+static PyObject* PieceStream_feed(PieceStreamObject* self, PyObject* arg) {
+    PieceStream* s = piece_stream_of(self);
+    if (!s) return nullptr;
+    Buffer b;
+    if (!b.get(arg)) return nullptr;
+    std::vector<u32> out;
+    self->busy = 1;
+    bool ok = without_gil([&] {
+        s->feed(b.data(), b.size());
+        s->take(out);
+    });
+    self->busy = 0;
+    if (!ok) return nullptr;
+    return id_list(out);
+}
+
+static PyObject* PieceStream_finish(PieceStreamObject* self, PyObject*) {
+    PieceStream* s = piece_stream_of(self);
+    if (!s) return nullptr;
+    std::vector<u32> out;
+    self->busy = 1;
+    bool ok = without_gil([&] {
+        s->finish();
+        s->take(out);
+    });
+    self->busy = 0;
+    if (!ok) return nullptr;
+    return id_list(out);
+}
+
+static PyObject* PieceStream_reset(PieceStreamObject* self, PyObject*) {
+    PieceStream* s = piece_stream_of(self);
+    if (!s) return nullptr;
+    s->reset();
+    Py_RETURN_NONE;
+}
+
+static PyObject* PieceStream_pending(PieceStreamObject* self, void*) {
+    PieceStream* s = piece_stream_of(self);
+    return s ? PyLong_FromSize_t(s->pending_bytes()) : nullptr;
+}
+
+static PyObject* PieceStream_max_eager_pending(PieceStreamObject* self, void*) {
+    PieceStream* s = piece_stream_of(self);
+    return s ? PyLong_FromSize_t(s->max_eager_pending()) : nullptr;
+}
+
+static PyMethodDef PieceStream_methods[] = {
+    {"feed", (PyCFunction)PieceStream_feed, METH_O,
+     "feed(data): append UTF-8 bytes (a sequence cut between parts waits for its end); returns "
+     "the ids that became certain."},
+    {"finish", (PyCFunction)PieceStream_finish, METH_NOARGS,
+     "End of the text: the remaining ids; the stream is then empty, ready for a new text."},
+    {"reset", (PyCFunction)PieceStream_reset, METH_NOARGS, "Drop everything fed."},
+    {nullptr, nullptr, 0, nullptr}};
+
+static PyGetSetDef PieceStream_getset[] = {
+    {"pending_bytes", (getter)PieceStream_pending, nullptr,
+     "Bytes fed whose ids are not out yet.", nullptr},
+    {"max_eager_pending", (getter)PieceStream_max_eager_pending, nullptr,
+     "Most bytes of an open piece the eager encoder ever held undecided.", nullptr},
+    {nullptr, nullptr, nullptr, nullptr, nullptr}};
+
+static PyTypeObject PieceStreamType = {PyVarObject_HEAD_INIT(nullptr, 0)};
+
 // ---------------------------------------------------------------- Reference (standard BPE)
 
 struct ReferenceObject {
@@ -568,6 +676,38 @@ static PyObject* mod_split(PyObject*, PyObject* args, PyObject* kwargs) {
     return id_list(ends);
 }
 
+static PyObject* mod_split_open(PyObject*, PyObject* args) {
+    int kind;
+    PyObject* data;
+    if (!PyArg_ParseTuple(args, "iO", &kind, &data)) return nullptr;
+    if (kind < 0 || kind > 3) {
+        PyErr_SetString(PyExc_ValueError, "kind must be 0..3");
+        return nullptr;
+    }
+    Buffer b;
+    if (!b.get(data)) return nullptr;
+    std::vector<u32> ends;
+    long long open_start = -1, floor = -1;
+    if (!without_gil([&] {
+            Decoded text;
+            text.decode(b.data(), b.size());
+            std::vector<u32> prev_newline, prev_lower, cps;
+            extend_tracks(text, prev_newline, prev_lower);
+            size_t cp_floor = 0;
+            size_t open = scan_pieces(Split(kind), text, 0, false, cps, &cp_floor, nullptr,
+                                      prev_newline.data(), prev_lower.data());
+            for (u32 e : cps) ends.push_back(text.offset[e]);
+            if (open < text.cp.size()) {
+                open_start = text.offset[open];
+                floor = text.offset[cp_floor];
+            }
+        }))
+        return nullptr;
+    PyObject* list = id_list(ends);
+    if (!list) return nullptr;
+    return Py_BuildValue("(NLL)", list, open_start, floor);
+}
+
 static PyObject* mod_rules_from_ranks(PyObject*, PyObject* arg) {
     // Each token's rule is the last merge of tiktoken's rank BPE over its own bytes (lowest
     // rank first, leftmost on ties); tokens that BPE cannot produce get no rule.
@@ -634,6 +774,9 @@ static PyObject* mod_unicode_class(PyObject*, PyObject* arg) {
 static PyMethodDef module_methods[] = {
     {"split", (PyCFunction)(void (*)(void))mod_split, METH_VARARGS | METH_KEYWORDS,
      "split(kind, data, eof=True): byte offsets of the piece ends of UTF-8 text."},
+    {"split_open", (PyCFunction)mod_split_open, METH_VARARGS,
+     "split_open(kind, data): (byte ends of the pieces certain whatever follows, start of the "
+     "open piece, the end of its certain prefix); -1, -1 when no piece is open."},
     {"rules_from_ranks", (PyCFunction)mod_rules_from_ranks, METH_O,
      "Packed uint32 (left, right, result) rules of tiktoken-style ranks (index = rank)."},
     {"unicode_class", (PyCFunction)mod_unicode_class, METH_O,
@@ -661,6 +804,7 @@ static bool ready(PyTypeObject& type, const char* name, const char* doc, initpro
 PyMODINIT_FUNC PyInit__incbpe(void) {
     StreamType.tp_getset = Stream_getset;
     StreamType.tp_as_sequence = &Stream_sequence;
+    PieceStreamType.tp_getset = PieceStream_getset;
     if (!ready<VocabObject>(VocabType, "_incbpe.Vocabulary",
                             "Vocabulary(tokens, rules): normalised dictionary, automaton, forest.",
                             (initproc)Vocab_init, (destructor)Vocab_dealloc, Vocab_methods) ||
@@ -672,6 +816,11 @@ PyMODINIT_FUNC PyInit__incbpe(void) {
         !ready<StreamObject>(StreamType, "_incbpe.Stream",
                              "Stream(vocab, eager=True): incremental BPE of a byte stream.",
                              (initproc)Stream_init, (destructor)Stream_dealloc, Stream_methods) ||
+        !ready<PieceStreamObject>(PieceStreamType, "_incbpe.PipelineStream",
+                                  "PipelineStream(pipeline): the pipeline over text arriving in "
+                                  "parts, eager output.",
+                                  (initproc)PieceStream_init, (destructor)PieceStream_dealloc,
+                                  PieceStream_methods) ||
         !ready<ReferenceObject>(ReferenceType, "_incbpe.Reference",
                                 "Reference(tokens, rules): standard heap BPE (merge list).",
                                 (initproc)Reference_init, (destructor)Reference_dealloc,
@@ -686,9 +835,10 @@ PyMODINIT_FUNC PyInit__incbpe(void) {
     if (!ImproperError) return nullptr;
     Py_INCREF(ImproperError);
     PyModule_AddObject(m, "ImproperDictionary", ImproperError);
-    PyTypeObject* types[] = {&VocabType, &PipelineType, &StreamType, &ReferenceType};
-    const char* names[] = {"Vocabulary", "Pipeline", "Stream", "Reference"};
-    for (int i = 0; i < 4; ++i) {
+    PyTypeObject* types[] = {&VocabType, &PipelineType, &StreamType, &PieceStreamType,
+                             &ReferenceType};
+    const char* names[] = {"Vocabulary", "Pipeline", "Stream", "PipelineStream", "Reference"};
+    for (int i = 0; i < 5; ++i) {
         Py_INCREF(types[i]);
         PyModule_AddObject(m, names[i], reinterpret_cast<PyObject*>(types[i]));
     }

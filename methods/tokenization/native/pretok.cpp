@@ -48,55 +48,117 @@ u16 unicode_class(u32 cp) {
     return t.value[size_t(t.block[cp >> 8]) * 256 + (cp & 255)];
 }
 
+namespace {
+
+// One unit of UTF-8 at s[i] (i < size): a code point, or 0x110000 + the byte for a byte that
+// starts no valid sequence (class "other"; Python strings are always valid, this only keeps bad
+// input from crashing). Returns its length; 0 when `wait` and a sequence that could still be
+// valid is cut off by the end.
+inline size_t decode_unit(const u8* s, size_t i, size_t size, bool wait, u32& out) {
+    u32 c = s[i];
+    if (c < 0x80) {
+        out = c;
+        return 1;
+    }
+    size_t need = c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : c >= 0xC0 ? 1 : 0;
+    if (wait && need > 0 && c < 0xF5 && i + need >= size) {
+        bool continuing = true;
+        for (size_t k = i + 1; k < size; ++k) continuing &= (s[k] & 0xC0) == 0x80;
+        if (continuing) return 0;
+    }
+    u32 value = need == 3 ? c & 7 : need == 2 ? c & 15 : c & 31;
+    bool ok = need > 0 && c < 0xF5 && i + need < size;
+    for (size_t k = 1; ok && k <= need; ++k) {
+        u8 b = s[i + k];
+        if ((b & 0xC0) != 0x80) ok = false;
+        value = (value << 6) | (b & 63);
+    }
+    if (ok) {
+        static const u32 min_value[4] = {0, 0x80, 0x800, 0x10000};
+        if (value < min_value[need] || value > 0x10FFFF || (value >= 0xD800 && value < 0xE000))
+            ok = false;
+    }
+    if (ok) {
+        out = value;
+        return need + 1;
+    }
+    out = 0x110000 + s[i];
+    return 1;
+}
+
+}  // namespace
+
 void Decoded::decode(const u8* s, size_t size) {
-    // Valid UTF-8 becomes code points; any invalid byte stands for itself as one unit of class
-    // "other" (Python strings are always valid; this only keeps bad input from crashing).
-    const ClassTable& t = table();
     cp.clear();
     cls.clear();
     offset.clear();
     cp.reserve(size);
     cls.reserve(size);
     offset.reserve(size + 1);
+    offset.push_back(0);
+    append(s, size, true);
+}
+
+size_t Decoded::append(const u8* s, size_t size, bool eof) {
+    const ClassTable& t = table();
     size_t i = 0;
+    if (offset.empty())
+        offset.push_back(0);
+    i = offset.back();
+    offset.pop_back();
+    size_t before = cp.size(), k = before;
+    // at most one unit per byte: write in place, then cut to size
+    cp.resize(before + (size - i));
+    cls.resize(before + (size - i));
+    offset.resize(before + (size - i) + 1);
     while (i < size) {
-        u32 c = s[i];
-        size_t len = 1;
-        if (c >= 0x80) {
-            size_t need = c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : c >= 0xC0 ? 1 : 0;
-            u32 value = need == 3 ? c & 7 : need == 2 ? c & 15 : c & 31;
-            bool ok = need > 0 && c < 0xF5 && i + need < size;
-            for (size_t k = 1; ok && k <= need; ++k) {
-                u8 b = s[i + k];
-                if ((b & 0xC0) != 0x80) ok = false;
-                value = (value << 6) | (b & 63);
-            }
-            if (ok) {
-                static const u32 min_value[4] = {0, 0x80, 0x800, 0x10000};
-                if (value < min_value[need] || value > 0x10FFFF || (value >= 0xD800 && value < 0xE000))
-                    ok = false;
-            }
-            if (ok) {
-                c = value;
-                len = need + 1;
-            } else {
-                c = 0x110000 + s[i];  // not a code point: class 0
-            }
-        }
-        offset.push_back(u32(i));
-        cp.push_back(c);
-        cls.push_back(c < 0x110000 ? t.value[size_t(t.block[c >> 8]) * 256 + (c & 255)] : 0);
+        u32 c;
+        size_t len = decode_unit(s, i, size, !eof, c);
+        if (len == 0) break;
+        offset[k] = u32(i);
+        cp[k] = c;
+        cls[k] = c < 0x110000 ? t.value[size_t(t.block[c >> 8]) * 256 + (c & 255)] : 0;
+        ++k;
         i += len;
     }
-    offset.push_back(u32(size));
+    offset[k] = u32(i);
+    cp.resize(k);
+    cls.resize(k);
+    offset.resize(k + 1);
+    return k - before;
+}
+
+void RunMemo::store(size_t start, u32 kind, size_t reached) {
+    for (Entry& e : entries)
+        if (e.start == start && e.kind == kind) {
+            e.reached = reached;
+            return;
+        }
+    entries.push_back({start, reached, kind});
+}
+
+void RunMemo::forget_before(size_t from, size_t by) {
+    size_t w = 0;
+    for (const Entry& e : entries)
+        if (e.start >= from) entries[w++] = {e.start - by, e.reached - by, e.kind};
+    entries.resize(w);
 }
 
 namespace {
+
+constexpr u16 LOWER_LIKE = C_LL | C_LM | C_LO | C_M;  // o200k's lower-case letter set
+constexpr u32 RUN_OTHER = 0x10000, RUN_NEWLINES = 0x20000, RUN_NEWLINES_SLASH = 0x30000;
 
 struct Scanner {
     const Decoded& t;
     size_t n;
     bool touched = false;  // read past the end of the text
+    // streaming only: resumed runs, the newline / lower-case tracks, and the open piece's
+    // certain lower bound when that is not the end found so far (a whitespace run at the end)
+    RunMemo* memo = nullptr;
+    const u32* prev_newline = nullptr;
+    const u32* prev_lower = nullptr;
+    size_t floor = SIZE_MAX;
 
     u16 cls(size_t k) {
         if (k >= n) {
@@ -121,23 +183,52 @@ struct Scanner {
         u32 c = cp(k);
         return c == '\r' || c == '\n';
     }
-    size_t run(size_t k, u16 mask) {
-        while (cls(k) & mask) ++k;
+    // the run of positions from k where `inside` holds; with a memo, a run that reached the end
+    // of a shorter text resumes where it stopped (its positions are unchanged)
+    template <class Inside>
+    size_t resumable(size_t k, u32 kind, Inside inside) {
+        size_t start = k;
+        if (memo)
+            if (const RunMemo::Entry* e = memo->find(start, kind)) k = e->reached;
+        while (inside(k)) ++k;
+        if (memo && k >= n) memo->store(start, kind, n);
         return k;
+    }
+    size_t run(size_t k, u16 mask) {
+        return resumable(k, mask, [this, mask](size_t j) { return (cls(j) & mask) != 0; });
     }
     size_t run_other(size_t k) {
-        while (other(k)) ++k;
-        return k;
+        return resumable(k, RUN_OTHER, [this](size_t j) { return other(j); });
     }
     size_t run_newlines(size_t k, bool slash = false) {
-        for (;;) {
-            u32 c = cp(k);
-            if (c == '\r' || c == '\n' || (slash && c == '/'))
-                ++k;
-            else
-                return k;
-        }
+        return resumable(k, slash ? RUN_NEWLINES_SLASH : RUN_NEWLINES, [this, slash](size_t j) {
+            u32 c = cp(j);
+            return c == '\r' || c == '\n' || (slash && c == '/');
+        });
     }
+    // the last position in [from, end) (end <= n) holding \r or \n, or SIZE_MAX
+    size_t last_newline(size_t from, size_t end) const {
+        if (prev_newline) {
+            u32 k = prev_newline[end];
+            return k != NONE && k >= from ? k : SIZE_MAX;
+        }
+        for (size_t k = end; k-- > from;)
+            if (t.cp[k] == '\r' || t.cp[k] == '\n') return k;
+        return SIZE_MAX;
+    }
+    // the last position in [from, end) (end <= n) of class LOWER_LIKE, or SIZE_MAX
+    size_t last_lower(size_t from, size_t end) const {
+        if (prev_lower) {
+            u32 k = prev_lower[end];
+            return k != NONE && k >= from ? k : SIZE_MAX;
+        }
+        for (size_t k = end; k-- > from;)
+            if (t.cls[k] & LOWER_LIKE) return k;
+        return SIZE_MAX;
+    }
+    // certain part of a whitespace run [i, n) that reached the end, when no newline decides it:
+    // before a non-space the run gives back its last character (if it has two or more)
+    void space_floor(size_t i) { floor = n - i >= 2 ? n - 1 : n; }
     static u32 fold(u32 c) {
         if (c >= 'A' && c <= 'Z') return c + 32;
         if (c == 0x17F) return 's';  // LATIN SMALL LETTER LONG S folds to s
@@ -160,7 +251,10 @@ struct Scanner {
     }
     // \s+(?!\S)|\s+ for a whitespace run starting at i that ends at q
     size_t trailing_space(size_t i, size_t q) {
-        if (q >= n) return n;  // (?!\S) holds at the end of the text
+        if (q >= n) {  // (?!\S) holds at the end of the text
+            space_floor(i);
+            return n;
+        }
         return q - i >= 2 ? q - 1 : q;
     }
 
@@ -192,16 +286,23 @@ struct Scanner {
         if (cp(i) == ' ' && other(i + 1)) return run_newlines(run_other(i + 2));
         if (other(i)) return run_newlines(run_other(i + 1));
         size_t q = run(i + 1, C_S);
-        if (q >= n) return n;  // \s++$
-        for (size_t k = q; k-- > i;)
-            if (t.cp[k] == '\r' || t.cp[k] == '\n') return k + 1;  // \s*[\r\n]
+        if (q >= n) {  // \s++$; before a non-space: up to the last newline, or give one back
+            size_t k = last_newline(i, n);
+            if (k != SIZE_MAX)
+                floor = k + 1;
+            else
+                space_floor(i);
+            return n;
+        }
+        size_t k = last_newline(i, q);
+        if (k != SIZE_MAX) return k + 1;  // \s*[\r\n]
         return trailing_space(i, q);
     }
 
     // [^\r\n\p{L}\p{N}]?[UPPER]*[LOWER]+(?i:'s|...)?|[^\r\n\p{L}\p{N}]?[UPPER]+[LOWER]*(?i:..)?
     // |\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
     static constexpr u16 UPPER = C_LU | C_LT | C_LM | C_LO | C_M;
-    static constexpr u16 LOWER = C_LL | C_LM | C_LO | C_M;
+    static constexpr u16 LOWER = LOWER_LIKE;
     size_t with_contraction(size_t e) {
         size_t c = contraction(e, true);
         return c ? c : e;
@@ -209,9 +310,9 @@ struct Scanner {
     // UPPER* LOWER+ from j (greedy UPPER* backs off until LOWER+ can match); 0 on failure
     size_t upper_then_lower(size_t j) {
         size_t u_end = run(j, UPPER);
-        for (size_t k = u_end + 1; k-- > j;)
-            if (cls(k) & LOWER) return with_contraction(run(k + 1, LOWER));
-        return 0;
+        size_t k = (cls(u_end) & LOWER) ? u_end : last_lower(j, u_end);
+        if (k == SIZE_MAX) return 0;
+        return with_contraction(run(k + 1, LOWER));
     }
     size_t upper_plus_lower(size_t j) {
         if (!(cls(j) & UPPER)) return 0;
@@ -237,8 +338,8 @@ struct Scanner {
         if (cp(i) == ' ' && other(i + 1)) return run_newlines(run_other(i + 2), true);
         if (other(i)) return run_newlines(run_other(i + 1), true);
         size_t q = run(i + 1, C_S);
-        for (size_t k = std::min(q, n); k-- > i;)
-            if (t.cp[k] == '\r' || t.cp[k] == '\n') return k + 1;  // \s*[\r\n]+
+        size_t k = last_newline(i, std::min(q, n));
+        if (k != SIZE_MAX) return k + 1;  // \s*[\r\n]+
         return trailing_space(i, q);
     }
 };
@@ -246,18 +347,46 @@ struct Scanner {
 }  // namespace
 
 size_t split_pieces(Split kind, const Decoded& text, bool eof, std::vector<u32>& ends) {
+    return scan_pieces(kind, text, 0, eof, ends, nullptr, nullptr, nullptr, nullptr);
+}
+
+void extend_tracks(const Decoded& text, std::vector<u32>& prev_newline,
+                   std::vector<u32>& prev_lower) {
+    if (prev_newline.empty()) prev_newline.push_back(NONE);
+    if (prev_lower.empty()) prev_lower.push_back(NONE);
+    for (size_t k = prev_newline.size() - 1; k < text.cp.size(); ++k) {
+        u32 c = text.cp[k];
+        prev_newline.push_back(c == '\r' || c == '\n' ? u32(k) : prev_newline[k]);
+        prev_lower.push_back(text.cls[k] & LOWER_LIKE ? u32(k) : prev_lower[k]);
+    }
+}
+
+size_t scan_pieces(Split kind, const Decoded& text, size_t from, bool eof, std::vector<u32>& ends,
+                   size_t* floor, RunMemo* memo, const u32* prev_newline, const u32* prev_lower) {
     size_t n = text.cp.size();
+    if (floor) *floor = n;
     if (kind == Split::Whole) {
-        if (eof && n) ends.push_back(u32(n));
-        return eof ? n : 0;
+        if (eof && n > from) ends.push_back(u32(n));
+        return eof ? n : from;
     }
     Scanner s{text, n};
-    size_t i = 0;
+    s.memo = memo;
+    s.prev_newline = prev_newline;
+    s.prev_lower = prev_lower;
+    size_t i = from;
     while (i < n) {
         s.touched = false;
+        s.floor = SIZE_MAX;
         size_t e = kind == Split::Gpt2 ? s.gpt2(i) : kind == Split::Cl100k ? s.cl100k(i) : s.o200k(i);
         if (e <= i || e > n) e = i + 1;  // never stall (cannot happen for valid classes)
-        if (s.touched && !eof) break;
+        if (s.touched && !eof) {
+            // Every alternative is a bounded head, runs that only grow, and bounded tails that
+            // only add, except a whitespace run at the end (it may give characters back): the
+            // end found so far is certain, or the whitespace bound (tested against every
+            // continuation up to four characters and random longer ones).
+            if (floor) *floor = std::min(std::max(s.floor == SIZE_MAX ? e : s.floor, i), n);
+            return i;
+        }
         ends.push_back(u32(e));
         i = e;
     }
@@ -365,4 +494,185 @@ std::vector<u32> Pipeline::encode_pieces(const u8* data, const u64* ends, size_t
     return out;
 }
 
+// ---------------------------------------------------------------- streamed pipeline
+
+PieceStream::PieceStream(const Pipeline& pipeline)
+    : pipe_(&pipeline), eager_(pipeline.vocab()) {
+    Split kind = pipeline.options().split;
+    tracks_ = kind == Split::Cl100k || kind == Split::O200k;
+    for (int b = 0; b < 256; ++b) {
+        known_[b] = pipeline.vocab().known_byte(u8(b));
+        drop_unknown_ |= !known_[b];
+    }
+    drop_unknown_ &= pipeline.options().unknown_id == NONE;
+    reset();
+}
+
+void PieceStream::reset() {
+    eager_.reset();
+    bytes_.clear();
+    text_.cp.clear();
+    text_.cls.clear();
+    text_.offset.assign(1, 0);
+    prev_newline_.clear();
+    prev_lower_.clear();
+    memo_.entries.clear();
+    piece_ = 0;
+    open_ = false;
+    fed_ = 0;
+    held_.clear();
+    ready_.clear();
+}
+
+void PieceStream::feed(const u8* data, size_t size) {
+    if (size == 0) return;
+    bytes_.append(reinterpret_cast<const char*>(data), size);
+    if (text_.append(reinterpret_cast<const u8*>(bytes_.data()), bytes_.size(), false) == 0) return;
+    process(false);
+    trim();
+}
+
+void PieceStream::finish() {
+    text_.append(reinterpret_cast<const u8*>(bytes_.data()), bytes_.size(), true);
+    process(true);
+    std::vector<u32> out;
+    out.swap(ready_);
+    reset();
+    ready_.swap(out);
+}
+
+void PieceStream::take(std::vector<u32>& out) {
+    out.insert(out.end(), ready_.begin(), ready_.end());
+    ready_.clear();
+}
+
+size_t PieceStream::pending_bytes() const {
+    size_t out_to = text_.offset[piece_];
+    // the eager encoder's positions are the piece's bytes (kept bytes only when dropping)
+    if (open_ && released_ && !drop_unknown_) out_to += eager_.size() - eager_.pending_bytes();
+    return bytes_.size() - out_to;
+}
+
+void PieceStream::process(bool eof) {
+    if (tracks_) extend_tracks(text_, prev_newline_, prev_lower_);
+    ends_.clear();
+    size_t floor = 0;
+    size_t open = scan_pieces(pipe_->options().split, text_, piece_, eof, ends_, &floor, &memo_,
+                              tracks_ ? prev_newline_.data() : nullptr,
+                              tracks_ ? prev_lower_.data() : nullptr);
+    size_t start = piece_;
+    for (u32 e : ends_) {
+        close_piece(start, e);
+        start = e;
+    }
+    piece_ = start;
+    memo_.forget_before(piece_, 0);
+    if (!eof && open < text_.cp.size()) extend_open(open, floor);
+}
+
+void PieceStream::feed_eager(const u8* data, size_t size) {
+    if (drop_unknown_) {  // HF without an unknown token: such bytes are dropped before merging
+        kept_.clear();
+        for (size_t k = 0; k < size; ++k)
+            if (known_[data[k]]) kept_.push_back(char(data[k]));
+        data = reinterpret_cast<const u8*>(kept_.data());
+        size = kept_.size();
+    }
+    eager_.feed(data, size);
+    eager_bytes_ += size;
+    max_eager_pending_ = std::max(max_eager_pending_, eager_.pending_bytes());
+}
+
+void PieceStream::release(const std::vector<u32>& tokens) {
+    // as Pipeline::encode_one: bytes outside the vocabulary become the unknown id (consecutive
+    // ones fused) or nothing
+    const PipelineOptions& o = pipe_->options();
+    if (!previous_unknown_ && std::find(tokens.begin(), tokens.end(), UNKNOWN) == tokens.end()) {
+        ready_.insert(ready_.end(), tokens.begin(), tokens.end());
+        return;
+    }
+    for (u32 t : tokens) {
+        bool unknown = t == UNKNOWN;
+        if (!unknown)
+            ready_.push_back(t);
+        else if (o.unknown_id != NONE && !(o.fuse_unknown && previous_unknown_))
+            ready_.push_back(o.unknown_id);
+        previous_unknown_ = unknown;
+    }
+}
+
+void PieceStream::close_piece(size_t a, size_t b) {
+    const u8* data = reinterpret_cast<const u8*>(bytes_.data());
+    size_t from = text_.offset[a], to = text_.offset[b];
+    if (open_ && a == piece_) {
+        open_ = false;
+        if (to < fed_)  // the split's certain prefix was wrong: never feed bytes of another piece
+            throw std::logic_error("streaming split: a piece ended inside its certain prefix");
+        if (released_) {
+            feed_eager(data + fed_, to - fed_);
+            eager_.finish();
+            scratch_.clear();
+            eager_.take(scratch_);
+            release(scratch_);
+            eager_.reset();
+            return;
+        }
+        eager_.reset();  // short enough to be a whole-piece token: encoded whole below
+    }
+    pipe_->encode_one(data + from, to - from, ready_, tok_, len_, fid_);
+}
+
+void PieceStream::extend_open(size_t a, size_t floor) {
+    const u8* data = reinterpret_cast<const u8*>(bytes_.data());
+    if (!open_ || a != piece_) {
+        open_ = true;
+        eager_.reset();
+        fed_ = text_.offset[a];
+        eager_bytes_ = 0;
+        released_ = pipe_->whole_max_ == 0;
+        previous_unknown_ = false;
+        held_.clear();
+    }
+    size_t upto = text_.offset[floor];
+    if (upto > fed_) {
+        feed_eager(data + fed_, upto - fed_);
+        fed_ = upto;
+    }
+    scratch_.clear();
+    eager_.take(scratch_);
+    if (released_) {
+        release(scratch_);
+        return;
+    }
+    // a piece no longer than the longest whole-piece token may still be one (tiktoken): its
+    // tokens wait until it is longer, or it is encoded whole when it closes
+    held_.insert(held_.end(), scratch_.begin(), scratch_.end());
+    if (eager_bytes_ > pipe_->whole_max_) {
+        released_ = true;
+        release(held_);
+        held_.clear();
+    }
+}
+
+void PieceStream::trim() {
+    // drop the closed pieces' text once they are at least half the window (amortised O(1))
+    size_t d = piece_;
+    if (d < 4096 || 2 * d < text_.cp.size()) return;
+    size_t db = text_.offset[d];
+    bytes_.erase(0, db);
+    text_.cp.erase(text_.cp.begin(), text_.cp.begin() + d);
+    text_.cls.erase(text_.cls.begin(), text_.cls.begin() + d);
+    text_.offset.erase(text_.offset.begin(), text_.offset.begin() + d);
+    for (u32& o : text_.offset) o -= u32(db);
+    for (std::vector<u32>* track : {&prev_newline_, &prev_lower_}) {
+        if (track->empty()) continue;
+        track->erase(track->begin(), track->begin() + d);
+        for (u32& k : *track) k = k == NONE || k < d ? NONE : k - u32(d);
+    }
+    memo_.forget_before(d, d);
+    piece_ = 0;
+    fed_ -= db;
+}
+
 }  // namespace incbpe
+
