@@ -46,6 +46,11 @@ TEMPLATES: dict[str, Templates] = {
             "Having completed {done} items, the remaining steps are:",
         ),
     },
+    "aside": {
+        "terse": ("Not needed: {what}", "Skip {what}"),
+        "plain": ("{what} is not needed", "We can ignore {what}"),
+        "formal": ("{what} has no bearing on the answer", "{what} may be disregarded"),
+    },
     "item_lookup": {
         "terse": ("WebSurfer: {attr} of {entity} -> {var}",),
         "plain": (
