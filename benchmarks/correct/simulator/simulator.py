@@ -334,6 +334,7 @@ class _Play:
     reason: str = ""
     answer: Value | None = None
     stopped: bool = False
+    aside: list[str] = field(default_factory=list)
 
     @property
     def step(self) -> int:
@@ -521,6 +522,7 @@ def _plan(play: _Play, ops: list[Op], done: int) -> list[Op]:
         play.explain(kind=chosen, right=_item(play, ops[at], at))
         aside += [token for token in _forgotten(ops[at]) if token not in aside]
         ops = _forget(ops, at)
+    play.aside = list(dict.fromkeys([*play.aside, *aside]))
     lines = [f"{done + i + 1}. {_item(play, op, i)}" for i, op in enumerate(ops)]
     # numbered like the items, so a plan with a forgotten item has as many numbered lines
     lines += [
@@ -904,6 +906,8 @@ def _finish(
         play.offer([])
     # every latest value is restated once before the wrap-up, so no reported value goes unused
     summary = play.words("ledger", "Orchestrator", assignments=play.assignments(len(play.log)))
+    if play.aside:  # what the plans set aside is restated too, a forgotten item's with the rest
+        summary += " " + play.words("unused", "Orchestrator", tokens=", ".join(play.aside))
     play.say("Orchestrator", "ledger", summary)
     play.offer([])
     play.say("Orchestrator", "wrapup", play.words("wrapup", "Orchestrator", var=var, value=value))

@@ -183,6 +183,11 @@ TEMPLATES: dict[str, Templates] = {
         "plain": ("Progress so far: {assignments}.", "Recorded so far: {assignments}."),
         "formal": ("Ledger update. Values recorded so far: {assignments}.",),
     },
+    "unused": {
+        "terse": ("Not used: {tokens}.",),
+        "plain": ("Set aside as not needed: {tokens}.", "Left out on purpose: {tokens}."),
+        "formal": ("The plan set aside as irrelevant: {tokens}.",),
+    },
     "own_calc": {
         "terse": ("No Calculator needed: {var} = {expr} = {value}.",),
         "plain": (

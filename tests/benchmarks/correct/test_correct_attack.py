@@ -11,7 +11,7 @@ from docket.benchmarks.correct.dataset import load_trajectories, select
 from docket.benchmarks.correct.simulator.records import Step, Trajectory
 
 #: How far above chance (the best position policy on the test split) the attacker may score:
-#: issue 29's 0.05. On 3-C it is 0.033 above chance (0.185 vs 0.152 with 200 rounds, README),
+#: issue 29's 0.05. On 3-C it is 0.021 above chance (0.173 vs 0.152, 100 or 200 rounds, README),
 #: down from 0.064 on 3-B and 0.086 on 3-A.
 MARGIN = 0.05
 

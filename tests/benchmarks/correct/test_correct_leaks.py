@@ -16,13 +16,19 @@ import pytest
 
 from docket.benchmarks.correct.dataset import load_trajectories
 from docket.benchmarks.correct.simulator.checks import _ASIDE, _ITEM, _var_of
-from docket.benchmarks.correct.simulator.generate import confirm, sites_by_kind
+from docket.benchmarks.correct.simulator.generate import Verdict, confirm, sites_by_kind
 from docket.benchmarks.correct.simulator.irrelevant import (
     FRAMES,
     irrelevant_sentences,
     with_irrelevant,
 )
-from docket.benchmarks.correct.simulator.simulator import Fault, TaskSpec, irrelevant_tokens, run
+from docket.benchmarks.correct.simulator.simulator import (
+    Fault,
+    TaskSpec,
+    Turn,
+    irrelevant_tokens,
+    run,
+)
 from docket.benchmarks.correct.simulator.tasks import make_task
 from docket.benchmarks.correct.simulator.world import ATTRIBUTE_NAMES, REGIONS
 
@@ -47,19 +53,31 @@ def _plan_shape(question: str, plan: str) -> tuple[int, int, int]:
     return len(_ITEM.findall(plan)), len(numbers & asked), len(numbers - asked)
 
 
-def _plan_faults(kind: str, count: int) -> list[tuple[TaskSpec, str, str]]:
-    """(task, clean plan, faulty plan) of the first `count` confirmed `kind` faults at step 0."""
+def _plan_verdicts(kind: str, count: int) -> list[tuple[TaskSpec, Verdict]]:
+    """(task, replay) of the first `count` confirmed `kind` faults at step 0."""
     rng = random.Random(f"leaks:{kind}")
-    found: list[tuple[TaskSpec, str, str]] = []
+    found: list[tuple[TaskSpec, Verdict]] = []
     while len(found) < count:
         task = make_task(rng, rng.choice(["short", "medium"]))
         if 0 in sites_by_kind(run(task)).get(kind, []):
             verdict = confirm(task, Fault(kind, 0, seed=rng.randrange(10**6)))
             if verdict.ok:
-                found.append(
-                    (task, verdict.clean.turns[0].content, verdict.faulty.turns[0].content)
-                )
+                found.append((task, verdict))
     return found
+
+
+def _plan_faults(kind: str, count: int) -> list[tuple[TaskSpec, str, str]]:
+    """(task, clean plan, faulty plan) of the first `count` confirmed `kind` faults at step 0."""
+    return [
+        (task, verdict.clean.turns[0].content, verdict.faulty.turns[0].content)
+        for task, verdict in _plan_verdicts(kind, count)
+    ]
+
+
+def _reused(question: str, turns: list[Turn]) -> int:
+    """How many of the question's numbers that the plan holds a later step holds again."""
+    later = set(_NUMBER.findall(" ".join(t.content for t in turns[1:])))
+    return len(set(_NUMBER.findall(turns[0].content)) & set(_NUMBER.findall(question)) & later)
 
 
 def test_the_count_of_irrelevant_sentences_and_numbers_varies() -> None:
@@ -124,6 +142,14 @@ def test_a_dropped_item_leaves_as_many_numbered_lines_and_question_numbers() -> 
         )
         forgotten = [item for _, item in _ITEM.findall(faulty) if _ASIDE.fullmatch(item)]
         assert forgotten  # the forgotten number or region is set aside, as irrelevant ones are
+
+
+def test_a_forgotten_number_is_restated_later_like_the_irrelevant_ones() -> None:
+    # 3-C before the fix: the forgotten number was the one number of the plan that no later
+    # step held (AUC 0.05 within arithmetic): the closing ledger now restates what was set aside
+    for task, verdict in _plan_verdicts("dropped_plan_step", 6):
+        clean, faulty = verdict.clean.turns, verdict.faulty.turns
+        assert _reused(task.question, faulty) == _reused(task.question, clean)
 
 
 def test_a_misread_plan_holds_no_new_number_and_none_twice() -> None:
