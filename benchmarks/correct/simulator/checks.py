@@ -14,7 +14,8 @@ the steps it finds wrong. They are the reasoning a careful reader would do, writ
 - `forwarded_value`: a dispatch forwards an input that differs from the latest reported value;
 - `plan_vs_question`: a plan item asks for an attribute, quarter or number the problem does not
   mention;
-- `plan_coverage`: a plan (or progress check) leaves out a number or region of the problem;
+- `plan_coverage`: a plan (or progress check) leaves out of its items a number or region of the
+  problem (setting it aside as not needed);
 - `delegation`: the Orchestrator records a value that no worker produced, or works one out
   itself and gets it wrong;
 - `completion`: the run is wrapped up while plan items remain;
@@ -35,6 +36,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from docket.benchmarks.correct.simulator.irrelevant import without_irrelevant
+from docket.benchmarks.correct.simulator.style import TEMPLATES
 from docket.benchmarks.correct.simulator.world import (
     ATTRIBUTE_NAMES,
     ATTRIBUTES,
@@ -44,7 +47,6 @@ from docket.benchmarks.correct.simulator.world import (
     build_world,
     decode_fact,
     quarters,
-    without_distractors,
 )
 
 CHECKS = (
@@ -84,6 +86,14 @@ _RANGE = re.compile(r"i \*\* (\d+) for i in range\((-?\d+), (-?\d+)\) if i % (\d
 _DIVISOR = re.compile(r"(\d+) \| i|divisible by (\d+)")
 _QUARTER_YEAR = re.compile(r"\b(Q[1-4]) (\d{4})\b")
 _ITEM = re.compile(r"^(\d+)\. (.*)$", re.M)
+#: A plan line that sets a number or region of the question aside (not an item to carry out).
+_ASIDE = re.compile(
+    "|".join(
+        re.escape(text).replace(re.escape("{what}"), r"\S+")
+        for register in TEMPLATES["aside"].values()
+        for text in register
+    )
+)
 _FINAL = re.compile(r"FINAL ANSWER: (.+)$", re.M)
 _ALIASES = sorted(
     ((name, attribute) for attribute, names in ATTRIBUTE_NAMES.items() for name in names),
@@ -279,9 +289,9 @@ def _check_code(state: _State, content: str, flagged: set[str]) -> None:
 
 
 def _plan_flags(state: _State, content: str, flagged: set[str]) -> None:
-    question = without_distractors(state.question)
+    question = without_irrelevant(state.question)
     mentioned = set(_numbers(re.sub(r"has \d+ parts", "", question)))
-    items = _ITEM.findall(content)
+    items = [(n, item) for n, item in _ITEM.findall(content) if not _ASIDE.fullmatch(item)]
     for _, item in items:
         attribute = attribute_in(item)
         if attribute and any(ATTRIBUTES[k].get(attribute) == "int" for k in ATTRIBUTES):
@@ -295,7 +305,8 @@ def _plan_flags(state: _State, content: str, flagged: set[str]) -> None:
         literals = set(spec) if spec else set(_numbers(re.sub(r"\[[^]]*\]", " ", item)))
         if literals - mentioned - {"2023", "2024"}:
             flagged.add("plan_vs_question")
-    seen = content + " " + " ".join(state.dispatched)
+    # what the items (not the set-aside lines) and the dispatches so far cover
+    seen = " ".join(item for _, item in items) + " " + " ".join(state.dispatched)
     needed = set(_numbers(re.sub(r"has \d+ parts", "", question)))
     if needed - set(_numbers(seen)):
         flagged.add("plan_coverage")

@@ -28,7 +28,7 @@ from docket.benchmarks.correct.simulator.tasks import (
 )
 
 DATASET = "docket-mas"
-GENERATOR = "docket-mas-sim/3b"
+GENERATOR = "docket-mas-sim/3c"
 SPLIT_SEED = 2026
 #: Length tier of the i-th trajectory: i % 5 -> short, short, medium, medium, long.
 TIER_CYCLE = ("short", "short", "medium", "medium", "long")

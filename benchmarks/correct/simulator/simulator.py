@@ -23,6 +23,7 @@ import random
 import re
 from dataclasses import dataclass, field, replace
 
+from docket.benchmarks.correct.simulator.irrelevant import without_irrelevant
 from docket.benchmarks.correct.simulator.style import TOOL_ERRORS, Voice
 from docket.benchmarks.correct.simulator.world import (
     ATTRIBUTE_NAMES,
@@ -146,6 +147,12 @@ ASKED = frozenset(
 )
 #: Share of Calculator operations the Orchestrator works out itself (clean runs do it right).
 OWN_SHARE = 0.3
+#: Chance that a plan sets aside each irrelevant number or region of the question in a line of
+#: its own (a dropped item's number or region is always set aside, so a faulty plan holds as
+#: many numbers of the question and as many lines as a clean one).
+ASIDE_SHARE = 0.5
+#: Chance that a plan item names an attribute by its second name.
+PLAN_ALIAS_SHARE = 0.5
 
 
 def evaluate(op: str, values: list[Value]) -> Value:
@@ -214,8 +221,13 @@ def expected_answer(task: TaskSpec) -> Value | None:
     return values.get(task.answer_var)
 
 
-def misread(op: Op, question_numbers: list[int], rng: random.Random) -> Op | None:
-    """The operation as a Planner who misreads the question would plan it (None: no misreading)."""
+def misread(op: Op, free: list[int], rng: random.Random) -> Op | None:
+    """The operation as a Planner who misreads the question would plan it (None: no misreading).
+
+    `free`: the question's irrelevant numbers that the plan does not set aside. A misread
+    number is one of them, so a misread plan holds as many of the question's numbers as a
+    clean one and no new number.
+    """
     if isinstance(op, Lookup):
         types = ATTRIBUTES[op.kind]
         options = [a for a, t in types.items() if t == "int" and a != op.attribute]
@@ -226,13 +238,14 @@ def misread(op: Op, question_numbers: list[int], rng: random.Random) -> Op | Non
         if op.op in ("add", "sub"):
             return replace(op, op="sub" if op.op == "add" else "add")
         literals = [i for i, a in enumerate(op.args) if isinstance(a, int)]
-        swaps = [n for n in question_numbers if n not in op.args]
+        swaps = [n for n in free if n not in op.args]
         if literals and swaps:
             args = list(op.args)
             args[rng.choice(literals)] = rng.choice(swaps)
             return replace(op, args=tuple(args))
         return None
-    return replace(op, divisor=op.divisor + 1)
+    divisors = [n for n in free if n != op.divisor]
+    return replace(op, divisor=rng.choice(divisors)) if divisors else None
 
 
 def _droppable(op: Op) -> bool:
@@ -311,7 +324,7 @@ class _Play:
     task: TaskSpec
     fault: Fault | None
     voice: Voice
-    numbers: list[int]
+    irrelevant: list[str]
     turns: list[Turn] = field(default_factory=list)
     kinds: list[str] = field(default_factory=list)
     values: dict[str, Value] = field(default_factory=dict)
@@ -321,6 +334,7 @@ class _Play:
     reason: str = ""
     answer: Value | None = None
     stopped: bool = False
+    aside: list[str] = field(default_factory=list)
 
     @property
     def step(self) -> int:
@@ -404,9 +418,7 @@ def _same_kind(value: Value, other: Value) -> bool:
 
 def run(task: TaskSpec, fault: Fault | None = None) -> Run:
     """Play `task`, injecting `fault` (a ValueError if it cannot happen where it is placed)."""
-    play = _Play(
-        task, fault, Voice(task.seed), [int(n) for n in re.findall(r"\b\d+\b", task.question)]
-    )
+    play = _Play(task, fault, Voice(task.seed), irrelevant_tokens(task.question))
     remaining = _plan(play, list(task.ops), done=0)
     done = 0
     while remaining and not play.stopped:
@@ -423,6 +435,17 @@ def run(task: TaskSpec, fault: Fault | None = None) -> Run:
     if not play.stopped:
         _finish(play, task.answer_var, play.values.get(task.answer_var), done, done)
     return Run(play.turns, play.answer, play.sites, play.kinds, play.reason)
+
+
+def irrelevant_tokens(question: str) -> list[str]:
+    """The numbers and regions that only the question's irrelevant sentences hold, in order."""
+    core = without_irrelevant(question)
+    tokens = [
+        *re.findall(r"\b\d+\b", question),
+        *(r for r in REGIONS if re.search(rf"\b{r}\b", question)),
+    ]
+    kept = set(re.findall(r"\b\d+\b", core)) | {r for r in REGIONS if re.search(rf"\b{r}\b", core)}
+    return list(dict.fromkeys(t for t in tokens if t not in kept))
 
 
 def _fields(op: ReadCell | Code) -> dict[str, object]:
@@ -442,7 +465,9 @@ def _item(play: _Play, op: Op, key: int) -> str:
     """One plan line for an operation."""
     voice, step = play.voice, play.step * 100 + key
     if isinstance(op, Lookup):
-        fields = {"attr": attribute_name(op.attribute), "entity": _ref(op.entity), "var": op.var}
+        alias = random.Random(f"{play.task.seed}:plan_alias:{step}").random() < PLAN_ALIAS_SHARE
+        attr = attribute_name(op.attribute, alternative=alias)
+        fields = {"attr": attr, "entity": _ref(op.entity), "var": op.var}
         return voice.say("item_lookup", "Planner", step, **fields)
     if isinstance(op, Calc):
         expr = expression(op.op, [_ref(a) for a in op.args])
@@ -451,11 +476,36 @@ def _item(play: _Play, op: Op, key: int) -> str:
     return voice.say(kind, "Planner", step, **_fields(op))
 
 
+def _forgotten(op: Op) -> list[str]:
+    """What a dropped item took out of the plan: its literal numbers, or its region."""
+    if isinstance(op, ReadCell):
+        return [op.region]
+    return [str(a) for a in op.args if isinstance(a, int)] if isinstance(op, Calc) else []
+
+
+def _aside_lines(play: _Play, aside: list[str]) -> list[str]:
+    """One set-aside line per token (`style` kind `aside`), in an order drawn from the step's
+    own stream."""
+    order = random.Random(f"{play.task.seed}:aside_order:{play.step}")
+    tokens = sorted(aside, key=lambda token: (order.random(), token))
+    return [play.words("aside", "Planner", what=token) for token in tokens]
+
+
 def _plan(play: _Play, ops: list[Op], done: int) -> list[Op]:
-    """The plan (done = 0) or a progress check listing the remaining items; may be faulty."""
+    """The plan (done = 0) or a progress check listing the remaining items; may be faulty.
+
+    The plan sets aside some irrelevant numbers and regions of the question, each in a line
+    of its own (`ASIDE_SHARE`); a dropped item's numbers or region join them.
+    """
     probe = random.Random(0)
+    aside = [
+        token
+        for token in play.irrelevant
+        if random.Random(f"{play.task.seed}:aside:{play.step}:{token}").random() < ASIDE_SHARE
+    ]
+    free = [int(t) for t in play.irrelevant if t.isdigit() and t not in aside]
     kinds = []
-    if any(misread(op, play.numbers, probe) is not None for op in ops):
+    if any(misread(op, free, probe) is not None for op in ops):
         kinds.append("misread_instruction")
     if any(_droppable(op) for op in ops):
         kinds.append("dropped_plan_step")
@@ -463,17 +513,23 @@ def _plan(play: _Play, ops: list[Op], done: int) -> list[Op]:
     ops = list(ops)
     if chosen == "misread_instruction":
         rng = play.rng()
-        at = rng.choice([i for i, op in enumerate(ops) if misread(op, play.numbers, probe)])
+        at = rng.choice([i for i, op in enumerate(ops) if misread(op, free, probe)])
         before = _item(play, ops[at], at)
-        ops[at] = misread(ops[at], play.numbers, rng) or ops[at]
+        ops[at] = misread(ops[at], free, rng) or ops[at]
         play.explain(kind=chosen, item=done + at + 1, right=before, wrong=_item(play, ops[at], at))
     elif chosen == "dropped_plan_step":
         at = play.rng().choice([i for i, op in enumerate(ops) if _droppable(op)])
         play.explain(kind=chosen, right=_item(play, ops[at], at))
+        aside += [token for token in _forgotten(ops[at]) if token not in aside]
         ops = _forget(ops, at)
+    play.aside = list(dict.fromkeys([*play.aside, *aside]))
     lines = [f"{done + i + 1}. {_item(play, op, i)}" for i, op in enumerate(ops)]
+    # numbered like the items, so a plan with a forgotten item has as many numbered lines
+    lines += [
+        f"{done + len(lines) + j + 1}. {line}" for j, line in enumerate(_aside_lines(play, aside))
+    ]
     if done == 0:
-        header = play.words("plan_header", "Planner", n=len(ops))
+        header = play.words("plan_header", "Planner", n=len(lines))
         play.say("Planner", "plan", header + "\n" + "\n".join(lines))
     else:
         header = play.words("replan_header", "Planner", done=done)
@@ -850,6 +906,8 @@ def _finish(
         play.offer([])
     # every latest value is restated once before the wrap-up, so no reported value goes unused
     summary = play.words("ledger", "Orchestrator", assignments=play.assignments(len(play.log)))
+    if play.aside:  # what the plans set aside is restated too, a forgotten item's with the rest
+        summary += " " + play.words("unused", "Orchestrator", tokens=", ".join(play.aside))
     play.say("Orchestrator", "ledger", summary)
     play.offer([])
     play.say("Orchestrator", "wrapup", play.words("wrapup", "Orchestrator", var=var, value=value))

@@ -46,6 +46,11 @@ TEMPLATES: dict[str, Templates] = {
             "Having completed {done} items, the remaining steps are:",
         ),
     },
+    "aside": {
+        "terse": ("Not needed: {what}", "Skip {what}"),
+        "plain": ("{what} is not needed", "We can ignore {what}"),
+        "formal": ("{what} has no bearing on the answer", "{what} may be disregarded"),
+    },
     "item_lookup": {
         "terse": ("WebSurfer: {attr} of {entity} -> {var}",),
         "plain": (
@@ -177,6 +182,11 @@ TEMPLATES: dict[str, Templates] = {
         "terse": ("Progress: {assignments}.", "Ledger: {assignments}."),
         "plain": ("Progress so far: {assignments}.", "Recorded so far: {assignments}."),
         "formal": ("Ledger update. Values recorded so far: {assignments}.",),
+    },
+    "unused": {
+        "terse": ("Not used: {tokens}.",),
+        "plain": ("Set aside as not needed: {tokens}.", "Left out on purpose: {tokens}."),
+        "formal": ("The plan set aside as irrelevant: {tokens}.",),
     },
     "own_calc": {
         "terse": ("No Calculator needed: {var} = {expr} = {value}.",),

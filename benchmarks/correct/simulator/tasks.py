@@ -14,6 +14,7 @@ import string
 from collections.abc import Callable
 from dataclasses import replace
 
+from docket.benchmarks.correct.simulator.irrelevant import with_irrelevant
 from docket.benchmarks.correct.simulator.simulator import (
     Calc,
     Code,
@@ -33,7 +34,6 @@ from docket.benchmarks.correct.simulator.world import (
     REGIONS,
     SALES_FILE,
     build_world,
-    distractors,
 )
 
 
@@ -147,7 +147,9 @@ def table(rng: random.Random) -> TaskSpec:
             f"According to {SALES_FILE}, what were the total {quarter} {CURRENT_YEAR} sales of "
             f"{', '.join(regions[:2])} and {regions[2]}?"
         )
-        cells = tuple(ReadCell(f"cell_{i}", r, quarter) for i, r in enumerate(regions))
+        cells = tuple(
+            ReadCell(f"cell_{letter}", r, quarter) for letter, r in zip("xyz", regions, strict=True)
+        )  # no digit in a variable name: a forgotten item would take a number with it
         ops: tuple[Op, ...] = (*cells, Calc("answer", "sum", tuple(f"${c.var}" for c in cells)))
         return TaskSpec("table", question, ops, "answer")
     if pick < 0.75:
@@ -193,7 +195,8 @@ def code(rng: random.Random) -> TaskSpec:
         return TaskSpec("code", question, ops, "answer")
     k = rng.choice([n for n in range(11, 99) if n not in (power, divisor, start, stop)])
     question = f"{text}, then subtract {k} from it."
-    ops = (program, Calc("result", "sub", ("$result", k), droppable=True))
+    # not droppable: a one-item plan for a two-step question gave a forgotten item away
+    ops = (program, Calc("result", "sub", ("$result", k)))
     return TaskSpec("code", question, ops, "result")
 
 
@@ -285,7 +288,7 @@ def make_task(rng: random.Random, tier: str, family: str = "") -> TaskSpec:
         task = compose(rng, parts)
         task = replace(
             task,
-            question=f"{distractors(rng)} {task.question}",
+            question=with_irrelevant(rng, task.question),
             seed=rng.randrange(10**9),
             density=density,
         )

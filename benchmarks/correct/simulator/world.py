@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import random
-import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -91,51 +90,6 @@ ATTRIBUTE_NAMES: dict[str, tuple[str, ...]] = {
     "largest_city": ("largest city",),
     "currency": ("currency",),
 }
-
-
-#: Sentences of a question that do not bear on it (irrelevant context, as in GSM-IC): their
-#: numbers and regions are in the question but no plan needs them.
-DISTRACTORS = (
-    "Unrelated to this question, {n} other requests are waiting in the queue.",
-    "For context only, the {region} team has handled {n} similar questions this week.",
-    "Separately, the {region} office filed {n} reports last month, which do not matter here.",
-    "As background, the previous run took {n} minutes.",
-)
-_DISTRACTOR = re.compile(
-    "|".join(
-        re.escape(d).replace(re.escape("{n}"), r"\d+").replace(re.escape("{region}"), r"\w+")
-        for d in DISTRACTORS
-    )
-)
-
-
-#: Chance of one more irrelevant sentence after each one (their count is geometric, capped).
-DISTRACTOR_MORE = 0.6
-DISTRACTOR_CAP = 8
-
-
-def distractor(rng: random.Random) -> str:
-    """One irrelevant sentence with a number (and sometimes a region) for a question."""
-    return rng.choice(DISTRACTORS).format(n=rng.randrange(2, 99), region=rng.choice(REGIONS))
-
-
-def distractors(rng: random.Random) -> str:
-    """One or more irrelevant sentences: 1 + a geometric count (`DISTRACTOR_MORE`), capped.
-
-    A plan leaves out every irrelevant number, so how many numbers of the question a clean plan
-    leaves out varies from question to question, and a plan fault that drops one more number
-    is at most 1 / `DISTRACTOR_MORE` times likelier than a clean plan for any count (with a
-    single sentence, a plan that left out two numbers was always faulty).
-    """
-    sentences = [distractor(rng)]
-    while len(sentences) < DISTRACTOR_CAP and rng.random() < DISTRACTOR_MORE:
-        sentences.append(distractor(rng))
-    return " ".join(sentences)
-
-
-def without_distractors(question: str) -> str:
-    """The question with its irrelevant sentences (`DISTRACTORS`) removed."""
-    return _DISTRACTOR.sub("", question).strip()
 
 
 @dataclass

@@ -10,10 +10,10 @@ from docket.benchmarks.correct.attack import SurfaceAttacker, chance, evaluate, 
 from docket.benchmarks.correct.dataset import load_trajectories, select
 from docket.benchmarks.correct.simulator.records import Step, Trajectory
 
-#: How far above chance (the best position policy on the test split) the attacker may score.
-#: Issue 29 asks for 0.05; on 3-B it is 0.064 above chance (0.210 vs 0.146, README), down from
-#: 0.086 on 3-A: the remaining cues are in plans (see the README), so the bound is 0.07 for now.
-MARGIN = 0.07
+#: How far above chance (the best position policy on the test split) the attacker may score:
+#: issue 29's 0.05. On 3-C it is 0.021 above chance (0.173 vs 0.152, 100 or 200 rounds, README),
+#: down from 0.064 on 3-B and 0.086 on 3-A.
+MARGIN = 0.05
 
 
 def _planted(trajectory: Trajectory) -> Trajectory:

@@ -59,12 +59,13 @@ def test_counterfactual_replay_confirms_each_error_type(kind: str) -> None:
 
 
 def _shape(text: str) -> list[str]:
-    """The words of a turn with its values masked: numbers, names, regions, quarters."""
+    """The words of a turn with its values masked: numbers, names, regions, quarters, fields."""
     for name in names_in(text):
         text = text.replace(name, "NAME")
     for region in REGIONS:
         text = re.sub(rf"\b{region}\b", "REGION", text)
     text = re.sub(r"\bQ[1-4]\b", "QUARTER", text)
+    text = re.sub(r"attribute='[a-z_0-9]+'", "attribute=ATTRIBUTE", text)  # a wrong call's field
     return re.findall(r"[A-Za-z_]+", re.sub(r"\d+", " ", text))
 
 
