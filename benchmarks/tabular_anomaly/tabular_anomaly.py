@@ -31,7 +31,7 @@ from docket.methods.anomaly.dispat import LMConfig, SelfPlayConfig
 from docket.methods.anomaly.fdiv import DIVERGENCES
 
 NAME = "tabular_anomaly"
-VERSION = "1-B"
+VERSION = "1-C"
 #: `surface` (the chance row, `attacks.surface_scores`) beside the methods' detectors.
 TASK_DETECTORS = (*DETECTORS, "surface")
 #: One detector fits at a time (the CPU is shared; torch already uses every core).
@@ -184,7 +184,9 @@ def tabular_anomaly(
         iterations: DiSPaT self-play iterations.
         sft_steps: Fine-tuning steps on normal rows (AnoLLM, and DiSPaT's start).
         play_steps: Policy steps per self-play iteration.
-        samples: Rows the policy generates per self-play iteration.
+        samples: Size of each self-play round's evaluation batch (real rows and π_t samples
+            no step uses) and the π_t samples the variational critic is fitted on; each
+            update step draws its own fresh generated rows besides.
         lam: λ of the implicit critic T = λ log(π_θ/π_t).
         anchor: Weight of the real rows' likelihood during self-play.
         base_model: A causal LM checkpoint folder for dispat/anollm (default: a tiny random

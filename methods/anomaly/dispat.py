@@ -18,9 +18,15 @@ critic bounds from below (`fdiv.py`). Two variants, `SelfPlayConfig.variant`:
   state, maximises the same bound; the policy then follows the score-function gradient of
   E_{π_θ}[f*(a(T(x)))] (its samples made to look real to the critic), with a mean baseline.
 
+Each update step draws fresh generated rows, so every gradient is on-policy for its
+objective: the implicit bound is an expectation over the round's frozen π_t (SPIN's opponent),
+so its rows come from π_t; the variational policy gradient is an expectation over π_θ, so its
+rows come from the current policy at that step (the importance ratio is then exactly 1).
+
 In both, `anchor` weights the ordinary likelihood of real rows during self-play so the policy
-stays a model of normal rows (our choice). The anomaly score is the tuned model's NLL as in AnoLLM,
-plus `critic_weight`·(−critic) for the variational variant.
+stays a model of normal rows (our choice); `play_weight=0` keeps only it (the ablation). The
+anomaly score is the tuned model's NLL as in AnoLLM, plus `critic_weight`·(−critic) for the
+variational variant.
 """
 
 from __future__ import annotations
@@ -68,14 +74,20 @@ class SelfPlayConfig:
     variant: str = "implicit"  # "implicit" (SPIN-style) or "variational" (f-GAN)
     f: str = "js"
     iterations: int = 2
+    #: Size of each round's evaluation batch (real rows and π_t samples no step uses), and
+    #: the π_t samples the explicit critic is fitted on (variational).
     samples: int = 64
     steps: int = 40
     lr: float = 1e-3
+    #: Real rows and freshly generated rows per update step.
     batch: int = 16
     #: λ of the implicit critic T = λ·log(π_θ/π_t).
     lam: float = 0.05
     #: Weight of the real rows' NLL during self-play.
     anchor: float = 1.0
+    #: Weight of the self-play term. 0 switches self-play off: the same steps on the anchor
+    #: alone, i.e. more fine-tuning (the ablation).
+    play_weight: float = 1.0
     critic_hidden: int = 64
     critic_steps: int = 100
     critic_weight: float = 0.0
@@ -210,6 +222,8 @@ class DiSPaT(TableLM):
 
     def self_play(self, rows: Sequence[Row]) -> FitReport:
         """The self-play iterations on a fitted model (`fit` runs them after fine-tuning)."""
+        if not rows:
+            raise ValueError("no training rows")
         with torch_threads(self.config.threads):
             for iteration in range(self.play.iterations):
                 self.report.rounds.append(self._round(rows, iteration))
@@ -221,64 +235,145 @@ class DiSPaT(TableLM):
         ids, mask = encode(self.tokenizer, texts)
         return token_logprobs(model, ids, mask).sum(dim=1)
 
-    def _samples(self, rows: Sequence[Row], iteration: int) -> list[str]:
-        longest = max(len(self.text(r)) for r in rows[:32]) + 16
-        texts = sample_texts(
-            self.model,
-            self.tokenizer,
-            self.play.samples,
-            max_new_tokens=longest,
-            seed=self.config.seed * 1000 + iteration,
-        )
-        return [t for t in texts if t.strip()] or ["?"]
+    def generate(self, model: Any, n: int, max_new_tokens: int) -> list[str]:
+        """`n` rows sampled from `model`, seeded from the detector's RNG (an empty one is "?").
 
-    def _round(self, rows: Sequence[Row], iteration: int) -> dict[str, float]:
+        Args:
+            model: The policy to sample from (the current π_θ or a round's frozen π_t).
+            n: How many rows.
+            max_new_tokens: Most tokens per row.
+
+        Returns:
+            The sampled texts.
+        """
+        was_training = model.training
+        model.eval()
+        seed = self._rng.randrange(2**31)
+        texts = sample_texts(model, self.tokenizer, n, max_new_tokens=max_new_tokens, seed=seed)
+        model.train(was_training)
+        return [t if t.strip() else "?" for t in texts]
+
+    def implicit_critic(self, reference: Any, texts: Sequence[str]) -> Any:
+        """T_θ(x) = λ·(log π_θ(x) − log π_t(x)), differentiable in θ (π_t = `reference`)."""
         import torch
 
+        with torch.no_grad():
+            before = self.sequence_logprob(reference, texts)
+        return self.play.lam * (self.sequence_logprob(self.model, texts) - before)
+
+    def critic_values(self, texts: Sequence[str]) -> Any:
+        """The explicit (variational) critic's raw outputs on `texts`."""
+        if self.critic is None:
+            raise ValueError("the explicit critic exists only after a variational round")
+        return self.critic(self._features(texts)).squeeze(-1)
+
+    def check(self, real: Any, fake: Any) -> tuple[float, float]:
+        """(variational bound, balanced accuracy) of critic values on real and generated rows.
+
+        A row counts as classified real when its activated value exceeds f'(1), the optimal
+        critic where the two densities are equal; a value at f'(1) counts half. The accuracy
+        is 0.5 when the critic cannot tell the two apart.
+
+        Args:
+            real: Raw critic values on real rows (a tensor).
+            fake: Raw critic values on generated rows (a tensor).
+
+        Returns:
+            The bound's sample estimate and the mean of the two classes' accuracies.
+        """
+        import torch
+
+        edge = float(self.fdiv.derivative(torch.tensor(1.0, dtype=torch.float64)))
+
+        def correct(values: Any, sign: float) -> float:
+            margin = (self.fdiv.activation(values.detach().double()) - edge) * sign
+            tied = margin.abs() <= 1e-12
+            return float(((margin > 0) & ~tied).double().mean() + 0.5 * tied.double().mean())
+
+        bound = float(sample_bound(real.detach(), fake.detach(), self.fdiv))
+        return bound, 0.5 * (correct(real, 1.0) + correct(fake, -1.0))
+
+    def _round(self, rows: Sequence[Row], iteration: int) -> dict[str, float]:
+        """One self-play round; its record (bounds and critic accuracies at start and end).
+
+        Every step draws fresh generated rows: from the round's frozen π_t for the implicit
+        variant (the distribution its bound's expectation is over, as in SPIN) and from the
+        current π_θ for the variational one (the score-function gradient of E_{π_θ}[f*(a(T))]
+        is an expectation over π_θ). The evaluation batch (`samples` real rows and as many π_t
+        samples, none used by a step) is scored at the start and at the end.
+        """
+        import torch
+
+        play = self.play
+        longest = max(len(self.text(r)) for r in rows[:32]) + 16
         self.model.eval()
-        generated = self._samples(rows, iteration)
         reference = copy.deepcopy(self.model).eval()
         for parameter in reference.parameters():
             parameter.requires_grad_(False)
-        if self.play.variant == "variational":
-            critic_bound = self._train_critic(rows, generated)
-        optimiser = torch.optim.AdamW(self.model.parameters(), lr=self.play.lr)
+        eval_real = [self.text(self._rng.choice(rows)) for _ in range(play.samples)]
+        eval_fake = self.generate(reference, play.samples, longest)
+        record = {"iteration": float(iteration)}
+        if play.variant == "variational":
+            record["critic_fit_bound"] = self._train_critic(
+                rows, self.generate(reference, play.samples, longest)
+            )
+        start = self._evaluate(reference, eval_real, eval_fake)
+        record["eval_bound_start"], record["eval_accuracy_start"] = start
+        optimiser = torch.optim.AdamW(self.model.parameters(), lr=play.lr)
         self.model.train()
         bounds: list[float] = []
-        for _ in range(self.play.steps):
-            real = [self.text(self._rng.choice(rows)) for _ in range(self.play.batch)]
-            fake = [self._rng.choice(generated) for _ in range(self.play.batch)]
-            if self.play.variant == "implicit":
-                with torch.no_grad():
-                    ref_real = self.sequence_logprob(reference, real)
-                    ref_fake = self.sequence_logprob(reference, fake)
-                t_real = self.play.lam * (self.sequence_logprob(self.model, real) - ref_real)
-                t_fake = self.play.lam * (self.sequence_logprob(self.model, fake) - ref_fake)
-                bound = sample_bound(t_real, t_fake, self.fdiv)
-                loss = -bound
-            else:
-                with torch.no_grad():
-                    raw = self._critic_values(fake)
-                    reward = self.fdiv.conjugate(self.fdiv.activation(raw))
-                    reward = torch.nan_to_num(reward, posinf=0.0)
-                    advantage = reward - reward.mean()
-                loss = -(advantage * self.sequence_logprob(self.model, fake)).mean() / max(
-                    1, len(fake[0])
-                )
-                bound = torch.tensor(critic_bound)
-            total = loss + self.play.anchor * self.nll_loss(real)
+        for _ in range(play.steps):
+            real = [self.text(self._rng.choice(rows)) for _ in range(play.batch)]
+            loss = play.anchor * self.nll_loss(real)
+            if play.play_weight:
+                if play.variant == "implicit":
+                    fake = self.generate(reference, play.batch, longest)  # x' ~ π_t
+                    bound = sample_bound(
+                        self.implicit_critic(reference, real),
+                        self.implicit_critic(reference, fake),
+                        self.fdiv,
+                    )
+                    play_loss = -bound
+                else:
+                    fake = self.generate(self.model, play.batch, longest)  # x ~ π_θ, this step
+                    with torch.no_grad():
+                        fake_values = self.critic_values(fake)
+                        real_values = self.critic_values(real)
+                        bound = sample_bound(real_values, fake_values, self.fdiv)
+                        reward = self.fdiv.conjugate(self.fdiv.activation(fake_values))
+                        reward = torch.nan_to_num(reward, posinf=0.0)
+                        advantage = reward - reward.mean()
+                    length = sum(len(t) for t in fake) / len(fake) + 1
+                    logp = self.sequence_logprob(self.model, fake)
+                    play_loss = -(advantage * logp).mean() / length
+                loss = loss + play.play_weight * play_loss
+                bounds.append(float(bound.detach()))
             optimiser.zero_grad()
-            total.backward()
+            loss.backward()
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
             optimiser.step()
-            bounds.append(float(bound.detach()))
         self.model.eval()
-        return {
-            "iteration": float(iteration),
-            "bound_first": bounds[0],
-            "bound_last": bounds[-1],
-            "generated": float(len(generated)),
-        }
+        if play.variant == "variational":  # the fixed critic against the updated policy
+            eval_fake = self.generate(self.model, play.samples, longest)
+        end = self._evaluate(reference, eval_real, eval_fake)
+        record["eval_bound_end"], record["eval_accuracy_end"] = end
+        record["bound_first"] = bounds[0] if bounds else float("nan")
+        record["bound_last"] = bounds[-1] if bounds else float("nan")
+        record["generated"] = float(len(bounds) * play.batch)
+        return record
+
+    def _evaluate(
+        self, reference: Any, real: Sequence[str], fake: Sequence[str]
+    ) -> tuple[float, float]:
+        """`check` of the round's critic (implicit: T_θ against π_t; else the explicit one)."""
+        import torch
+
+        with torch.no_grad():
+            if self.play.variant == "implicit":
+                return self.check(
+                    self.implicit_critic(reference, real), self.implicit_critic(reference, fake)
+                )
+            return self.check(self.critic_values(real), self.critic_values(fake))
 
     def _features(self, texts: Sequence[str]) -> Any:
         """Mean last hidden state of the frozen fine-tuned model (the critic's input)."""
@@ -291,9 +386,6 @@ class DiSPaT(TableLM):
             ).hidden_states[-1]
         weights = mask[..., None].float()
         return (hidden * weights).sum(1) / weights.sum(1)
-
-    def _critic_values(self, texts: Sequence[str]) -> Any:
-        return self.critic(self._features(texts)).squeeze(-1)
 
     def _train_critic(self, rows: Sequence[Row], generated: list[str]) -> float:
         """Fit the explicit critic to maximise the variational bound; its final bound."""
@@ -332,5 +424,5 @@ class DiSPaT(TableLM):
         import torch
 
         with torch.no_grad():
-            critic = self._critic_values([self.text(r, range(len(self.columns))) for r in rows])
+            critic = self.critic_values([self.text(r, range(len(self.columns))) for r in rows])
         return scores - self.play.critic_weight * critic.numpy()

@@ -24,21 +24,35 @@ from docket.benchmarks.tabular_anomaly.scorer import ranking_metrics
 from docket.methods.anomaly.baselines import PYOD_DETECTORS, pyod_scores, random_scores
 from docket.methods.anomaly.dispat import DiSPaT, LMConfig, SelfPlayConfig
 
-LM_ROWS = ("anollm", "dispat-implicit", "dispat-variational")
+LM_ROWS = ("anollm", "dispat-implicit", "dispat-variational", "self-play-off")
+#: The language-model rows compared with AnoLLM, seed by seed, in `differences`.
+PAIRED = ("dispat-implicit", "dispat-variational", "self-play-off", "surface")
 
 
 def language_model_rows(
     table: Any, part: Any, seed: int, lm: LMConfig, play: SelfPlayConfig
-) -> dict[str, dict[str, float]]:
-    """AnoLLM, then DiSPaT implicit and variational from copies of the same fine-tuned model."""
+) -> dict[str, dict[str, Any]]:
+    """AnoLLM, then DiSPaT implicit and variational and the ablation (the same rounds with
+    `play_weight=0`: the anchor alone, i.e. more fine-tuning) from copies of one fine-tuned
+    model. Each DiSPaT row also keeps its self-play rounds' records under `rounds`."""
     base = DiSPaT(table.columns, LMConfig(**{**lm.__dict__, "seed": seed}), play)
     super(DiSPaT, base).fit(part.train)  # AnoLLM's fine-tuning only
-    out = {"anollm": ranking_metrics(part.labels, list(base.score(part.test)))}
-    for variant in ("implicit", "variational"):
+    out: dict[str, dict[str, Any]] = {
+        "anollm": ranking_metrics(part.labels, list(base.score(part.test)))
+    }
+    settings: dict[str, dict[str, Any]] = {
+        "dispat-implicit": {"variant": "implicit"},
+        "dispat-variational": {"variant": "variational"},
+        "self-play-off": {"variant": "implicit", "play_weight": 0.0},
+    }
+    for row, changes in settings.items():
         detector = copy.deepcopy(base)
-        detector.play = SelfPlayConfig(**{**play.__dict__, "variant": variant})
+        detector.play = SelfPlayConfig(**{**play.__dict__, **changes})
         detector.self_play(part.train)
-        out[f"dispat-{variant}"] = ranking_metrics(part.labels, list(detector.score(part.test)))
+        scores = list(detector.score(part.test))
+        metrics: dict[str, Any] = dict(ranking_metrics(part.labels, scores))
+        metrics["rounds"] = detector.report.rounds
+        out[row] = metrics
     return out
 
 
@@ -51,7 +65,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         table = LOADERS[name]()
         for seed in range(args.seeds):
             part = split(table, seed)
-            rows: dict[str, dict[str, float]] = {
+            rows: dict[str, dict[str, Any]] = {
                 "random": ranking_metrics(part.labels, list(random_scores(part.test, seed))),
                 "surface": ranking_metrics(
                     part.labels, list(surface_scores(table.columns, part.train, part.test))
@@ -103,6 +117,59 @@ def table(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def differences(results: dict[str, Any], base: str = "anollm") -> str:
+    """Markdown: each `PAIRED` row's AUROC minus `base`'s on the same split, per data set: the
+    mean ± sd over the seeds both ran, the count below zero, and the per-seed values."""
+    names = list(results)
+    lines = [
+        f"| AUROC − {base}, same split | " + " | ".join(names) + " | below 0 |",
+        "|---|" + "---|" * (len(names) + 1),
+    ]
+    for row in PAIRED:
+        cells, below, total = [], 0, 0
+        for name in names:
+            ours, theirs = results[name].get(row, []), results[name].get(base, [])
+            gaps = [a["auroc"] - b["auroc"] for a, b in zip(ours, theirs, strict=False)]
+            if not gaps:
+                cells.append("–")
+                continue
+            below += sum(g < 0 for g in gaps)
+            total += len(gaps)
+            spread = f" ± {statistics.stdev(gaps):.3f}" if len(gaps) > 1 else ""
+            each = ", ".join(f"{g:+.3f}" for g in gaps)
+            cells.append(f"{statistics.mean(gaps):+.3f}{spread} [{each}]")
+        lines.append(f"| {row} | " + " | ".join(cells) + f" | {below} of {total} |")
+    return "\n".join(lines)
+
+
+def round_summary(results: dict[str, Any]) -> str:
+    """Markdown: the self-play rounds' evaluation batch at the start and end of a round (the
+    bound and the critic's balanced accuracy), mean over seeds and rounds, per data set."""
+    names = list(results)
+    lines = [
+        "| evaluation batch, start → end of a round | " + " | ".join(names) + " |",
+        "|---|" + "---|" * len(names),
+    ]
+    for row in LM_ROWS[1:]:
+        for key, label in (("eval_bound", "bound"), ("eval_accuracy", "critic accuracy")):
+            cells = []
+            for name in names:
+                rounds = [r for run in results[name].get(row, []) for r in run.get("rounds", [])]
+                if not rounds:
+                    cells.append("–")
+                    continue
+                start = statistics.mean(r[f"{key}_start"] for r in rounds)
+                end = statistics.mean(r[f"{key}_end"] for r in rounds)
+                cells.append(f"{start:.3f} → {end:.3f}")
+            lines.append(f"| {row}: {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def report(results: dict[str, Any]) -> str:
+    """The three tables, separated by blank lines."""
+    return "\n\n".join([table(results), differences(results), round_summary(results)])
+
+
 def main(argv: list[str] | None = None) -> int:
     """CLI."""
     parser = argparse.ArgumentParser(prog="python benchmarks/tabular_anomaly/scripts/experiment.py")
@@ -124,9 +191,9 @@ def main(argv: list[str] | None = None) -> int:
                 for detector, runs in rows.items():
                     if len(runs) > len(merged.setdefault(name, {}).get(detector, [])):
                         merged[name][detector] = runs
-        print(table({n: merged[n] for n in DATASETS if n in merged}))
+        print(report({n: merged[n] for n in DATASETS if n in merged}))
         return 0
-    print(table(run(args)))
+    print(report(run(args)))
     return 0
 
 

@@ -103,3 +103,18 @@ def test_the_experiment_table_marks_missing_cells_and_short_seed_counts() -> Non
     lines = table(results).splitlines()
     assert lines[2] == "| knn | 0.800 ± 0.141 (0.400) | 0.600 ± 0.000 (0.200) | 0.700 |"
     assert lines[3] == "| anollm | 0.800 (0.400) [1 seed] | – | – |"
+
+
+def test_the_experiment_differences_pair_each_row_with_anollm_seed_by_seed() -> None:
+    scripts = Path(__file__).resolve().parents[3] / "benchmarks" / "tabular_anomaly" / "scripts"
+    differences = runpy.run_path(str(scripts / "experiment.py"))["differences"]
+    runs = {
+        "anollm": [{"auroc": 0.8}, {"auroc": 0.9}, {"auroc": 0.7}],
+        "dispat-implicit": [{"auroc": 0.9}, {"auroc": 0.8}],  # a third seed did not run
+        "surface": [{"auroc": 0.8}, {"auroc": 0.9}, {"auroc": 0.7}],
+    }
+    lines = differences({"wine": runs}).splitlines()
+    # +0.1 and −0.1: mean 0, sd 0.141; one below 0; only the seeds both rows ran count
+    assert lines[2] == "| dispat-implicit | +0.000 ± 0.141 [+0.100, -0.100] | 1 of 2 |"
+    assert lines[3] == "| dispat-variational | – | 0 of 0 |"
+    assert lines[5] == "| surface | +0.000 ± 0.000 [+0.000, +0.000, +0.000] | 0 of 3 |"
