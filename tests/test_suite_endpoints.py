@@ -184,14 +184,17 @@ def test_a_compatible_servers_model_gets_plain_chat_requests() -> None:
     another server are sent as a plain chat model's requests."""
     import asyncio
 
-    from inspect_ai.model import ChatMessageSystem, ChatMessageUser, GenerateConfig
+    from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageUser, GenerateConfig
 
     from docket.suite import ModelSpec, _chat_completions, _model
 
     with fake_openai(lambda _: (200, completion("ok")), None) as server:
         spec = _chat_completions(ModelSpec(model="openai/local-qwen-x1", base_url=server.base_url))
         model = _model(spec, GenerateConfig(max_tokens=7, temperature=0.0))
-        messages = [ChatMessageSystem(content="be brief"), ChatMessageUser(content="hi")]
+        messages: list[ChatMessage] = [
+            ChatMessageSystem(content="be brief"),
+            ChatMessageUser(content="hi"),
+        ]
         asyncio.run(model.generate(messages))
         [request] = server.chats()
     assert [m["role"] for m in request["messages"]] == ["system", "user"]
