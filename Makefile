@@ -38,11 +38,13 @@ pytest: install
 
 test: lint typecheck pytest
 
-# `docket suite offline` (benchmarks/presets/offline.yaml): every registered task on the scripted
-# policies, then SmolLM2 while the time budget lasts (~10 min on 2 CPU cores), then the report in
-# $(LOG_DIR)-report/; prints the HTML path. DEMO_ARGS: see `docket suite -h`.
+# `python -m docket.demo`: `docket suite offline` (benchmarks/presets/offline.yaml: every registered
+# task on the scripted policies, then SmolLM2 while the time budget lasts), then `docket suite
+# local` bounded to the demo's budget (docket/qwen, one sample of the tasks in docket/demo.py's
+# QWEN_TASKS, short replies), then one report of both in $(LOG_DIR)-report/; prints the HTML
+# path. DEMO_ARGS: see `python -m docket.demo -h` (--no-qwen, --no-smollm2, --limit, --task).
 demo: install
-	$(VENV)/bin/docket suite offline --log-dir $(LOG_DIR) $(DEMO_ARGS)
+	$(PY) -m docket.demo --log-dir $(LOG_DIR) $(DEMO_ARGS)
 
 # Headless Debian chromium for tests/reports/test_browser.py (skipped without it); CI: .ci/run.
 .PHONY: browser-deps

@@ -246,17 +246,44 @@ def known_roles() -> set[str]:
 OPENAI_HOSTS = ("api.openai.com",)
 
 
+#: The request shape an `openai/` model off OpenAI's servers gets (Inspect's `ModelInfo.family`):
+#: a plain chat model. Unregistered, Inspect takes an unknown name (`qwen2.5-coder-...`) for an
+#: unreleased frontier model and sends system prompts as `developer` messages, drops
+#: `temperature` and renames `max_tokens`, which compatible servers do not expect.
+COMPATIBLE_FAMILY = "gpt-4.1"
+
+
+def _off_openai(spec: ModelSpec) -> bool:
+    """Whether `spec` is an `openai/` model on a server other than OpenAI's."""
+    import os
+
+    if not spec.model.startswith("openai/"):
+        return False
+    url = spec.base_url or spec.args.get("base_url") or os.environ.get("OPENAI_BASE_URL")
+    return bool(url) and not any(host in str(url) for host in OPENAI_HOSTS)
+
+
 def _chat_completions(spec: ModelSpec) -> ModelSpec:
     """An `openai/` model on another server uses the chat-completions API (most compatible
     servers have no Responses API) unless `-M responses_api=...` says otherwise."""
-    import os
-
-    if not spec.model.startswith("openai/") or "responses_api" in spec.args:
-        return spec
-    url = spec.base_url or spec.args.get("base_url") or os.environ.get("OPENAI_BASE_URL")
-    if not url or any(host in str(url) for host in OPENAI_HOSTS):
+    if "responses_api" in spec.args or not _off_openai(spec):
         return spec
     return spec.model_copy(update={"args": {**spec.args, "responses_api": False}})
+
+
+def plain_chat_shape(spec: ModelSpec) -> None:
+    """Make Inspect shape an off-OpenAI `openai/` model's requests as a plain chat model's.
+
+    Registers `COMPATIBLE_FAMILY` as the model's family (`set_model_info`) unless its model
+    info is already known (a family the user registered, or a real OpenAI model name).
+
+    Args:
+        spec: A model of the suite (under test or a role).
+    """
+    from inspect_ai.model import ModelInfo, get_model_info, set_model_info
+
+    if _off_openai(spec) and get_model_info(spec.model) is None:
+        set_model_info(spec.model, ModelInfo(family=COMPATIBLE_FAMILY))
 
 
 def _under_test(spec: ModelSpec, args: dict[str, Any], base_url: str | None) -> ModelSpec:
@@ -480,6 +507,7 @@ def _model(spec: ModelSpec, stage: GenerateConfig | None = None) -> Model:
     """The Inspect model of `spec`: roles get the stage's settings under their own `config`."""
     own = GenerateConfig(**spec.config)
     config = stage.merge(own) if stage is not None else own
+    plain_chat_shape(spec)
     return get_model(spec.model, config=config, base_url=spec.base_url, **spec.args)
 
 
@@ -667,6 +695,7 @@ def run_plan(
 def _probe_model(spec: ModelSpec) -> Model:
     """A fresh (not memoized) model for a probe: its client lives and dies in the probe's loop."""
     args = endpoints.probe_args(spec.model, spec.args)
+    plain_chat_shape(spec)
     return get_model(spec.model, base_url=spec.base_url, memoize=False, **args)
 
 

@@ -33,6 +33,24 @@ def test_api_preset_binds_every_required_role_with_openai_models(tmp_path: Path)
     assert smoke.roles == {}  # a task gets only the roles its listing names
 
 
+def test_local_preset_runs_every_task_with_every_role_on_qwen(tmp_path: Path) -> None:
+    preset = load_preset("local")
+    plans = plan(preset, tmp_path)
+    assert [p.task for p in plans] == registered_tasks()
+    for item in plans:
+        listed = listed_tasks()[item.task]
+        wanted = {*listed.get("roles", []), *listed.get("optional_roles", [])}
+        assert set(item.roles) == wanted, item.task  # required and optional roles all bound
+        assert {m.model for m in [*item.models, *item.roles.values()]} == {"docket/qwen"}
+        assert item.eval_args["limit"] == 2 and item.eval_args["max_tokens"] == 128
+        assert item.eval_args["max_connections"] == 2  # both samples decode in one batch
+    by_task = {p.task: p.task_args for p in plans}
+    assert by_task["docket/docval_grounding"] == {"mode": "layout_text"}  # text-only model
+    assert by_task["docket/docval_teacher"] == {"with_image": False}
+    assert by_task["docket/spatial_relations"] == {"input": "text"}
+    assert preset.budget_minutes is None  # one stage: a budget would never stop it
+
+
 def test_offline_preset_binds_scripted_roles_and_reference_policies(tmp_path: Path) -> None:
     plans = plan(load_preset("offline"), tmp_path)
     audit = next(p for p in plans if p.task == "docket/anchor_audit" and p.stage == "scripted")

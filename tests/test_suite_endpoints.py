@@ -178,3 +178,40 @@ def test_a_server_error_on_every_sample_is_errored_not_scored(
     assert line.endswith("): Error code: 500 - CUDA out of memory; the next run re-runs them")
     [info] = list_eval_logs(str(logs / "docket_context_qa" / "s"))
     assert read_eval_log(info).status == "error"
+
+
+def test_a_compatible_servers_model_gets_plain_chat_requests() -> None:
+    """Inspect takes an unknown `openai/` name for an unreleased frontier model (system prompt
+    as a `developer` message, no temperature, `max_completion_tokens`); the suite's models on
+    another server are sent as a plain chat model's requests."""
+    import asyncio
+
+    from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageUser, GenerateConfig
+
+    from docket.suite import ModelSpec, _chat_completions, _model
+
+    with fake_openai(lambda _: (200, completion("ok")), None) as server:
+        spec = _chat_completions(ModelSpec(model="openai/local-qwen-x1", base_url=server.base_url))
+        model = _model(spec, GenerateConfig(max_tokens=7, temperature=0.0))
+        messages: list[ChatMessage] = [
+            ChatMessageSystem(content="be brief"),
+            ChatMessageUser(content="hi"),
+        ]
+        asyncio.run(model.generate(messages))
+        [request] = server.chats()
+    assert [m["role"] for m in request["messages"]] == ["system", "user"]
+    assert request["temperature"] == 0.0 and request["max_tokens"] == 7
+    assert "max_completion_tokens" not in request
+
+
+def test_openai_models_on_openais_servers_keep_inspects_shape() -> None:
+    from inspect_ai.model import get_model_info
+
+    from docket.suite import ModelSpec, plain_chat_shape
+
+    before = get_model_info("openai/unreleased-name-7")
+    plain_chat_shape(ModelSpec(model="openai/unreleased-name-7"))  # no base URL: api.openai.com
+    plain_chat_shape(
+        ModelSpec(model="openai/unreleased-name-7", base_url="https://api.openai.com/v1")
+    )
+    assert get_model_info("openai/unreleased-name-7") == before is None

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+from contextvars import copy_context
 from pathlib import Path
 
 import pytest
@@ -10,6 +12,7 @@ from inspect_ai import eval as inspect_eval
 from inspect_ai.event import ModelEvent
 from inspect_ai.log import EvalLog, read_eval_log
 
+from docket.cli import main
 from docket.methods.local.chat import parse_tool_calls
 from tests.methods.local.openai_server import OpenAIServer, qwen_server  # noqa: F401
 
@@ -77,3 +80,38 @@ def test_anchor_direct_runs_over_the_wire(served: OpenAIServer, tmp_path: Path) 
     assert any(e.tools for e in events)  # the agent under test was offered its tools
     assert all(e.error is None for e in events)
     print(f"docket/anchor_direct over openai-api: {len(events)} model calls")
+
+
+#: `docket suite api` through the server: the three one-short-reply tasks of `make demo`.
+SUITE_TASKS = ("docket/rl_arith", "docket/rl_constraints", "docket/context_qa")
+
+
+def test_suite_api_runs_through_the_server(
+    served: OpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "unused")  # the server checks no key
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    model = "openai/" + served.model.rsplit("/", 1)[-1]  # the served checkpoint's folder name
+    log_dir = tmp_path / "api"
+    argv = ["suite", "api", "--model", model, "--base-url", served.base_url]
+    argv += ["--limit", "1", "--max-tokens", "48", "--log-dir", str(log_dir), "--display", "none"]
+    for task in SUITE_TASKS:
+        argv += ["--task", task]
+    assert copy_context().run(main, argv) == 0  # eval_set leaves its model active
+    board = json.loads((tmp_path / "api-report" / "leaderboard.json").read_text())
+    assert board["errored"]["total"] == 0 and board["unscored"] == []
+    entries = {t["task"]: e for b in board["benchmarks"] for t in b["tables"] for e in t["entries"]}
+    assert sorted(entries) == sorted(SUITE_TASKS)
+    for task, entry in entries.items():
+        assert entry["model"] == f"{model} responses_api=False" and entry["n"] == 1, task
+        assert entry["health_known"] and entry["errored"] == 0, task
+        assert entry["health"]["model_calls"] == 1, task  # one answered call per sample
+    for task in SUITE_TASKS:
+        (location,) = list((log_dir / task.replace("/", "_") / "models").glob("*.eval"))
+        log = read_eval_log(str(location))
+        assert log.status == "success", (task, log.error)
+        assert log.eval.model_base_url == served.base_url
+        assert log.eval.model_args.get("responses_api") is False  # chat completions, not /responses
+        events = _model_events(log)
+        assert len(events) == 1 and events[0].error is None, task
+        assert events[0].output.usage is not None and events[0].output.usage.output_tokens <= 48
