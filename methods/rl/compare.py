@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import statistics
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,8 @@ RUNS: list[tuple[str, str, str, list[str]]] = [
     ("echo (TTRL pseudo-labels)", "arith", "echo", []),
     ("echo (verifier reward)", "arith", "echo", ["echo_pseudo_labels=false"]),
     ("grpo", "constraints", "grpo", []),
+    ("replay", "constraints", "replay", []),
+    ("replay (uniform)", "constraints", "replay", ["replay_positive_weight=1.0"]),
     ("hir", "constraints", "hir", []),
 ]
 
@@ -154,3 +157,54 @@ def table(out: Path, seeds: list[int]) -> tuple[str, list[dict[str, Any]]]:
         *curves,
     ]
     return "\n".join(lines + curve_table) + "\n", rows
+
+
+def _shares(counts: Counter[int]) -> dict[int, float]:
+    total = sum(counts.values())
+    return {key: counts[key] / total for key in sorted(counts)} if total else {}
+
+
+def replay_stats(run: Path, from_step: int = 11) -> dict[str, Any]:
+    """Age and reuse of the rollouts one replay run sampled, from its metrics and summary.
+
+    Args:
+        run: A finished replay run folder (`metrics.jsonl` with `sampled_ages`,
+            `sampled_uses`, `batch_reward`; `summary.json` with `replay`).
+        from_step: The first update counted (the buffer of N = 256 fills at update N/R = 8).
+
+    Returns:
+        `ages` and `uses` (share of the draws per age in updates and per use count at draw
+        time, this draw included), `mean_age`, `fresh_share` (age 0), `lifetime` (share of
+        the evicted rollouts per lifetime use count), `mean_lifetime_uses`,
+        `never_drawn_share` and `batch_minus_fresh` (mean over the counted updates of the
+        trained batch's reward minus the fresh rollouts' reward: with a 0/1 reward, the
+        difference in the share of positives).
+
+    Raises:
+        ValueError: If the run recorded no sampled rollouts in the counted updates.
+    """
+    records = [
+        r
+        for r in read_metrics(run / "metrics.jsonl")
+        if "sampled_ages" in r and r["step"] >= from_step
+    ]
+    if not records:
+        raise ValueError(f"{run}: no replay draws recorded from update {from_step} on")
+    ages: Counter[int] = Counter(int(a) for r in records for a in r["sampled_ages"])
+    uses: Counter[int] = Counter(int(u) for r in records for u in r["sampled_uses"])
+    replay = json.loads((run / "summary.json").read_text())["replay"]
+    lifetime: Counter[int] = Counter({int(k): int(v) for k, v in replay["lifetime_uses"].items()})
+    evicted = sum(lifetime.values())
+    age_shares = _shares(ages)
+    return {
+        "ages": age_shares,
+        "uses": _shares(uses),
+        "mean_age": sum(a * n for a, n in ages.items()) / sum(ages.values()),
+        "fresh_share": age_shares.get(0, 0.0),
+        "lifetime": _shares(lifetime),
+        "mean_lifetime_uses": sum(k * n for k, n in lifetime.items()) / evicted if evicted else 0.0,
+        "never_drawn_share": float(replay["never_drawn_share"]),
+        "batch_minus_fresh": statistics.fmean(
+            float(r["batch_reward"]) - float(r["reward"]) for r in records
+        ),
+    }

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from docket.core.jsonl import write_jsonl
-from docket.methods.rl.compare import RUNS, at_budget, folder, table
+from docket.methods.rl.compare import RUNS, at_budget, folder, replay_stats, table
 
 
 def fake_run(out: Path, name: str, seed: int, per_update: int, curve: list[float]) -> None:
@@ -59,3 +59,32 @@ def test_each_row_has_its_own_run_folder(tmp_path: Path) -> None:
     folders = {folder(tmp_path, name, task, 0) for name, task, _, _ in RUNS}
     assert len(folders) == len(RUNS)
     assert folder(tmp_path, "replay (uniform)", "arith", 1).name == "arith-replay-uniform-seed1"
+
+
+def test_replay_stats_counts_only_updates_after_the_buffer_fills(tmp_path: Path) -> None:
+    """Ages, uses, lifetime shares and the positives gap on a run with a known answer."""
+    run = tmp_path / "constraints-replay-seed0"
+    run.mkdir()
+    early = {"step": 3, "reward": 0.0, "batch_reward": 1.0, "sampled_ages": [9, 9]}
+    early["sampled_uses"] = [9, 9]
+    records = [
+        early,
+        {"step": 11, "reward": 0.25, "batch_reward": 0.5, "sampled_ages": [0, 1, 1, 2]},
+        {"step": 12, "reward": 0.5, "batch_reward": 0.5, "sampled_ages": [0, 3, 3, 3]},
+    ]
+    records[1]["sampled_uses"] = [1, 1, 2, 3]
+    records[2]["sampled_uses"] = [1, 2, 2, 4]
+    write_jsonl(run / "metrics.jsonl", records)
+    lifetime = {"0": 1, "2": 2, "3": 1}
+    replay = {"lifetime_uses": lifetime, "never_drawn_share": 0.25}
+    (run / "summary.json").write_text(json.dumps({"replay": replay}))
+    stats = replay_stats(run)
+    assert stats["ages"] == {0: 0.25, 1: 0.25, 2: 0.125, 3: 0.375}
+    assert stats["mean_age"] == pytest.approx(13 / 8) and stats["fresh_share"] == 0.25
+    assert stats["uses"] == {1: 0.375, 2: 0.375, 3: 0.125, 4: 0.125}
+    assert stats["lifetime"] == {0: 0.25, 2: 0.5, 3: 0.25}
+    assert stats["mean_lifetime_uses"] == pytest.approx(7 / 4)
+    assert stats["never_drawn_share"] == 0.25
+    assert stats["batch_minus_fresh"] == pytest.approx(0.125)  # (0.25 + 0) / 2; step 3 left out
+    with pytest.raises(ValueError, match="no replay draws recorded from update 20"):
+        replay_stats(run, from_step=20)
