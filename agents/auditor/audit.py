@@ -149,12 +149,13 @@ def _target_note(target: CliTarget, state: TargetState) -> str:
 
 
 def _instruction(protocol: Protocol, record: AuditRecord, turn: int) -> str | None:
-    """The observation's last lines: None keeps the JSON format line."""
+    """The observation's last lines: None keeps the JSON format line. Under `auto` the JSON
+    fallback's format comes first, so the worked example call is the last thing read."""
     if protocol == "json":
         return None
     tools = tools_instruction(record.checklist, turn)
     if protocol == "auto":
-        return tools + "\nIf you cannot call tools, reply with JSON only: {format}"
+        return "If you cannot call tools, reply with JSON only: {format}\n" + tools
     return tools
 
 
