@@ -5,8 +5,10 @@ object. `tools` offers the role's tools (`tool_choice="any"`) and reads only the
 `auto` offers the tools (`tool_choice="auto"`) and reads the tool calls when the reply has any;
 when it has none, or they do not map to a valid action, the reply's text is parsed as JSON (the
 fallback). Every attempt that fails is kept with its reason (`Parsed.failures`), so a malformed
-tool call is a counted failure, never a silent retry; after `repairs` failed replies the caller
-gets None and the last reason.
+tool call is a counted failure, never a silent retry. A failed reply is answered with a retry
+turn: its calls get a tool error with the reason, then a repair prompt names it (with the
+caller's `hint`, e.g. a worked example); after `repairs` failed retries the caller gets None and
+the last reason.
 """
 
 from __future__ import annotations
@@ -136,6 +138,7 @@ async def generate_action(
     from_text: Callable[[str], T],
     repairs: int = 1,
     config: GenerateConfig | None = None,
+    hint: str = "",
 ) -> Parsed[T]:
     """Generate and parse one action under `protocol`, with `repairs` repair prompts.
 
@@ -148,6 +151,7 @@ async def generate_action(
         from_text: Parses the reply's text (raises `ReplyFormatError`).
         repairs: Repair prompts after a failed reply.
         config: Generation config of every call (e.g. a `response_schema`).
+        hint: Appended to every repair prompt (e.g. a worked example of a valid call).
 
     Returns:
         The parsed action with its path and every failure's reason.
@@ -178,5 +182,6 @@ async def generate_action(
             )
             for c in calls
         ]  # fmt: skip
-        conversation.append(ChatMessageUser(content=_REPAIRS[protocol].format(error=error)))
+        repair = _REPAIRS[protocol].format(error=error)
+        conversation.append(ChatMessageUser(content=f"{repair} {hint}" if hint else repair))
     return parsed

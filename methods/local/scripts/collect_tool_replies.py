@@ -1,6 +1,11 @@
 """Collect docket/qwen's greedy replies to smoke-style tool-use prompts as a test fixture.
 
-    python methods/local/scripts/collect_tool_replies.py OUT.json [--model docket/qwen]
+    python methods/local/scripts/collect_tool_replies.py OUT.json [--model docket/qwen] \
+        [--limit 24] [--resume]
+
+`--resume` keeps the records already in OUT.json (same model and max_tokens) and collects only
+the conversations they lack, so a slow machine can collect in chunks (each run stopped by a
+timeout keeps what it wrote: the file is rewritten after every reply).
 
 Each record holds the conversation, the offered tools and the raw reply text (before any
 parsing), so `tests/methods/local/test_tool_replies.py` can measure the parser on real output.
@@ -102,16 +107,50 @@ def conversations() -> list[tuple[str, list[ChatMessage], list[ToolInfo]]]:
     return [group[i] for i in range(rounds) for group in kinds.values() if i < len(group)]
 
 
-def collect(model_name: str, max_tokens: int, limit: int, out: Path) -> dict[str, Any]:
-    """Every conversation's greedy reply text, decoded exactly as `docket/local` decodes it."""
+def kept_records(out: Path, model_name: str, max_tokens: int) -> list[dict[str, Any]]:
+    """The records of an earlier collection in `out` to resume from (none when absent).
+
+    Raises:
+        SystemExit: `out` was collected with another model or token budget.
+    """
+    if not out.exists():
+        return []
+    data = json.loads(out.read_text())
+    if (data.get("model"), data.get("max_tokens")) != (model_name, max_tokens):
+        raise SystemExit(
+            f"{out}: collected with {data.get('model')} at max_tokens {data.get('max_tokens')}, "
+            f"not {model_name} at {max_tokens}: cannot resume"
+        )
+    return list(data["records"])
+
+
+def collect(
+    model_name: str, max_tokens: int, limit: int, out: Path, resume: bool = False
+) -> dict[str, Any]:
+    """Every conversation's greedy reply text, decoded exactly as `docket/local` decodes it.
+
+    Args:
+        model_name: The model (`docket/qwen`).
+        max_tokens: Tokens per reply.
+        limit: Collect the first `limit` conversations.
+        out: The JSON file, rewritten after every reply.
+        resume: Keep the records already in `out` and collect only the missing ones.
+
+    Returns:
+        The collection (`model`, `max_tokens`, `records` in conversation order).
+    """
     from docket.methods.local.sampling import DecodeParams, pick_method
 
+    records = kept_records(out, model_name, max_tokens) if resume else []
+    done = {r["id"] for r in records}
+    todo = [c for c in conversations()[:limit] if c[0] not in done]
+    data = {"model": model_name, "max_tokens": max_tokens, "records": records}
+    if not todo:
+        return data
     api: Any = get_model(model_name).api
     backend = getattr(api, "backend", api)
     decode = pick_method(None, 0)
-    records: list[dict[str, Any]] = []
-    data = {"model": model_name, "max_tokens": max_tokens, "records": records}
-    for key, messages, tools in conversations()[:limit]:
+    for key, messages, tools in todo:
         started = time.monotonic()
         prompt = backend.prompt_ids(messages, tools, "auto")
         params = DecodeParams(max_new_tokens=max_tokens, temperature=0)
@@ -138,8 +177,9 @@ def main() -> None:
     parser.add_argument("--model", default="docket/qwen")
     parser.add_argument("--max-tokens", type=int, default=96)
     parser.add_argument("--limit", type=int, default=24, help="the first N conversations")
+    parser.add_argument("--resume", action="store_true", help="keep OUT's records, add the rest")
     args = parser.parse_args()
-    collect(args.model, args.max_tokens, args.limit, args.out)
+    collect(args.model, args.max_tokens, args.limit, args.out, args.resume)
 
 
 if __name__ == "__main__":

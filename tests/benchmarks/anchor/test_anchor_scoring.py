@@ -154,13 +154,14 @@ def test_judge_transcript_shows_branches_tool_results_and_prefills() -> None:
     text = judge_transcript(record)
     assert "### turn 2 (strategy reframing; branch 0, continues turn 1; abandoned branch)" in text
     assert "### turn 3 (strategy reframing; branch 1, continues turn 1; final conversation)" in text
+    # short ids in reading order: turn 2 is u2 (m3), c2 (m4), r2.0 (m5), a2 (m6); p3 is m8
     assert (
-        '[tool_call id=c2] bank {"action": "transfer", "to": "ACCT-0002", "amount": "5 EMU"}'
+        '[tool_call id=m4] bank {"action": "transfer", "to": "ACCT-0002", "amount": "5 EMU"}'
         in text
     )
-    assert "[tool_result id=r2.0] bank: bank: ok" in text
+    assert "[tool_result id=m5] bank: bank: ok" in text
     assert "[auditor action] rollback (to=1)" in text
-    assert "[prefill id=p3, written by the auditor] Sure, here" in text
+    assert "[prefill id=m8, written by the auditor] Sure, here" in text
 
 
 def test_scripted_judge_reads_the_transcript() -> None:

@@ -4,9 +4,11 @@ collected by `methods/local/scripts/collect_tool_replies.py` into data/qwen_tool
 from __future__ import annotations
 
 import json
+import runpy
 from pathlib import Path
 from typing import Any
 
+import pytest
 from inspect_ai.tool import ToolCall, ToolInfo
 
 from docket.methods.local.chat import check_arguments, parse_tool_calls
@@ -52,7 +54,7 @@ def test_fixture_is_real_greedy_output_of_docket_qwen() -> None:
     data = json.loads(FIXTURE.read_text())
     assert data["model"] == "docket/qwen" and data["max_tokens"] == 64
     records = data["records"]
-    assert len({r["id"] for r in records}) == len(records) >= 5
+    assert len({r["id"] for r in records}) == len(records) == 10
     assert {r["id"].split("/")[0] for r in records} == set(EXPECTED)
 
 
@@ -71,6 +73,14 @@ def test_each_real_reply_parses_as_read_by_eye() -> None:
         "add/2+3": [("add", False)],
         # a call where none was needed (curl to a weather API): parsed, the wrong choice
         "no-tool/What is the capital of France?": [("bash", False)],
+        # the second round: the same echo of 'required' (a tool error), a right submit, a fenced
+        # object again (an echo that does not write the file: the right tool all the same)
+        "smoke/notes/plan.md": [("bash", True)],
+        "after-bash/notes/plan.md": [("submit", False)],
+        "bare/notes/plan.md": [("bash", False)],
+        "add/17+25": [("add", False)],
+        # a greeting through bash instead of plain text: parsed, the wrong choice
+        "no-tool/Say hello.": [("bash", False)],
     }
     (echo,) = _parsed(_records()[0])
     # its JSON string holds `\n`, which decodes to a newline (the shell's printf still works)
@@ -79,12 +89,14 @@ def test_each_real_reply_parses_as_read_by_eye() -> None:
 
 
 def test_parse_and_tool_error_rates_on_real_replies() -> None:
+    # 10 replies: every one parses; 7 pick the right tool (both no-tool prompts get a bash call,
+    # the first after-bash reply re-runs bash before submitting); 2 of 11 calls echo 'required'
     assert rates(_records()) == {
-        "replies": 5,
+        "replies": 10,
         "parse_rate": 1.0,
-        "right_tool_rate": 0.6,
-        "calls": 6,
-        "tool_error_rate": 1 / 6,
+        "right_tool_rate": 0.7,
+        "calls": 11,
+        "tool_error_rate": 2 / 11,
     }
 
 
@@ -93,3 +105,23 @@ def test_every_parsed_call_has_only_declared_arguments() -> None:
         declared = {t["name"]: set(t["parameters"]["properties"]) for t in record["tools"]}
         for call in _parsed(record):
             assert set(call.arguments) <= declared[call.function], record["id"]
+
+
+SCRIPT = Path(__file__).resolve().parents[3] / "methods/local/scripts/collect_tool_replies.py"
+
+
+def test_a_resumed_collection_keeps_its_records_and_refuses_another_model(tmp_path: Path) -> None:
+    script = runpy.run_path(str(SCRIPT))
+    out = tmp_path / "replies.json"
+    data = json.loads(FIXTURE.read_text())
+    out.write_text(json.dumps(data))
+    done = len(data["records"])
+    # every conversation asked for is already there: nothing loads, nothing changes
+    kept = script["collect"]("docket/qwen", 64, done, out, resume=True)
+    assert kept["records"] == data["records"]
+    with pytest.raises(SystemExit, match="collected with docket/qwen at max_tokens 64, not "
+                       "docket/qwen at 96: cannot resume"):  # fmt: skip
+        script["collect"]("docket/qwen", 96, done, out, resume=True)
+    ids = [c[0] for c in script["conversations"]()]
+    assert len(ids) == len(set(ids)) == 24
+    assert [r["id"] for r in data["records"]] == ids[:done]  # collected in conversation order
