@@ -12,20 +12,28 @@ it open), with every choice exposed as a knob:
   the same vocabulary); it proposes `draft_tokens` (γ) tokens per round;
 - lookahead score: the draft's post-softmax attention of its γ proposal queries over the
   context, summed over its layers and heads;
-- historical score: every `refresh` rounds, the target's verification queries on
-  `est_heads` (layer, head) pairs spread over the layers attend over the *full* cache; an EMA
-  (`decay`) of that attention mass per position (initialised from the last prompt queries);
-- score = `mix` · lookahead/Σ + (1 − `mix`) · history/Σ; the verifier reads sinks (`sinks`
-  first positions) ∪ the recent window (`recent` last positions) ∪ the top-`budget` scored
-  positions, one index set shared by all layers and heads, plus the γ + 1 new tokens;
-- the cache keeps every entry (only reads are sparse); accepted tokens' keys and values come
-  from the sparse pass (lossy, as the paper says: "negligible accuracy degradation").
+- historical score: the target's attention mass per cached position on `est_heads` (layer,
+  head) pairs spread over the layers (at least one per layer up to 32 layers), an EMA (`decay`)
+  per layer, initialised from the last prompt queries and refreshed at every dense check;
+- score of layer l = `mix` · lookahead_l/Σ + (1 − `mix`) · history_l/Σ, where the self-draft's
+  layer l gives lookahead_l for its own layers (the same modules as the target's) and the mean
+  of its layers for the rest; a layer without estimation heads takes the mean history of those
+  with them. Each layer reads its own index set: sinks (`sinks` first positions) ∪ the recent
+  window (`recent` last positions) ∪ its top-`budget` scored positions, plus the new tokens;
+- lossless: tokens accepted by the sparse pass are only *tentative*. Every `refresh` sparse
+  rounds (and before EOS or the token limit is emitted) one dense pass re-runs the tentative
+  tokens from the last dense-verified position, reading the whole cache: its logits verify them
+  as speculative decoding verifies drafts (greedy: longest prefix equal to the dense argmax,
+  then the dense token; sampling: accept with min(1, p_dense/p_sparse)), its keys and values
+  replace the sparse pass's in the cache, and its queries refresh the historical attention.
+  Only dense-verified tokens are emitted, so the output is the dense target's (at greedy,
+  token for token); the sparse pass decides only how many dense passes are needed.
 
 `verify=dense` is vanilla speculative decoding (the target reads everything): at greedy it is
 exactly transformers' assisted generation (`generate(assistant_model=...)`, constant γ, no
 confidence stop). With a budget that covers the context, sparse verification gathers every
-entry and is bit-identical to dense. Greedy acceptance at temperature 0; speculative sampling
-(accept with min(1, p/q), resample from (p − q)+) otherwise.
+entry, so every tentative token passes its check. Greedy acceptance at temperature 0;
+speculative sampling (accept with min(1, p/q), resample from (p − q)+) otherwise.
 
 Attention goes through transformers' attention interface (`docket_dustin`): outside a Dustin
 round it is plain `sdpa`, so the shared (cached) model object behaves as before.
@@ -75,8 +83,10 @@ class DustinSettings:
     budget: int = knob(1024, "top-scored cache entries the sparse verifier reads", minimum=0)
     sinks: int = knob(4, "first positions always read", minimum=0)
     recent: int = knob(64, "last positions always read", minimum=0)
-    refresh: int = knob(4, "rounds between historical-attention estimates", minimum=1)
-    est_heads: int = knob(8, "(layer, head) pairs that estimate historical attention", minimum=0)
+    refresh: int = knob(
+        16, "sparse rounds between dense checks (which also refresh the history)", minimum=1
+    )
+    est_heads: int = knob(32, "(layer, head) pairs that estimate historical attention", minimum=0)
     mix: float = knob(
         0.5, "weight of the draft's lookahead score against history", minimum=0.0, maximum=1.0
     )
@@ -91,19 +101,18 @@ class Round:
     """What the attention function does in the current forward.
 
     mode `draft`: plain attention, plus the draft's attention over the first `context`
-    positions summed into `lookahead`; `sparse`: read the cached positions `selected` (sorted)
-    plus the new tokens, and on refresh rounds add the full attention of `est_heads` into
-    `history_now`; `prefill`: plain attention, plus the last `tail` queries' attention of
-    `est_heads` into `history_now`.
+    positions summed per layer into `lookahead` (`[layers, context]`); `sparse`: layer l reads
+    the cached positions `selected[l]` (sorted) plus the new tokens; `dense` (a check) and
+    `prefill`: plain attention, plus the attention of `est_heads` (the last `tail` queries in
+    a prefill) summed per layer into `history_now` (`[layers, keys]`).
     """
 
-    mode: Literal["draft", "sparse", "prefill"]
+    mode: Literal["draft", "sparse", "dense", "prefill"]
     context: int = 0
     selected: torch.Tensor | None = None
     lookahead: torch.Tensor | None = None
     est_heads: dict[int, list[int]] = field(default_factory=dict)
     history_now: torch.Tensor | None = None
-    refresh: bool = False
     tail: int = 8
 
 
@@ -144,26 +153,24 @@ def dustin_attention(
     q_len, kv_len = query.shape[2], key.shape[2]
     cached = kv_len - q_len
     if state.mode == "draft":
-        if q_len <= 64 and state.lookahead is not None:
+        if q_len <= 64 and state.lookahead is not None and layer < state.lookahead.shape[0]:
             weights = head_weights(module, query, key, None, cached)
-            state.lookahead += weights[..., : state.context].sum(dim=(0, 1))
+            state.lookahead[layer] += weights[..., : state.context].sum(dim=(0, 1))
         return sdpa(module, query, key, value, attention_mask, **kwargs)
-    if state.mode == "prefill":
+    if state.mode in ("prefill", "dense"):
         heads = state.est_heads.get(layer)
         if heads and state.history_now is not None:
-            tail = min(state.tail, q_len)
+            tail = min(state.tail, q_len) if state.mode == "prefill" else q_len
             weights = head_weights(module, query[:, :, -tail:], key, heads, kv_len - tail)
-            state.history_now += weights.sum(dim=(0, 1))[: state.history_now.shape[0]]
+            width = min(kv_len, state.history_now.shape[1])
+            state.history_now[layer, :width] += weights.sum(dim=(0, 1))[:width]
         return sdpa(module, query, key, value, attention_mask, **kwargs)
-    heads = state.est_heads.get(layer)
-    if state.refresh and heads and state.history_now is not None:
-        weights = head_weights(module, query, key, heads, cached)
-        state.history_now += weights[..., :cached].sum(dim=(0, 1))
     assert state.selected is not None
-    keep = torch.cat([state.selected, torch.arange(cached, kv_len, device=key.device)])
+    selected = state.selected[min(layer, state.selected.shape[0] - 1)]
+    keep = torch.cat([selected, torch.arange(cached, kv_len, device=key.device)])
     sub_key = key.index_select(2, keep)
     sub_value = value.index_select(2, keep)
-    reads = state.selected.shape[0]
+    reads = selected.shape[0]
     mask = torch.ones(q_len, reads + q_len, dtype=torch.bool, device=key.device)
     mask[:, reads:] = torch.ones(q_len, q_len, dtype=torch.bool, device=key.device).tril()
     return sdpa(module, query, sub_key, sub_value, mask[None, None], **kwargs)
@@ -297,6 +304,71 @@ def select_positions(
     return torch.sort(torch.cat([fixed, top])).values
 
 
+def select_per_layer(
+    scores: torch.Tensor, context: int, budget: int, sinks: int, recent: int
+) -> torch.Tensor:
+    """`select_positions` for every row of `scores` (`[layers, context]`) at once.
+
+    Args:
+        scores: One score row per layer.
+        context: Cached positions.
+        budget: Top-scored positions each layer reads beyond its sinks and recent window.
+        sinks: First positions always read.
+        recent: Last positions always read.
+
+    Returns:
+        `[layers, reads]` sorted positions, the same count in every layer.
+    """
+    rows = scores.shape[0]
+    device = scores.device
+    if sinks + recent + budget >= context:
+        return torch.arange(context, device=device).expand(rows, context)
+    middle_start = min(sinks, context)
+    middle_end = max(context - recent, middle_start)
+    top = torch.topk(scores[:, middle_start:middle_end], budget, dim=-1).indices + middle_start
+    fixed = torch.cat(
+        [
+            torch.arange(middle_start, device=device),
+            torch.arange(middle_end, context, device=device),
+        ]
+    ).expand(rows, -1)
+    return torch.sort(torch.cat([fixed, top], dim=-1), dim=-1).values
+
+
+def layer_scores(
+    lookahead: torch.Tensor, history: torch.Tensor, mix: float, draft_rows: int
+) -> torch.Tensor:
+    """Each target layer's selection score: `mix` · its normalised lookahead + (1 − `mix`) · its
+    normalised history.
+
+    Args:
+        lookahead: `[draft layers, context]` draft attention (rows beyond `draft_rows` unused).
+        history: `[layers, context]` historical attention; all-zero rows (layers without
+            estimation heads) take the mean of the others.
+        mix: Weight of the lookahead.
+        draft_rows: Leading rows of `lookahead` that are the target's own layers (the
+            self-draft); 0 for a separate draft, whose mean row then serves every layer.
+
+    Returns:
+        `[layers, context]` scores.
+    """
+    layers = history.shape[0]
+    ahead = _row_normalised(lookahead)
+    mean_ahead = ahead.mean(dim=0, keepdim=True).expand(layers, -1).clone()
+    rows = min(draft_rows, layers, ahead.shape[0])
+    mean_ahead[:rows] = ahead[:rows]
+    past = _row_normalised(history)
+    known = past.sum(dim=-1) > 0
+    if bool(known.any()) and not bool(known.all()):
+        past[~known] = past[known].mean(dim=0)
+    return mix * mean_ahead + (1 - mix) * past
+
+
+def _row_normalised(values: torch.Tensor) -> torch.Tensor:
+    totals = values.sum(dim=-1, keepdim=True)
+    return torch.where(totals > 0, values / totals.clamp_min(1e-30), values)
+
+
 def estimation_heads(layers: int, heads: int, count: int) -> dict[int, list[int]]:
     """`count` (layer, head) pairs spread evenly over the layers (round-robin over heads)."""
     if count <= 0:
@@ -322,7 +394,12 @@ def normalised(values: torch.Tensor) -> torch.Tensor:
 
 @dataclass
 class DustinTrace:
-    """Counters of one generation (attention reads in KV entries summed over layers)."""
+    """Counters of one generation (attention reads in KV entries summed over layers).
+
+    `kv_read_sparse` counts everything the verifier reads: the sparse rounds' selected entries,
+    the dense checks' whole cache and the estimation heads' second read of their keys;
+    `kv_read_dense` what dense verification would read in the sparse rounds.
+    """
 
     rounds: int = 0
     drafted: int = 0
@@ -330,6 +407,9 @@ class DustinTrace:
     emitted: int = 0
     target_forwards: int = 0
     draft_forwards: int = 0
+    dense_checks: int = 0
+    checked: int = 0
+    check_accepted: int = 0
     kv_read_dense: int = 0
     kv_read_sparse: int = 0
     key_read_estimation: int = 0
@@ -350,6 +430,10 @@ class DustinTrace:
             "target_forwards": self.target_forwards,
             "draft_forwards": self.draft_forwards,
             "nfe": self.target_forwards,
+            "dense_checks": self.dense_checks,
+            "check_acceptance": (
+                round(self.check_accepted / self.checked, 4) if self.checked else None
+            ),
             "attention_flops_saved": (
                 round(1 - self.flops_sparse / self.flops_dense, 4) if self.flops_dense else 0.0
             ),
@@ -360,6 +444,18 @@ class DustinTrace:
             "kv_entries_dense": self.kv_read_dense,
             "context_tokens": self.context_at_end,
         }
+
+
+@dataclass
+class _Progress:
+    """Where one generation stands: `dense_length` cache entries hold the dense pass's keys
+    and values; `tentative` tokens (after the dense-verified ones) passed only a sparse
+    check, with their sparse distributions (sampling) and the sparse rounds since a check."""
+
+    dense_length: int
+    tentative: list[int] = field(default_factory=list)
+    tentative_probs: list[torch.Tensor] = field(default_factory=list)
+    since_check: int = 0
 
 
 @dataclass
@@ -393,7 +489,7 @@ def geometry_of(model: Any) -> Geometry:
 
 
 class DustinDecoder:
-    """Speculative decoding of `target` with `draft`, dense or sparse verification."""
+    """Speculative decoding of `target` with `draft`, dense or sparse-then-dense verification."""
 
     def __init__(self, target: Any, draft: Any, settings: DustinSettings) -> None:
         register_attention()
@@ -409,8 +505,11 @@ class DustinDecoder:
         self.est_heads = estimation_heads(
             self.geometry.layers, self.geometry.heads, settings.est_heads
         )
-        #: EMA of the target's attention mass per cached position (refreshed every R rounds).
-        self.history = torch.zeros(0)
+        self.draft_layers = int(draft.config.get_text_config(decoder=True).num_hidden_layers)
+        #: Leading draft layers that are the target's own modules (the self-draft).
+        self.shared_layers = _shared_layers(target, draft)
+        #: Per layer, an EMA of the target's attention mass per cached position.
+        self.history = torch.zeros(self.geometry.layers, 0)
 
     def _forward(
         self, model: Any, ids: list[int], cache: Any, name: str, state: Round | None
@@ -419,23 +518,29 @@ class DustinDecoder:
             tensor = torch.tensor([ids], device=model.device)
             return model(input_ids=tensor, use_cache=True, **{name: cache})
 
-    def _count(self, trace: DustinTrace, context: int, reads: int, q: int, refresh: bool) -> None:
+    def _count(self, trace: DustinTrace, reads: int, dense: int, q: int) -> None:
+        """Add one round's attention reads: `reads` cached entries per layer (plus the `q` new
+        ones), against `dense` per layer for dense verification (0: not a dense-equivalent)."""
         g = self.geometry
         per_entry_bytes = 2 * g.kv_heads * g.head_dim * g.bytes_per
         per_entry_flops = 4 * q * g.heads * g.head_dim
-        dense = g.layers * (context + q)
-        trace.kv_read_dense += dense
-        trace.flops_dense += dense * per_entry_flops
-        trace.bytes_dense += dense * per_entry_bytes
-        sparse = g.layers * (reads + q)
-        trace.kv_read_sparse += sparse
-        trace.flops_sparse += sparse * per_entry_flops
-        trace.bytes_sparse += sparse * per_entry_bytes
-        if refresh:
-            estimated = sum(len(h) for h in self.est_heads.values())
-            trace.key_read_estimation += estimated * context
-            trace.flops_sparse += 2 * q * g.head_dim * estimated * context
-            trace.bytes_sparse += estimated * context * g.head_dim * g.bytes_per
+        if dense:
+            trace.kv_read_dense += g.layers * (dense + q)
+            trace.flops_dense += g.layers * (dense + q) * per_entry_flops
+            trace.bytes_dense += g.layers * (dense + q) * per_entry_bytes
+        trace.kv_read_sparse += g.layers * (reads + q)
+        trace.flops_sparse += g.layers * (reads + q) * per_entry_flops
+        trace.bytes_sparse += g.layers * (reads + q) * per_entry_bytes
+
+    def _count_estimation(self, trace: DustinTrace, keys: int, q: int) -> None:
+        """The estimation heads' second read of their key groups over `keys` positions."""
+        g = self.geometry
+        per_group = max(g.heads // g.kv_heads, 1)
+        groups = sum(len({h // per_group for h in heads}) for heads in self.est_heads.values())
+        trace.key_read_estimation += groups * keys
+        trace.kv_read_sparse += (groups * keys) // (2 * g.kv_heads)
+        trace.flops_sparse += 2.0 * q * g.head_dim * keys * sum(map(len, self.est_heads.values()))
+        trace.bytes_sparse += groups * keys * g.head_dim * g.bytes_per
 
     def generate(
         self,
@@ -447,10 +552,10 @@ class DustinDecoder:
     ) -> tuple[Generation, DustinTrace]:
         """One completion (EOS, stop sequences and max tokens as `decode_loop`)."""
         sparse = self.settings.verify == "sparse"
-        temperature = params.temperature or 0.0
         trace = DustinTrace()
         target_cache, draft_cache = growing_cache(), growing_cache()
-        self.history = torch.zeros(max(len(prompt) - 1, 0), device=self.target.device)
+        width = max(len(prompt) - 1, 0)
+        self.history = torch.zeros(self.geometry.layers, width, device=self.target.device)
         out: list[int] = []
         steps: list[TokenStep] = []
         text = ""
@@ -468,18 +573,25 @@ class DustinDecoder:
                 self._forward(self.draft, prompt[:-1], draft_cache, self.draft_cache_name, None)
                 trace.target_forwards += 1
                 trace.draft_forwards += 1
+                self.history = _row_normalised(self.history)
+            progress = _Progress(dense_length=width)
             sequence = list(prompt)
             while True:
                 if params.interrupted():
                     raise GenerationInterrupted(f"stopped after {len(out)} tokens")
-                new, logits = self._round(
-                    sequence, target_cache, draft_cache, params, trace, temperature, rng
-                )
+                if self._needs_check(progress, params, trace, eos):
+                    new, logits = self._dense_round(
+                        sequence, progress, (target_cache, draft_cache), params, trace, eos, rng
+                    )
+                else:
+                    self._sparse_round(
+                        sequence, progress, target_cache, draft_cache, params, trace, rng
+                    )
+                    continue
                 for index, token in enumerate(new):
                     out.append(token)
-                    sequence.append(token)
                     trace.emitted += 1
-                    trace.context_at_end = len(sequence)
+                    trace.context_at_end = len(prompt) + len(out)
                     if token in eos:
                         return self._done(out, text, "stop", steps, trace, started)
                     if params.logprobs:
@@ -491,69 +603,149 @@ class DustinDecoder:
                     if len(out) >= params.max_new_tokens:
                         return self._done(out, text, "max_tokens", steps, trace, started)
 
-    def _round(
+    def _needs_check(
+        self, progress: _Progress, params: DecodeParams, trace: DustinTrace, eos: set[int]
+    ) -> bool:
+        """A dense round now: always with `verify=dense`; else after `refresh` sparse rounds,
+        when the tentative tokens reach the token limit, or hold an EOS."""
+        if self.settings.verify != "sparse":
+            return True
+        pending = len(progress.tentative)
+        return (
+            progress.since_check >= self.settings.refresh
+            or pending + 1 >= params.max_new_tokens - trace.emitted
+            or any(token in eos for token in progress.tentative)
+        )
+
+    def _sparse_round(
         self,
         sequence: list[int],
+        progress: _Progress,
         target_cache: Any,
         draft_cache: Any,
         params: DecodeParams,
         trace: DustinTrace,
-        temperature: float,
         rng: torch.Generator | None,
-    ) -> tuple[list[int], torch.Tensor]:
-        """Draft γ tokens, verify them (dense or on the selected entries), keep the accepted
-        ones in both caches; returns the new tokens and the target's logits for them."""
+    ) -> None:
+        """Draft γ tokens and verify them on each layer's selected entries: the accepted ones
+        and the sparse pass's next token become tentative (appended to `sequence`)."""
         s = self.settings
-        gamma = max(0, min(s.draft_tokens, params.max_new_tokens - trace.emitted - 1))
+        temperature = params.temperature or 0.0
+        room = params.max_new_tokens - trace.emitted - len(progress.tentative) - 2
+        gamma = max(0, min(s.draft_tokens, room))
         context = target_cache.get_seq_length()
-        lookahead = torch.zeros(context, device=self.target.device)
+        lookahead = torch.zeros(self.draft_layers, context, device=self.target.device)
         drafts, draft_probs = self._draft(
             sequence, draft_cache, gamma, lookahead, context, temperature, params, rng
         )
         trace.draft_forwards += len(drafts)
         pending = sequence[context:]
-        refresh = s.verify == "sparse" and trace.rounds % s.refresh == 0
-        state, reads, now = self._select(context, lookahead, refresh)
+        state, reads = self._select(context, lookahead)
         result = self._forward(self.target, pending + drafts, target_cache, self.cache_name, state)
         trace.target_forwards += 1
         trace.rounds += 1
         trace.drafted += len(drafts)
-        self._count(trace, context, reads, len(pending) + len(drafts), refresh)
-        if now is not None and refresh:
-            recent = normalised(now)
-            self.history = s.decay * self.history[:context] + (1 - s.decay) * recent
+        self._count(trace, reads, context, len(pending) + len(drafts))
         logits = result.logits[0, len(pending) - 1 :].float()
         accepted, bonus = self._verify(drafts, draft_probs, logits, temperature, params, rng)
         trace.accepted += accepted
+        new = drafts[:accepted] + [bonus]
+        if temperature > 0:
+            progress.tentative_probs += [
+                torch.softmax(filter_logits(row, temperature, params.top_p, params.top_k), -1)
+                for row in logits[: accepted + 1]
+            ]
+        progress.tentative += new
+        progress.since_check += 1
+        sequence += new
         kept = context + len(pending) + accepted
         crop_to(target_cache, kept)
         crop_to(draft_cache, kept)
-        return drafts[:accepted] + [bonus], logits
 
-    def _select(
-        self, context: int, lookahead: torch.Tensor, refresh: bool
-    ) -> tuple[Round | None, int, torch.Tensor | None]:
-        """The verification round's state (None: dense), the cached entries it reads and the
-        buffer its head-subset estimate fills on refresh rounds."""
+    def _dense_round(
+        self,
+        sequence: list[int],
+        progress: _Progress,
+        caches: tuple[Any, Any],
+        params: DecodeParams,
+        trace: DustinTrace,
+        eos: set[int],
+        rng: torch.Generator | None,
+    ) -> tuple[list[int], torch.Tensor]:
+        """Draft γ more tokens and verify the tentative tokens and the drafts with one dense
+        pass from the last dense-verified position; returns the newly verified tokens and the
+        target's logits for them (`sequence` is cut back to the verified ones)."""
         s = self.settings
-        if s.verify != "sparse":
-            return None, context, None
-        if self.history.shape[0] < context:
-            missing = torch.zeros(context - self.history.shape[0], device=self.history.device)
-            self.history = torch.cat([self.history, missing])
-        history = self.history[:context]
-        score = s.mix * normalised(lookahead) + (1 - s.mix) * normalised(history)
-        selected = select_positions(score, context, s.budget, s.sinks, s.recent)
-        now = torch.zeros(context, device=self.target.device)
-        state = Round(
-            "sparse",
-            context=context,
-            selected=selected,
-            est_heads=self.est_heads,
-            history_now=now,
-            refresh=refresh,
+        temperature = params.temperature or 0.0
+        target_cache, draft_cache = caches
+        tentative = progress.tentative
+        room = params.max_new_tokens - trace.emitted - len(tentative) - 1
+        ended = any(token in eos for token in tentative)
+        gamma = 0 if ended else max(0, min(s.draft_tokens, room))
+        drafts, draft_probs = self._draft(
+            sequence, draft_cache, gamma, None, 0, temperature, params, rng
         )
-        return state, int(selected.shape[0]), now
+        trace.draft_forwards += len(drafts)
+        start = progress.dense_length
+        inputs = sequence[start:] + drafts
+        assert len(sequence) - start == len(tentative) + 1
+        sparse = s.verify == "sparse"
+        now = torch.zeros(self.geometry.layers, start + len(inputs), device=self.target.device)
+        state = Round("dense", est_heads=self.est_heads, history_now=now) if sparse else None
+        result = self._dense_forward(inputs, target_cache, start, state)
+        trace.target_forwards += 1
+        trace.rounds += 1
+        trace.drafted += len(drafts)
+        if sparse:
+            trace.dense_checks += 1
+            self._count(trace, start, 0, len(inputs))
+            if self.est_heads:
+                self._count_estimation(trace, start + len(inputs), len(inputs))
+        else:
+            self._count(trace, start, start, len(inputs))
+        logits = result.logits[0].float()
+        proposal = tentative + drafts
+        accepted, bonus = self._verify(
+            proposal, progress.tentative_probs + draft_probs, logits, temperature, params, rng
+        )
+        trace.checked += len(tentative)
+        trace.check_accepted += min(accepted, len(tentative))
+        trace.accepted += max(0, accepted - len(tentative))
+        kept = start + 1 + accepted
+        crop_to(target_cache, kept)
+        crop_to(draft_cache, kept)
+        if sparse:
+            known = self.history[:, :kept]
+            if known.shape[1] < kept:
+                known = torch.nn.functional.pad(known, (0, kept - known.shape[1]))
+            fresh = _row_normalised(now[:, :kept])
+            self.history = s.decay * known + (1 - s.decay) * fresh
+        new = proposal[:accepted] + [bonus]
+        del sequence[start + 1 :]
+        sequence += new
+        progress.dense_length = kept
+        progress.tentative, progress.tentative_probs, progress.since_check = [], [], 0
+        return new, logits[: accepted + 1]
+
+    def _dense_forward(
+        self, inputs: list[int], target_cache: Any, start: int, state: Round | None
+    ) -> Any:
+        """The dense check: drop the cache entries from `start` on (the sparse pass's keys and
+        values of the tentative tokens) and run `inputs` over the rest, so the dense pass's
+        entries replace them."""
+        crop_to(target_cache, start)
+        return self._forward(self.target, inputs, target_cache, self.cache_name, state)
+
+    def _select(self, context: int, lookahead: torch.Tensor) -> tuple[Round, int]:
+        """The sparse round's state (each layer's selected positions) and the cached entries
+        each layer reads."""
+        s = self.settings
+        history = self.history[:, :context]
+        if history.shape[1] < context:
+            history = torch.nn.functional.pad(history, (0, context - history.shape[1]))
+        score = layer_scores(lookahead, history, s.mix, self.shared_layers)
+        selected = select_per_layer(score, context, s.budget, s.sinks, s.recent)
+        return Round("sparse", context=context, selected=selected), int(selected.shape[1])
 
     def _done(
         self,
@@ -573,17 +765,18 @@ class DustinDecoder:
         sequence: list[int],
         cache: Any,
         gamma: int,
-        lookahead: torch.Tensor,
+        lookahead: torch.Tensor | None,
         context: int,
         temperature: float,
         params: DecodeParams,
         rng: torch.Generator | None,
     ) -> tuple[list[int], list[torch.Tensor]]:
         """γ draft tokens (greedy, or sampled at temperature > 0) and their draft distributions;
-        the draft's attention over the first `context` positions is summed into `lookahead`."""
+        the draft's attention over the first `context` positions is summed per layer into
+        `lookahead` (None: not recorded)."""
         drafts: list[int] = []
         probs: list[torch.Tensor] = []
-        record = self.settings.verify == "sparse"
+        record = lookahead is not None
         pending = sequence[cache.get_seq_length() :]
         for _ in range(gamma):
             state = Round("draft", context=context, lookahead=lookahead) if record else None
@@ -633,6 +826,20 @@ class DustinDecoder:
             filter_logits(logits[len(drafts)], temperature, params.top_p, params.top_k), -1
         )
         return len(drafts), int(torch.multinomial(p, 1, generator=rng))
+
+
+def _shared_layers(target: Any, draft: Any) -> int:
+    """How many leading decoder layers the draft shares with the target (module identity)."""
+    target_layers = getattr(getattr(target, "model", None), "layers", None)
+    draft_layers = getattr(getattr(draft, "model", None), "layers", None)
+    if target_layers is None or draft_layers is None or draft is target:
+        return 0
+    shared = 0
+    for ours, theirs in zip(target_layers, draft_layers, strict=False):
+        if ours is not theirs:
+            break
+        shared += 1
+    return shared
 
 
 def crop_to(cache: Any, length: int) -> None:

@@ -21,6 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budgets", type=int, nargs="+", default=[64, 256, 1024])
     parser.add_argument("--recent", type=int, default=64)
     parser.add_argument("--draft-layers", type=int, default=8)
+    parser.add_argument("--refresh", type=int, default=16, help="sparse rounds per dense check")
     args = parser.parse_args(argv)
 
     from docket.methods.decoding.dustin.algorithm import DustinSettings, make_self_draft
@@ -33,16 +34,24 @@ def main(argv: list[str] | None = None) -> int:
         gguf = smollm2_gguf()
         loaded = load(CheckpointSpec(path=str(gguf.parent), gguf_file=gguf.name))
     draft = make_self_draft(loaded.model, args.draft_layers)
-    base = DustinSettings(draft_layers=args.draft_layers, recent=args.recent)
+    base = DustinSettings(draft_layers=args.draft_layers, recent=args.recent, refresh=args.refresh)
     settings = [("dense", replace(base, verify="dense"))]
     settings += [(f"sparse, budget {b}", replace(base, budget=b)) for b in args.budgets]
     items = cases(args.depths)
-    print("| verification | pass keys found | KV entries read (share of dense) | context |")
-    print("|---|---|---|---|")
+    print(
+        "| verification | pass keys found | answers equal to dense | KV entries read "
+        "(share of dense) | check acceptance | context |"
+    )
+    print("|---|---|---|---|---|---|")
+    reference = None
     for name, setting in settings:
         row = run_setting(loaded.model, draft, loaded.tokenizer, setting, name, items, args.fill)
+        reference = reference or row
+        same = sum(a == b for a, b in zip(row.answers, reference.answers, strict=True))
+        acceptance = "–" if row.check_acceptance is None else f"{row.check_acceptance:.2f}"
         print(
-            f"| {row.setting} | {row.hits}/{row.total} | {row.kv_read_share:.2f} | "
+            f"| {row.setting} | {row.hits}/{row.total} | {same}/{row.total} | "
+            f"{row.kv_read:,} ({row.share_of(reference):.3f}) | {acceptance} | "
             f"{row.context_tokens} |",
             flush=True,
         )

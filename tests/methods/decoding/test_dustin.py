@@ -16,7 +16,9 @@ from docket.methods.decoding.dustin.algorithm import (
     Round,
     assisted_generation_draft,
     estimation_heads,
+    layer_scores,
     make_self_draft,
+    select_per_layer,
     select_positions,
 )
 from docket.methods.local.sampling import DecodeParams
@@ -74,32 +76,105 @@ def test_dense_verification_is_transformers_assisted_generation(
     assert trace.emitted == 32 and trace.rounds * 1 + trace.accepted == 32
 
 
-def test_full_budget_sparse_verification_is_dense_bit_for_bit(
-    target: Any, prompt: list[int]
-) -> None:
-    dense, dense_trace = decode(target, prompt, verify="dense")
-    sparse, sparse_trace = decode(target, prompt, verify="sparse", budget=len(prompt) + 64)
-    assert sparse.token_ids == dense.token_ids
-    assert [s.logprob for s in sparse.steps] == [s.logprob for s in dense.steps]
-    assert (sparse_trace.rounds, sparse_trace.accepted) == (
-        dense_trace.rounds,
-        dense_trace.accepted,
-    )
-    assert sparse_trace.kv_read_sparse == dense_trace.kv_read_dense
-
-
 def test_small_budget_reads_only_sinks_recent_and_top_entries(
     target: Any, prompt: list[int]
 ) -> None:
-    generation, trace = decode(target, prompt, budget=16, sinks=4, recent=8, draft_tokens=4)
-    # every round reads 28 cached entries plus its new tokens (1 pending + the drafts), per layer
-    assert trace.kv_read_sparse == 4 * (trace.rounds * 28 + trace.rounds + trace.drafted)
-    assert trace.kv_read_dense > 4 * trace.kv_read_sparse
+    """Reads, recomputed from every target forward: a sparse round reads 28 cached entries per
+    layer (4 sinks, 8 recent, 16 top) plus its new tokens, a dense check the whole cache."""
+    rounds: list[tuple[str, int, int]] = []
+
+    def record(_module: Any, _args: Any, kwargs: dict[str, Any]) -> None:
+        state = _ROUND.get()
+        cache = kwargs.get("past_key_values") or kwargs["cache"]
+        mode = "plain" if state is None else state.mode
+        rounds.append((mode, cache.get_seq_length(), kwargs["input_ids"].shape[1]))
+
+    handle = target.register_forward_pre_hook(record, with_kwargs=True)
+    try:
+        generation, trace = decode(
+            target, prompt, budget=16, sinks=4, recent=8, draft_tokens=4, est_heads=0
+        )
+    finally:
+        handle.remove()
+    sparse = [(c, q) for mode, c, q in rounds if mode == "sparse"]
+    checks = [(c, q) for mode, c, q in rounds if mode == "dense"]
+    assert len(checks) == trace.dense_checks >= 32 // (16 + 5)
+    assert trace.kv_read_sparse == 4 * (
+        sum(28 + q for _, q in sparse) + sum(c + q for c, q in checks)
+    )
+    assert trace.kv_read_dense == 4 * sum(c + q for c, q in sparse)
     meta = generation.metadata
     assert 0 < meta["attention_bytes_saved"] < 1 and 0 < meta["attention_flops_saved"] < 1
     assert 0 <= meta["acceptance_rate"] <= 1
     assert meta["tokens_per_forward"] == round(trace.emitted / trace.rounds, 4)
     assert len(generation.token_ids) == 32
+
+
+class SparseKVMutant(DustinDecoder):
+    """The mutant the lossless test must catch: the dense check decides, but the accepted
+    tentative tokens keep the sparse pass's keys and values in the cache."""
+
+    def _dense_forward(
+        self, inputs: list[int], target_cache: Any, start: int, state: Round | None
+    ) -> Any:
+        saved = [
+            (layer.keys[..., start:, :].clone(), layer.values[..., start:, :].clone())
+            for layer in target_cache.layers
+        ]
+        result = super()._dense_forward(inputs, target_cache, start, state)
+        for layer, (keys, values) in zip(target_cache.layers, saved, strict=True):
+            length = keys.shape[-2]
+            layer.keys[..., start : start + length, :] = keys
+            layer.values[..., start : start + length, :] = values
+        return result
+
+
+def greedy(target: Any, prompt: list[int], new: int) -> list[int]:
+    with torch.inference_mode():
+        out = target.generate(torch.tensor([prompt]), max_new_tokens=new, do_sample=False)
+    return list(out[0, len(prompt) :].tolist())
+
+
+@pytest.mark.parametrize("budget", [0, 8, 32, 224])
+def test_sparse_verification_is_dense_greedy_token_for_token(
+    target: Any, prompt: list[int], budget: int
+) -> None:
+    """Whatever the budget (none, tiny, a fifth, the whole cache), the emitted tokens are the
+    dense target's greedy tokens and their logprobs the dense pass's."""
+    dense, _ = decode(target, prompt, new=40, verify="dense")
+    sparse, trace = decode(target, prompt, new=40, budget=budget, sinks=4, recent=8, refresh=4)
+    assert sparse.token_ids == dense.token_ids == greedy(target, prompt, 40)
+    assert torch.allclose(
+        torch.tensor([s.logprob for s in sparse.steps]),
+        torch.tensor([s.logprob for s in dense.steps]),
+        atol=1e-4,
+    )
+    assert trace.dense_checks >= 40 // 5 and trace.checked >= trace.check_accepted
+    if budget >= len(prompt) + 40:
+        assert trace.check_accepted == trace.checked  # sparse reads everything: never rejected
+
+
+def test_the_test_catches_sparse_kv_in_the_cache(target: Any, prompt: list[int]) -> None:
+    """Mutant: writing the sparse pass's keys and values for accepted tokens (the dense check
+    still decides) changes the output at small budgets; the real decoder does not."""
+    reference = greedy(target, prompt, 40)
+    changed = []
+    for budget in (0, 8, 32):
+        settings = DustinSettings(budget=budget, sinks=4, recent=8, refresh=4, draft_layers=2)
+        mutant = SparseKVMutant(target, make_self_draft(target, 2), settings)
+        generation, _ = mutant.generate(
+            prompt, DecodeParams(max_new_tokens=40), {EOS}, lambda ids: str(ids)
+        )
+        changed.append(generation.token_ids != reference)
+    assert any(changed), changed
+
+
+def test_check_acceptance_is_counted(target: Any, prompt: list[int]) -> None:
+    generation, trace = decode(target, prompt, new=24, budget=8, sinks=4, recent=8, refresh=3)
+    meta = generation.metadata
+    assert meta["dense_checks"] == trace.dense_checks >= 1
+    assert meta["check_acceptance"] == round(trace.check_accepted / trace.checked, 4)
+    assert trace.emitted == 24
 
 
 def test_select_positions_on_known_scores() -> None:
@@ -119,25 +194,19 @@ def test_estimation_heads_are_spread_and_distinct() -> None:
 
 
 def test_all_heads_estimation_is_the_exact_attention_mass(target: Any, prompt: list[int]) -> None:
-    """With every head in the estimate, the historical score is exactly the verification
-    queries' attention mass per cached position (so its top-k is the exact top-k)."""
+    """With every head in the estimate, a dense check's historical score of each layer is
+    exactly its verification queries' attention mass per cached position (so each layer's
+    top-k is that layer's exact top-k)."""
     from transformers import DynamicCache
 
     decoder = DustinDecoder(target, make_self_draft(target, 2), DustinSettings(est_heads=16))
     context = prompt[:100]
     new = prompt[100:104]
     cache = DynamicCache(config=target.config)
-    now = torch.zeros(len(context))
+    now = torch.zeros(4, len(context) + len(new))
     with torch.inference_mode():
         target(torch.tensor([context]), cache=cache, use_cache=True)
-        state = Round(
-            "sparse",
-            context=len(context),
-            selected=torch.arange(len(context)),
-            est_heads=decoder.est_heads,
-            history_now=now,
-            refresh=True,
-        )
+        state = Round("dense", est_heads=decoder.est_heads, history_now=now)
         token = _ROUND.set(state)
         try:
             target(torch.tensor([new]), cache=cache, use_cache=True)
@@ -148,11 +217,26 @@ def test_all_heads_estimation_is_the_exact_attention_mass(target: Any, prompt: l
             attentions = target(torch.tensor([context + new]), output_attentions=True).attentions
         finally:
             target.set_attn_implementation("docket_dustin")
-    exact = sum(a[0, :, len(context) :, : len(context)].sum(dim=(0, 1)) for a in attentions)
+    exact = torch.stack([a[0, :, len(context) :, :].sum(dim=(0, 1)) for a in attentions])
     assert torch.allclose(now, exact, atol=1e-4)
-    assert select_positions(now, 100, 10, 0, 0).tolist() == sorted(
-        torch.topk(exact, 10).indices.tolist()
-    )
+    chosen = select_per_layer(now[:, :100], 100, 10, 0, 0)
+    for layer in range(4):
+        top = torch.topk(exact[layer, :100], 10).indices
+        assert chosen[layer].tolist() == sorted(top.tolist())
+    assert len({tuple(row.tolist()) for row in chosen}) > 1  # the layers choose differently
+
+
+def test_layer_scores_use_each_draft_layer_and_fill_the_rest() -> None:
+    lookahead = torch.tensor([[1.0, 0.0, 0.0, 3.0], [0.0, 2.0, 2.0, 0.0]])
+    history = torch.tensor([[0.0, 0.0, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0], [0.0] * 4])
+    scores = layer_scores(lookahead, history, mix=0.5, draft_rows=2)
+    quarter = torch.full((4,), 0.25)
+    assert torch.allclose(scores[0], 0.5 * torch.tensor([0.25, 0, 0, 0.75]) + 0.5 * quarter)
+    assert torch.allclose(scores[1], 0.5 * torch.tensor([0, 0.5, 0.5, 0]) + 0.5 * quarter)
+    mean_ahead = torch.tensor([0.125, 0.25, 0.25, 0.375])
+    assert torch.allclose(scores[2], 0.5 * mean_ahead + 0.5 * quarter)
+    separate = layer_scores(lookahead, history, mix=1.0, draft_rows=0)
+    assert torch.allclose(separate, mean_ahead.expand(3, 4))
 
 
 def test_sampling_is_seeded_and_acceptance_counted(target: Any, prompt: list[int]) -> None:
