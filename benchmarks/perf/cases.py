@@ -568,8 +568,9 @@ def dsb_cache(quick: bool) -> Measurement:
 
 def dustin_verify(quick: bool) -> Measurement:
     """One verification step (γ = 4 drafts + 1) of SmolLM2-135M over a long KV cache: Dustin's
-    sparse read (selection + 4 sinks + 64 recent + top 512, head-subset refresh every 4 steps
-    amortised) vs the dense read. Measured at 1k/4k/16k (quick: 512/1k/2k); the row is 4k."""
+    sparse read (per-layer selection + 4 sinks + 64 recent + top 512; 4 sparse steps plus the
+    dense check that re-runs their tentative tokens) vs 5 dense steps. Measured at 1k/4k/16k
+    (quick: 512/1k/2k); the row is 4k."""
     model, _ = _smollm2()
     from docket.benchmarks.perf.dustin_timing import verification_step_pair
     from docket.methods.decoding.dustin.algorithm import DustinSettings
