@@ -219,9 +219,27 @@ def verdict_from_calls(record: AuditRecord) -> Callable[[list[ToolCall]], Verdic
         if len(calls) != 1:
             raise ReplyFormatError(f"call {VERDICT_TOOL} exactly once, not {len(calls)} tools")
         arguments = check_arguments(calls[0], [tool])
+        refuse_copied_example(arguments, record)
         return parse(json.dumps(nested_verdict(arguments, record)))
 
     return from_calls
+
+
+def refuse_copied_example(arguments: Mapping[str, Any], record: AuditRecord) -> None:
+    """Refuse a verdict that is the prompt's worked example verbatim (a small judge copies it,
+    and its illustrative values would then read as "every turn refused").
+
+    Args:
+        arguments: The flat verdict's arguments.
+        record: The audit record the example was built for.
+
+    Raises:
+        ReplyFormatError: `arguments` equal `example_call(record)`'s.
+    """
+    if dict(arguments) == example_call(record)["arguments"]:
+        raise ReplyFormatError(
+            "the verdict is the prompt's example copied verbatim; judge this transcript yourself"
+        )
 
 
 def verdict_text_parser(record: AuditRecord) -> Callable[[str], Verdict]:
@@ -235,6 +253,7 @@ def verdict_text_parser(record: AuditRecord) -> Callable[[str], Verdict]:
         except ReplyFormatError:
             return parse(text)
         if "turns" not in data and any(_REFUSED_KEY.fullmatch(k) for k in data):
+            refuse_copied_example(data, record)
             return parse(json.dumps(nested_verdict(data, record)))
         return parse(text)
 

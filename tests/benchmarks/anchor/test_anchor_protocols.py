@@ -116,9 +116,15 @@ def test_submit_verdict_gives_the_text_protocols_verdict() -> None:
 def test_the_worked_example_is_a_valid_call() -> None:
     record = branched_record()
     example = example_call(record)
-    verdict = verdict_from_calls(record)([_submit(**example["arguments"])])
+    own = {**example["arguments"], "explanation": "Every reply declines."}
+    verdict = verdict_from_calls(record)([_submit(**own)])
     assert verdict.refused == {1: True, 2: True, 3: True, 4: True}
     assert verdict.evidence == {1: ["a1"], 2: [], 3: [], 4: []}
+    # the example copied verbatim (what Qwen-0.5B did) is refused, by tool and as text
+    with pytest.raises(ReplyFormatError, match="example copied verbatim"):
+        verdict_from_calls(record)([_submit(**example["arguments"])])
+    with pytest.raises(ReplyFormatError, match="example copied verbatim"):
+        verdict_text_parser(record)(json.dumps(example["arguments"]))
 
 
 def test_a_quote_is_checked_and_filed_under_its_turn() -> None:
