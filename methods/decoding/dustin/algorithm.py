@@ -67,6 +67,7 @@ from ..attention import head_weights, register, sdpa
 
 ATTENTION = "docket_dustin"
 VERIFY_MODES = ("sparse", "dense")
+PREFILL_HEADS = ("all", "est")
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,17 @@ class DustinSettings:
         16, "sparse rounds between dense checks (which also refresh the history)", minimum=1
     )
     est_heads: int = knob(32, "(layer, head) pairs that estimate historical attention", minimum=0)
+    prefill_heads: str = knob(
+        "all",
+        "heads whose attention from the last prompt queries starts the history: all, or est",
+        choices=PREFILL_HEADS,
+    )
+    layer_share: float = knob(
+        0.0,
+        "weight of the mean over layers in each layer's selection score",
+        minimum=0.0,
+        maximum=1.0,
+    )
     mix: float = knob(
         0.5, "weight of the draft's lookahead score against history", minimum=0.0, maximum=1.0
     )
@@ -104,7 +116,8 @@ class Round:
     positions summed per layer into `lookahead` (`[layers, context]`); `sparse`: layer l reads
     the cached positions `selected[l]` (sorted) plus the new tokens; `dense` (a check) and
     `prefill`: plain attention, plus the attention of `est_heads` (the last `tail` queries in
-    a prefill) summed per layer into `history_now` (`[layers, keys]`).
+    a prefill) summed per layer into `history_now` (`[layers, keys]`); with `defer`, a dense
+    check only keeps what that needs in `deferred` (`estimate_deferred` adds it later).
     """
 
     mode: Literal["draft", "sparse", "dense", "prefill"]
@@ -114,6 +127,25 @@ class Round:
     est_heads: dict[int, list[int]] = field(default_factory=dict)
     history_now: torch.Tensor | None = None
     tail: int = 8
+    defer: bool = False
+    deferred: list[tuple[Any, torch.Tensor, torch.Tensor, list[int], int]] = field(
+        default_factory=list
+    )
+
+
+def estimate_deferred(state: Round) -> None:
+    """Add a deferred dense check's estimation heads' attention to `state.history_now`.
+
+    Args:
+        state: A dense round run with `defer`, whose keys are still in the cache buffers.
+    """
+    assert state.history_now is not None
+    for module, query, key, heads, causal_from in state.deferred:
+        weights = head_weights(module, query, key, heads, causal_from)
+        width = min(key.shape[2], state.history_now.shape[1])
+        layer = int(getattr(module, "layer_idx", 0))
+        state.history_now[layer, :width] += weights.sum(dim=(0, 1))[:width]
+    state.deferred.clear()
 
 
 _ROUND: contextvars.ContextVar[Round | None] = contextvars.ContextVar("dustin_round", default=None)
@@ -161,6 +193,9 @@ def dustin_attention(
         heads = state.est_heads.get(layer)
         if heads and state.history_now is not None:
             tail = min(state.tail, q_len) if state.mode == "prefill" else q_len
+            if state.defer:
+                state.deferred.append((module, query, key, heads, kv_len - tail))
+                return sdpa(module, query, key, value, attention_mask, **kwargs)
             weights = head_weights(module, query[:, :, -tail:], key, heads, kv_len - tail)
             width = min(kv_len, state.history_now.shape[1])
             state.history_now[layer, :width] += weights.sum(dim=(0, 1))[:width]
@@ -336,10 +371,14 @@ def select_per_layer(
 
 
 def layer_scores(
-    lookahead: torch.Tensor, history: torch.Tensor, mix: float, draft_rows: int
+    lookahead: torch.Tensor,
+    history: torch.Tensor,
+    mix: float,
+    draft_rows: int,
+    share: float = 0.0,
 ) -> torch.Tensor:
     """Each target layer's selection score: `mix` · its normalised lookahead + (1 − `mix`) · its
-    normalised history.
+    normalised history, blended with the mean over layers by `share`.
 
     Args:
         lookahead: `[draft layers, context]` draft attention (rows beyond `draft_rows` unused).
@@ -348,6 +387,8 @@ def layer_scores(
         mix: Weight of the lookahead.
         draft_rows: Leading rows of `lookahead` that are the target's own layers (the
             self-draft); 0 for a separate draft, whose mean row then serves every layer.
+        share: Weight of the layers' mean score in each layer's (0: each layer its own, 1:
+            one score for all).
 
     Returns:
         `[layers, context]` scores.
@@ -361,7 +402,8 @@ def layer_scores(
     known = past.sum(dim=-1) > 0
     if bool(known.any()) and not bool(known.all()):
         past[~known] = past[known].mean(dim=0)
-    return mix * mean_ahead + (1 - mix) * past
+    own = mix * mean_ahead + (1 - mix) * past
+    return (1 - share) * own + share * own.mean(dim=0, keepdim=True)
 
 
 def _row_normalised(values: torch.Tensor) -> torch.Tensor:
@@ -505,6 +547,12 @@ class DustinDecoder:
         self.est_heads = estimation_heads(
             self.geometry.layers, self.geometry.heads, settings.est_heads
         )
+        #: The heads whose last-prompt attention starts each generation's history.
+        self.prefill_heads = (
+            {layer: list(range(self.geometry.heads)) for layer in range(self.geometry.layers)}
+            if settings.prefill_heads == "all"
+            else self.est_heads
+        )
         self.draft_layers = int(draft.config.get_text_config(decoder=True).num_hidden_layers)
         #: Leading draft layers that are the target's own modules (the self-draft).
         self.shared_layers = _shared_layers(target, draft)
@@ -532,14 +580,17 @@ class DustinDecoder:
         trace.flops_sparse += g.layers * (reads + q) * per_entry_flops
         trace.bytes_sparse += g.layers * (reads + q) * per_entry_bytes
 
-    def _count_estimation(self, trace: DustinTrace, keys: int, q: int) -> None:
-        """The estimation heads' second read of their key groups over `keys` positions."""
+    def _count_estimation(
+        self, trace: DustinTrace, keys: int, q: int, chosen: dict[int, list[int]]
+    ) -> None:
+        """The second read of the key groups of the `chosen` heads ({layer: heads}) over `keys`
+        positions by `q` queries (a key is half a KV entry)."""
         g = self.geometry
         per_group = max(g.heads // g.kv_heads, 1)
-        groups = sum(len({h // per_group for h in heads}) for heads in self.est_heads.values())
+        groups = sum(len({h // per_group for h in heads}) for heads in chosen.values())
         trace.key_read_estimation += groups * keys
         trace.kv_read_sparse += (groups * keys) // (2 * g.kv_heads)
-        trace.flops_sparse += 2.0 * q * g.head_dim * keys * sum(map(len, self.est_heads.values()))
+        trace.flops_sparse += 2.0 * q * g.head_dim * keys * sum(map(len, chosen.values()))
         trace.bytes_sparse += groups * keys * g.head_dim * g.bytes_per
 
     def generate(
@@ -562,7 +613,7 @@ class DustinDecoder:
         started = time.perf_counter()
         with torch.inference_mode():
             if len(prompt) > 1:  # prefill both models on all but the last prompt token
-                state = Round("prefill", est_heads=self.est_heads, history_now=self.history)
+                state = Round("prefill", est_heads=self.prefill_heads, history_now=self.history)
                 self._forward(
                     self.target,
                     prompt[:-1],
@@ -573,6 +624,9 @@ class DustinDecoder:
                 self._forward(self.draft, prompt[:-1], draft_cache, self.draft_cache_name, None)
                 trace.target_forwards += 1
                 trace.draft_forwards += 1
+                if sparse and self.prefill_heads:
+                    tail = min(state.tail, width)
+                    self._count_estimation(trace, width, tail, self.prefill_heads)
                 self.history = _row_normalised(self.history)
             progress = _Progress(dense_length=width)
             sequence = list(prompt)
@@ -691,7 +745,9 @@ class DustinDecoder:
         assert len(sequence) - start == len(tentative) + 1
         sparse = s.verify == "sparse"
         now = torch.zeros(self.geometry.layers, start + len(inputs), device=self.target.device)
-        state = Round("dense", est_heads=self.est_heads, history_now=now) if sparse else None
+        state = None
+        if sparse:
+            state = Round("dense", est_heads=self.est_heads, history_now=now, defer=True)
         result = self._dense_forward(inputs, target_cache, start, state)
         trace.target_forwards += 1
         trace.rounds += 1
@@ -699,8 +755,6 @@ class DustinDecoder:
         if sparse:
             trace.dense_checks += 1
             self._count(trace, start, 0, len(inputs))
-            if self.est_heads:
-                self._count_estimation(trace, start + len(inputs), len(inputs))
         else:
             self._count(trace, start, start, len(inputs))
         logits = result.logits[0].float()
@@ -708,19 +762,27 @@ class DustinDecoder:
         accepted, bonus = self._verify(
             proposal, progress.tentative_probs + draft_probs, logits, temperature, params, rng
         )
+        new = proposal[:accepted] + [bonus]
+        final = any(token in eos for token in new) or (
+            trace.emitted + len(new) >= params.max_new_tokens
+        )
+        if state is not None and state.deferred and not final:
+            # the history is needed only if the generation goes on: read the estimation
+            # heads' keys now (they are still the dense pass's, before the crop)
+            estimate_deferred(state)
+            self._count_estimation(trace, start + len(inputs), len(inputs), self.est_heads)
         trace.checked += len(tentative)
         trace.check_accepted += min(accepted, len(tentative))
         trace.accepted += max(0, accepted - len(tentative))
         kept = start + 1 + accepted
         crop_to(target_cache, kept)
         crop_to(draft_cache, kept)
-        if sparse:
+        if sparse and not final:
             known = self.history[:, :kept]
             if known.shape[1] < kept:
                 known = torch.nn.functional.pad(known, (0, kept - known.shape[1]))
             fresh = _row_normalised(now[:, :kept])
             self.history = s.decay * known + (1 - s.decay) * fresh
-        new = proposal[:accepted] + [bonus]
         del sequence[start + 1 :]
         sequence += new
         progress.dense_length = kept
@@ -743,7 +805,7 @@ class DustinDecoder:
         history = self.history[:, :context]
         if history.shape[1] < context:
             history = torch.nn.functional.pad(history, (0, context - history.shape[1]))
-        score = layer_scores(lookahead, history, s.mix, self.shared_layers)
+        score = layer_scores(lookahead, history, s.mix, self.shared_layers, s.layer_share)
         selected = select_per_layer(score, context, s.budget, s.sinks, s.recent)
         return Round("sparse", context=context, selected=selected), int(selected.shape[1])
 

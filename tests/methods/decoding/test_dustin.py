@@ -15,6 +15,7 @@ from docket.methods.decoding.dustin.algorithm import (
     DustinSettings,
     Round,
     assisted_generation_draft,
+    estimate_deferred,
     estimation_heads,
     layer_scores,
     make_self_draft,
@@ -80,7 +81,8 @@ def test_small_budget_reads_only_sinks_recent_and_top_entries(
     target: Any, prompt: list[int]
 ) -> None:
     """Reads, recomputed from every target forward: a sparse round reads 28 cached entries per
-    layer (4 sinks, 8 recent, 16 top) plus its new tokens, a dense check the whole cache."""
+    layer (4 sinks, 8 recent, 16 top) plus its new tokens, a dense check the whole cache, and
+    the prefill's all-heads estimate reads every layer's keys (half an entry) once."""
     rounds: list[tuple[str, int, int]] = []
 
     def record(_module: Any, _args: Any, kwargs: dict[str, Any]) -> None:
@@ -99,7 +101,8 @@ def test_small_budget_reads_only_sinks_recent_and_top_entries(
     sparse = [(c, q) for mode, c, q in rounds if mode == "sparse"]
     checks = [(c, q) for mode, c, q in rounds if mode == "dense"]
     assert len(checks) == trace.dense_checks >= 32 // (16 + 5)
-    assert trace.kv_read_sparse == 4 * (
+    prefill_keys = 4 * (len(prompt) - 1) // 2
+    assert trace.kv_read_sparse == prefill_keys + 4 * (
         sum(28 + q for _, q in sparse) + sum(c + q for c, q in checks)
     )
     assert trace.kv_read_dense == 4 * sum(c + q for c, q in sparse)
@@ -219,11 +222,68 @@ def test_all_heads_estimation_is_the_exact_attention_mass(target: Any, prompt: l
             target.set_attn_implementation("docket_dustin")
     exact = torch.stack([a[0, :, len(context) :, :].sum(dim=(0, 1)) for a in attentions])
     assert torch.allclose(now, exact, atol=1e-4)
+    later = torch.zeros_like(now)  # a deferred estimate, computed after the forward, is equal
+    with torch.inference_mode():
+        cache.crop(-len(new))
+        state = Round("dense", est_heads=decoder.est_heads, history_now=later, defer=True)
+        token = _ROUND.set(state)
+        try:
+            target(torch.tensor([new]), cache=cache, use_cache=True)
+        finally:
+            _ROUND.reset(token)
+        assert len(state.deferred) == 4 and not bool(later.any())
+        estimate_deferred(state)
+    assert torch.allclose(later, exact, atol=1e-4) and not state.deferred
     chosen = select_per_layer(now[:, :100], 100, 10, 0, 0)
     for layer in range(4):
         top = torch.topk(exact[layer, :100], 10).indices
         assert chosen[layer].tolist() == sorted(top.tolist())
     assert len({tuple(row.tolist()) for row in chosen}) > 1  # the layers choose differently
+
+
+def test_layer_share_blends_each_layer_with_the_mean() -> None:
+    lookahead = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    history = torch.zeros(2, 2)
+    own = layer_scores(lookahead, history, mix=1.0, draft_rows=2)
+    assert torch.equal(own, torch.tensor([[1.0, 0.0], [0.0, 1.0]]))
+    half = layer_scores(lookahead, history, mix=1.0, draft_rows=2, share=0.5)
+    assert torch.allclose(half, torch.tensor([[0.75, 0.25], [0.25, 0.75]]))
+    one = layer_scores(lookahead, history, mix=1.0, draft_rows=2, share=1.0)
+    assert torch.allclose(one, torch.full((2, 2), 0.5))
+
+
+def test_estimation_is_read_only_when_the_generation_goes_on(
+    target: Any, prompt: list[int]
+) -> None:
+    """Every dense check but the last reads its estimation heads' key groups (half an entry
+    each); the last one (token limit) ends the generation, so its history is never computed
+    nor counted; the prefill's estimate (here the est heads) is counted once."""
+    rounds: list[tuple[str, int, int]] = []
+
+    def record(_module: Any, _args: Any, kwargs: dict[str, Any]) -> None:
+        state = _ROUND.get()
+        cache = kwargs.get("past_key_values") or kwargs["cache"]
+        mode = "plain" if state is None else state.mode
+        rounds.append((mode, cache.get_seq_length(), kwargs["input_ids"].shape[1]))
+
+    settings = dict(budget=16, sinks=4, recent=8, refresh=3, est_heads=4, prefill_heads="est")
+    handle = target.register_forward_pre_hook(record, with_kwargs=True)
+    try:
+        _, trace = decode(target, prompt, new=24, **settings)
+    finally:
+        handle.remove()
+    sparse = [(c, q) for mode, c, q in rounds if mode == "sparse"]
+    checks = [(c, q) for mode, c, q in rounds if mode == "dense"]
+    assert len(checks) == trace.dense_checks >= 3
+    # 4 est heads, one per layer: one key group of 2 per layer, i.e. 4 groups
+    estimate = sum(4 * (c + q) // 4 for c, q in checks[:-1])
+    prefill = 4 * (len(prompt) - 1) // 4
+    assert trace.key_read_estimation == 4 * (len(prompt) - 1) + sum(
+        4 * (c + q) for c, q in checks[:-1]
+    )
+    assert trace.kv_read_sparse == prefill + estimate + 4 * (
+        sum(28 + q for _, q in sparse) + sum(c + q for c, q in checks)
+    )
 
 
 def test_layer_scores_use_each_draft_layer_and_fill_the_rest() -> None:
