@@ -20,8 +20,10 @@ PROMPTS = (
 )
 
 
-def decode(decoder: Any, tokenizer: Any, prompt: str, max_tokens: int) -> tuple[list[int], Any]:
-    """Greedy token ids of `prompt` (a user message) and the decoder's trace."""
+def decode(
+    decoder: Any, tokenizer: Any, prompt: str, max_tokens: int
+) -> tuple[list[int], Any, int]:
+    """Greedy token ids of `prompt` (a user message), the decoder's trace, the prompt's tokens."""
     from docket.methods.local.sampling import DecodeParams
 
     chat = [{"role": "user", "content": prompt}]
@@ -33,7 +35,7 @@ def decode(decoder: Any, tokenizer: Any, prompt: str, max_tokens: int) -> tuple[
         {tokenizer.eos_token_id},
         lambda out: str(tokenizer.decode(out, skip_special_tokens=True)),
     )
-    return list(generation.token_ids), trace
+    return list(generation.token_ids), trace, len(ids)
 
 
 def first_difference(ours: list[int], reference: list[int]) -> int | None:
@@ -51,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budgets", type=int, nargs="+", default=[1024])
     parser.add_argument("--max-tokens", type=int, default=24)
     parser.add_argument("--draft-layers", type=int, default=8)
+    parser.add_argument("--recent", type=int, default=64, help="recent window (default 64)")
     args = parser.parse_args(argv)
 
     from docket.methods.decoding.dustin.algorithm import (
@@ -67,21 +70,25 @@ def main(argv: list[str] | None = None) -> int:
         gguf = smollm2_gguf()
         loaded = load(CheckpointSpec(path=str(gguf.parent), gguf_file=gguf.name))
     draft = make_self_draft(loaded.model, args.draft_layers)
-    base = DustinSettings(draft_layers=args.draft_layers)
+    base = DustinSettings(draft_layers=args.draft_layers, recent=args.recent)
     dense = DustinDecoder(loaded.model, draft, replace(base, verify="dense"))
-    print("| prompt | budget | tokens | equal to dense | check acceptance | KV read / dense |")
-    print("|---|---:|---:|---|---:|---:|")
+    print(
+        "| prompt | context | budget | tokens | equal to dense | check acceptance "
+        "| KV read / dense |"
+    )
+    print("|---|---:|---:|---:|---|---:|---:|")
     for prompt in PROMPTS:
-        reference, dense_trace = decode(dense, loaded.tokenizer, prompt, args.max_tokens)
+        reference, dense_trace, context = decode(dense, loaded.tokenizer, prompt, args.max_tokens)
         for budget in args.budgets:
             sparse = DustinDecoder(loaded.model, draft, replace(base, budget=budget))
-            ours, trace = decode(sparse, loaded.tokenizer, prompt, args.max_tokens)
+            ours, trace, _ = decode(sparse, loaded.tokenizer, prompt, args.max_tokens)
             differs = first_difference(ours, reference)
             equal = "yes" if differs is None else f"no (token {differs})"
             acceptance = trace.check_accepted / trace.checked if trace.checked else 0.0
             share = trace.kv_read_sparse / max(dense_trace.kv_read_sparse, 1)
             print(
-                f"| {prompt} | {budget} | {len(ours)} | {equal} | {acceptance:.2f} | {share:.2f} |",
+                f"| {prompt} | {context} | {budget} | {len(ours)} | {equal} | "
+                f"{acceptance:.2f} | {share:.2f} |",
                 flush=True,
             )
     return 0
