@@ -527,12 +527,31 @@ static PieceStream* piece_stream_of(PieceStreamObject* self) {
     return self->stream;
 }
 
-// feed(data) -> the ids that became certain (feed + take in one call)
-static PyObject* PieceStream_feed(PieceStreamObject* self, PyObject* arg) {
+// Append ids to a Python list; false (with a Python error set) on failure.
+static bool append_ids(PyObject* list, const std::vector<u32>& ids) {
+    for (u32 id : ids) {
+        PyObject* v = id == UNKNOWN ? PyLong_FromLong(-1) : PyLong_FromUnsignedLong(id);
+        if (!v) return false;
+        int failed = PyList_Append(list, v);
+        Py_DECREF(v);
+        if (failed) return false;
+    }
+    return true;
+}
+
+// feed(data, into=None) -> the ids that became certain (feed + take in one call); with a
+// list `into`, they are appended to it instead and their number is returned
+static PyObject* PieceStream_feed(PieceStreamObject* self, PyObject* args) {
+    PyObject *data, *into = Py_None;
+    if (!PyArg_ParseTuple(args, "O|O", &data, &into)) return nullptr;
+    if (into != Py_None && !PyList_Check(into)) {
+        PyErr_SetString(PyExc_TypeError, "into must be a list");
+        return nullptr;
+    }
     PieceStream* s = piece_stream_of(self);
     if (!s) return nullptr;
     Buffer b;
-    if (!b.get(arg)) return nullptr;
+    if (!b.get(data)) return nullptr;
     std::vector<u32> out;
     self->busy = 1;
     bool ok = without_gil([&] {
@@ -541,7 +560,9 @@ static PyObject* PieceStream_feed(PieceStreamObject* self, PyObject* arg) {
     });
     self->busy = 0;
     if (!ok) return nullptr;
-    return id_list(out);
+    if (into == Py_None) return id_list(out);
+    if (!append_ids(into, out)) return nullptr;
+    return PyLong_FromSize_t(out.size());
 }
 
 static PyObject* PieceStream_finish(PieceStreamObject* self, PyObject*) {
@@ -576,9 +597,10 @@ static PyObject* PieceStream_max_eager_pending(PieceStreamObject* self, void*) {
 }
 
 static PyMethodDef PieceStream_methods[] = {
-    {"feed", (PyCFunction)PieceStream_feed, METH_O,
-     "feed(data): append UTF-8 bytes (a sequence cut between parts waits for its end); returns "
-     "the ids that became certain."},
+    {"feed", (PyCFunction)PieceStream_feed, METH_VARARGS,
+     "feed(data, into=None): append UTF-8 bytes (a sequence cut between parts waits for its "
+     "end); returns the ids that became certain, or with a list `into` appends them to it and "
+     "returns how many."},
     {"finish", (PyCFunction)PieceStream_finish, METH_NOARGS,
      "End of the text: the remaining ids; the stream is then empty, ready for a new text."},
     {"reset", (PyCFunction)PieceStream_reset, METH_NOARGS, "Drop everything fed."},
