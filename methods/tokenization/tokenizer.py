@@ -477,6 +477,13 @@ class StreamEncoder:
         held += sum(len(t.encode("utf-8")) for t in self._regex_segment)
         return held + (self._native.pending_bytes if self._native is not None else 0)
 
+    @property
+    def window_bytes(self) -> int:
+        """Bytes the native split window holds: text not yet split, closed pieces not yet
+        dropped and, of a long open piece, only its first code points and its tail (its middle
+        is in the eager encoder; under o200k every byte of it). 0 without a native scanner."""
+        return int(self._native.window_bytes) if self._native is not None else 0
+
     def _push(self, ids: Sequence[int]) -> None:
         self._ready += ids
 

@@ -591,6 +591,11 @@ static PyObject* PieceStream_pending(PieceStreamObject* self, void*) {
     return s ? PyLong_FromSize_t(s->pending_bytes()) : nullptr;
 }
 
+static PyObject* PieceStream_window(PieceStreamObject* self, void*) {
+    PieceStream* s = piece_stream_of(self);
+    return s ? PyLong_FromSize_t(s->window_bytes()) : nullptr;
+}
+
 static PyObject* PieceStream_max_eager_pending(PieceStreamObject* self, void*) {
     PieceStream* s = piece_stream_of(self);
     return s ? PyLong_FromSize_t(s->max_eager_pending()) : nullptr;
@@ -609,6 +614,9 @@ static PyMethodDef PieceStream_methods[] = {
 static PyGetSetDef PieceStream_getset[] = {
     {"pending_bytes", (getter)PieceStream_pending, nullptr,
      "Bytes fed whose ids are not out yet.", nullptr},
+    {"window_bytes", (getter)PieceStream_window, nullptr,
+     "Bytes the split window holds (closed pieces not yet dropped, the open piece's head and "
+     "tail, text not yet split).", nullptr},
     {"max_eager_pending", (getter)PieceStream_max_eager_pending, nullptr,
      "Most bytes of an open piece the eager encoder ever held undecided.", nullptr},
     {nullptr, nullptr, nullptr, nullptr, nullptr}};

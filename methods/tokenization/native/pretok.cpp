@@ -679,14 +679,23 @@ void PieceStream::compact() {
         g0 = std::max(g0, size_t(prev_newline_[g1]) + 1);
     if (g1 < g0 + MIN_GAP) return;
     size_t gap = g1 - g0;
+    // Runs of the head must stop before the gap or reach past it. A run that starts in the
+    // gap is a tail run (cl100k's newlines after punctuation) begun at an earlier end of a head
+    // run that has since grown past the gap: it is never looked up again, and is dropped.
+    bool passed = kind == Split::Whole;  // no split: nothing is scanned
     for (const RunMemo::Entry& e : memo_.entries) {
-        bool before = e.start < g0 && (e.reached <= g0 || e.reached >= g1);
-        if (!before && e.start < g1) return;  // a run that starts or stops in the gap
+        if (e.start < g0 && e.reached > g0 && e.reached < g1) return;
+        passed |= e.start < g0 && e.reached >= g1;
     }
-    for (RunMemo::Entry& e : memo_.entries) {
+    if (!passed) return;
+    size_t w = 0;
+    for (RunMemo::Entry e : memo_.entries) {
+        if (e.start >= g0 && e.start < g1) continue;
         if (e.start >= g1) e.start -= gap;
         if (e.reached >= g1) e.reached -= gap;
+        memo_.entries[w++] = e;
     }
+    memo_.entries.resize(w);
     size_t b0 = text_.offset[g0], gap_bytes = text_.offset[g1] - b0;
     bytes_.erase(b0, gap_bytes);
     text_.cp.erase(text_.cp.begin() + g0, text_.cp.begin() + g1);

@@ -127,6 +127,8 @@ class PieceStream {
     void reset();
     //: Bytes fed whose tokens are not out yet.
     size_t pending_bytes() const;
+    //: Bytes the split window holds (a long open piece keeps only its head and tail).
+    size_t window_bytes() const { return bytes_.size(); }
     //: Most bytes of one open piece ever held undecided by the eager encoder.
     size_t max_eager_pending() const { return max_eager_pending_; }
 
