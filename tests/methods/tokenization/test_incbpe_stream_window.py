@@ -100,3 +100,23 @@ def test_window_stays_small_on_a_megabyte_piece(trained: tuple[Any, Tokenizer]) 
         widest = max(widest, stream.window_bytes)
     assert out + stream.flush() == tok.encode(data.decode())
     assert widest <= 4096 + 8 + 64 + 2 * 256
+
+
+@pytest.mark.parametrize("fixture", ["trained", "cl100k"])
+def test_piece_ending_right_after_a_compaction(
+    fixture: str, request: pytest.FixtureRequest
+) -> None:
+    """The first compaction comes once the piece's middle spans 4096 code points (about 4170
+    in); pieces ending at each length around it, fed byte by byte, end where `encode` says:
+    the memo's resume point moved with the text (left where it was, the run would skip the
+    next bytes and miss an end among them)."""
+    _, tok = request.getfixturevalue(fixture)
+    for char in ("a", " ", "!"):
+        for length in range(4150, 4200):
+            text = "x " + char * length + " b."
+            stream = tok.stream()
+            out: list[int] = []
+            for byte in text.encode():
+                stream.feed(bytes([byte]))
+                out += stream.emit()
+            assert out + stream.flush() == tok.encode(text), (char, length)
