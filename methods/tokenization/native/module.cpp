@@ -336,19 +336,51 @@ static PyMethodDef Pipeline_methods[] = {
 
 static PyTypeObject PipelineType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
-// ---------------------------------------------------------------- Stream
+// ---------------------------------------------------------------- streams (shared)
 
-struct StreamObject {
-    PyObject_HEAD PyObject* vocab_ref;
-    Stream* stream;
-    int busy;  // set (under the GIL) while a call runs without the GIL
+// A stream object: its native stream, the Python object that owns what the stream reads (the
+// Vocabulary or the Pipeline), and a flag set (under the GIL) while a call runs without it.
+template <class S>
+struct StreamHolder {
+    PyObject_HEAD PyObject* owner;
+    S* stream;
+    int busy;
 };
 
-static void Stream_dealloc(StreamObject* self) {
+template <class Holder>
+static void holder_dealloc(Holder* self) {
     delete self->stream;
-    Py_XDECREF(self->vocab_ref);
+    Py_XDECREF(self->owner);
     Py_TYPE(self)->tp_free(reinterpret_cast<PyObject*>(self));
 }
+
+// Replace the held stream by `made`, keeping `owner` alive instead of the previous owner.
+template <class Holder, class S>
+static void holder_adopt(Holder* self, S* made, PyObject* owner) {
+    delete self->stream;
+    self->stream = made;
+    Py_XDECREF(self->owner);
+    Py_INCREF(owner);
+    self->owner = owner;
+}
+
+// The held stream, or nullptr with a Python error when it is missing or in use.
+template <class Holder>
+static auto* holder_stream(Holder* self, const char* type) {
+    if (!self->stream) {
+        PyErr_Format(PyExc_RuntimeError, "%s is not initialised", type);
+        return decltype(self->stream)(nullptr);
+    }
+    if (self->busy) {
+        PyErr_Format(PyExc_RuntimeError, "this %s is in use by another thread", type);
+        return decltype(self->stream)(nullptr);
+    }
+    return self->stream;
+}
+
+// ---------------------------------------------------------------- Stream
+
+using StreamObject = StreamHolder<Stream>;
 
 static int Stream_init(StreamObject* self, PyObject* args, PyObject* kwargs) {
     static const char* names[] = {"vocab", "eager", nullptr};
@@ -359,25 +391,11 @@ static int Stream_init(StreamObject* self, PyObject* args, PyObject* kwargs) {
         return -1;
     Vocabulary* v = vocab_of(reinterpret_cast<VocabObject*>(vocab_obj));
     if (!v) return -1;
-    delete self->stream;
-    self->stream = new Stream(*v, eager);
-    Py_XDECREF(self->vocab_ref);
-    Py_INCREF(vocab_obj);
-    self->vocab_ref = vocab_obj;
+    holder_adopt(self, new Stream(*v, eager), vocab_obj);
     return 0;
 }
 
-static Stream* stream_of(StreamObject* self) {
-    if (!self->stream) {
-        PyErr_SetString(PyExc_RuntimeError, "Stream is not initialised");
-        return nullptr;
-    }
-    if (self->busy) {
-        PyErr_SetString(PyExc_RuntimeError, "this Stream is in use by another thread");
-        return nullptr;
-    }
-    return self->stream;
-}
+static Stream* stream_of(StreamObject* self) { return holder_stream(self, "Stream"); }
 
 template <class Fn>
 static bool stream_call(StreamObject* self, Fn&& fn) {
@@ -487,17 +505,7 @@ static PyTypeObject StreamType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
 // ---------------------------------------------------------------- PipelineStream
 
-struct PieceStreamObject {
-    PyObject_HEAD PyObject* pipeline_ref;
-    PieceStream* stream;
-    int busy;  // set (under the GIL) while a call runs without the GIL
-};
-
-static void PieceStream_dealloc(PieceStreamObject* self) {
-    delete self->stream;
-    Py_XDECREF(self->pipeline_ref);
-    Py_TYPE(self)->tp_free(reinterpret_cast<PyObject*>(self));
-}
+using PieceStreamObject = StreamHolder<PieceStream>;
 
 static int PieceStream_init(PieceStreamObject* self, PyObject* args, PyObject* kwargs) {
     static const char* names[] = {"pipeline", nullptr};
@@ -507,24 +515,12 @@ static int PieceStream_init(PieceStreamObject* self, PyObject* args, PyObject* k
         return -1;
     Pipeline* p = pipe_of(reinterpret_cast<PipelineObject*>(pipeline_obj));
     if (!p) return -1;
-    delete self->stream;
-    self->stream = new PieceStream(*p);
-    Py_XDECREF(self->pipeline_ref);
-    Py_INCREF(pipeline_obj);
-    self->pipeline_ref = pipeline_obj;
+    holder_adopt(self, new PieceStream(*p), pipeline_obj);
     return 0;
 }
 
 static PieceStream* piece_stream_of(PieceStreamObject* self) {
-    if (!self->stream) {
-        PyErr_SetString(PyExc_RuntimeError, "PipelineStream is not initialised");
-        return nullptr;
-    }
-    if (self->busy) {
-        PyErr_SetString(PyExc_RuntimeError, "this PipelineStream is in use by another thread");
-        return nullptr;
-    }
-    return self->stream;
+    return holder_stream(self, "PipelineStream");
 }
 
 // Append ids to a Python list; false (with a Python error set) on failure.
@@ -845,11 +841,13 @@ PyMODINIT_FUNC PyInit__incbpe(void) {
                                Pipeline_methods) ||
         !ready<StreamObject>(StreamType, "_incbpe.Stream",
                              "Stream(vocab, eager=True): incremental BPE of a byte stream.",
-                             (initproc)Stream_init, (destructor)Stream_dealloc, Stream_methods) ||
+                             (initproc)Stream_init, (destructor)holder_dealloc<StreamObject>,
+                             Stream_methods) ||
         !ready<PieceStreamObject>(PieceStreamType, "_incbpe.PipelineStream",
                                   "PipelineStream(pipeline): the pipeline over text arriving in "
                                   "parts, eager output.",
-                                  (initproc)PieceStream_init, (destructor)PieceStream_dealloc,
+                                  (initproc)PieceStream_init,
+                                  (destructor)holder_dealloc<PieceStreamObject>,
                                   PieceStream_methods) ||
         !ready<ReferenceObject>(ReferenceType, "_incbpe.Reference",
                                 "Reference(tokens, rules): standard heap BPE (merge list).",
