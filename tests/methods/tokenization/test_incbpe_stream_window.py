@@ -54,7 +54,6 @@ def test_long_open_pieces_stream_as_encode(
     fixture: str, kind: str, request: pytest.FixtureRequest
 ) -> None:
     _, tok = request.getfixturevalue(fixture)
-    tok: Tokenizer  # type: ignore[no-redef]
     piece = long_piece(kind)
     text = "x " + piece + TAIL
     data = text.encode("utf-8")
