@@ -366,9 +366,9 @@ class StreamEncoder:
         )
         self._regex_segment: list[str] = []
         self._segment_started = False
-        self._ready: list[int] = []
+        self._ready: list[int] = []  # certain ids not yet emitted (the native stream appends)
         self._finished = False
-        self._count = 0
+        self._count = 0  # ids emitted so far
         #: Tokens that were certain before flush() (the rest needed the end of the text).
         self.emitted_before_end = 0
         self._open = False  # `_direct()` and no cut byte sequence: feed's fast path applies
@@ -390,10 +390,7 @@ class StreamEncoder:
             and data.isascii()
             and (first is None or not first.search(data))
         ):
-            ids = self._native.feed(data)
-            if ids:
-                self._ready += ids
-                self._count += len(ids)
+            self._native.feed(data, self._ready)  # appends the certain ids to _ready
             return
         self._feed_slowly(data)
         self._open = self._direct() and not self._cut
@@ -447,10 +444,7 @@ class StreamEncoder:
         return self._direct() and (self._added_re is None or not (first and first.search(data)))
 
     def _native_feed(self, data: bytes) -> None:
-        ids = self._native.feed(data)
-        if ids:
-            self._ready += ids
-            self._count += len(ids)
+        self._native.feed(data, self._ready)
 
     def _end_cut(self) -> str:
         """A cut-off UTF-8 sequence that no byte will complete: U+FFFD, as `decode` gives."""
@@ -460,12 +454,13 @@ class StreamEncoder:
     def emit(self) -> list[int]:
         """The tokens that became certain since the last call."""
         out, self._ready = self._ready, []
+        self._count += len(out)
         return out
 
     def flush(self) -> list[int]:
         """End the text: the remaining tokens (the stream accepts no more parts)."""
         if not self._finished:
-            self.emitted_before_end = self._count
+            self.emitted_before_end = self._count + len(self._ready)
             tail = self._surrogate + self._end_cut()
             self._surrogate = ""
             self._advance(_valid_text(tail), final=True)
@@ -482,9 +477,15 @@ class StreamEncoder:
         held += sum(len(t.encode("utf-8")) for t in self._regex_segment)
         return held + (self._native.pending_bytes if self._native is not None else 0)
 
+    @property
+    def window_bytes(self) -> int:
+        """Bytes the native split window holds: text not yet split, closed pieces not yet
+        dropped and, of a long open piece, only its first code points and its tail (its middle
+        is in the eager encoder; under o200k every byte of it). 0 without a native scanner."""
+        return int(self._native.window_bytes) if self._native is not None else 0
+
     def _push(self, ids: Sequence[int]) -> None:
         self._ready += ids
-        self._count += len(ids)
 
     def _advance(self, text: str, final: bool) -> None:
         """Cut the text at the added tokens that are certain; the rest goes to the segment."""

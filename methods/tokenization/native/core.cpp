@@ -810,7 +810,6 @@ void EagerEncoder::reset() {
     segment_start_ = 0;
     frontier_lo_ = 0;
     root_ = 0;
-    max_pending_ = 0;
     ring_[0] = {NONE, NONE, 0, 0, 0};
     emitted_.clear();
 }
@@ -827,40 +826,39 @@ void EagerEncoder::grow() {
 }
 
 void EagerEncoder::feed(const u8* data, size_t size) {
-    // blocks: the automaton first (overlapped walks), then the BPE step reading its results,
-    // with the next bytes' records prefetched
-    constexpr size_t BLOCK = 1024, AHEAD = 8;
-    const Vocabulary& v = *vocab_;
-    longest_buf_.resize(BLOCK + AHEAD);
-    state_buf_.resize(BLOCK + AHEAD);
+    constexpr size_t BLOCK = 1024;
+    longest_buf_.resize(BLOCK);
+    state_buf_.resize(BLOCK);
+    const size_t t = vocab_->max_len_;
     while (size) {
         size_t m = std::min(size, BLOCK);
-        if (m < WALKED_FROM || serial_blocks_ > 0) {  // no walks: one pass, no buffers
+        if (m < WALKED_FROM || serial_blocks_ > 0) {
             if (serial_blocks_ > 0) --serial_blocks_;
-            u32 s = state_;
-            for (size_t i = 0; i < m; ++i) {
-                s = v.delta(s, data[i]);
-                u32 x = v.longest_[s];
-                if (x == NONE) s = 0;
-                step(x, s);
-            }
-            state_ = s;
-            data += m;
-            size -= m;
-            continue;
+            automaton(data, m);
+        } else {
+            walk(data, m);
         }
-        walk(data, m);
-        for (size_t i = 0; i < m; ++i) {
-            if (i + AHEAD < m) {
-                u32 ahead = longest_buf_[i + AHEAD];
-                if (ahead != NONE) __builtin_prefetch(&v.info_[ahead]);
-                __builtin_prefetch(&v.depth_[state_buf_[i + AHEAD]]);
-            }
-            step(longest_buf_[i], state_buf_[i]);
-        }
+        // the ring holds every position the block's steps and the emitter read: from
+        // min(root, n - t) to n + m
+        while (n_ + m - std::min(root_, n_ > t ? n_ - t : 0) >= ring_.size()) grow();
+        last_tokens(m);
+        settle(m);
         data += m;
         size -= m;
     }
+}
+
+void EagerEncoder::automaton(const u8* data, size_t m) {
+    const Vocabulary& v = *vocab_;
+    u32* xs = longest_buf_.data();
+    u32 s = state_;
+    for (size_t i = 0; i < m; ++i) {
+        s = v.delta(s, data[i]);
+        u32 x = v.longest_[s];
+        if (x == NONE) s = 0;  // a byte no token contains: a hard boundary, back to the root
+        xs[i] = x;
+    }
+    state_ = s;
 }
 
 void EagerEncoder::walk(const u8* data, size_t m) {
@@ -907,61 +905,87 @@ void EagerEncoder::walk(const u8* data, size_t m) {
     if (redone * 4 > m) serial_blocks_ = 16;
 }
 
-void EagerEncoder::step(u32 x, u32 s) {
+void EagerEncoder::last_tokens(size_t m) {
+    // each new prefix's last token, as Vocabulary::encode_piece; the validity checks read the
+    // forest ids at most t positions back, which the ring holds
+    constexpr size_t AHEAD = 8;
     const Vocabulary& v = *vocab_;
-    size_t p = n_ + 1;  // the new prefix length
-    if (p - root_ >= ring_.size()) grow();
-    size_t depth;
-    Slot slot;
-    if (x == NONE) {  // a byte no token contains: a hard boundary
-        slot = {UNKNOWN, NONE, 0, 0, 1};
-        segment_start_ = p;
-        depth = 0;
-    } else {
-        size_t segment = segment_start_;
-        const Slot* ring = ring_.data();
-        size_t mask = mask_;
+    const u32* xs = longest_buf_.data();
+    Slot* ring = ring_.data();
+    const size_t mask = mask_;
+    size_t segment = segment_start_;
+    for (size_t i = 0; i < m; ++i) {
+        if (i + AHEAD < m && xs[i + AHEAD] != NONE) __builtin_prefetch(&v.info_[xs[i + AHEAD]]);
+        size_t p = n_ + 1 + i;
+        u32 x = xs[i];
+        if (x == NONE) {  // a byte no token contains: a hard boundary
+            ring[p & mask] = {UNKNOWN, NONE, 0, 0, 1};
+            segment = p;
+            continue;
+        }
         auto fid_at = [segment, ring, mask](size_t q) {
             return q <= segment ? NONE : ring[q & mask].fid;
         };
         const Vocabulary::NodeInfo& a = v.info_[v.last_token(x, p, fid_at)];
-        slot = {a.id, a.fid, 0, 0, a.len};
-        depth = v.depth_[s];
+        ring[p & mask] = {a.id, a.fid, 0, 0, a.len};
     }
-    at(p) = slot;
-    n_ = p;
-    Slot& prev = at(p - slot.len);
-    prev.alive += 1;
-    prev.child_sum += slot.len;
-    if (p - depth > frontier_lo_) advance_frontier(p - depth);
-    max_pending_ = std::max(max_pending_, p - root_);
+    segment_start_ = segment;
 }
 
-void EagerEncoder::kill(size_t q) {
-    for (;;) {
-        Slot& dead = at(q);
-        dead.alive = DEAD;
-        size_t prev = q - dead.len;
-        Slot& parent = at(prev);
-        parent.alive -= 1;
-        parent.child_sum -= u32(q - prev);
-        if (parent.alive != 0 || prev >= frontier_lo_ || prev <= root_) return;
-        q = prev;
+void EagerEncoder::settle(size_t m) {
+    // Each new position becomes a live child of its last token's start; then the frontier
+    // moves once for the block, to n - depth (the automaton's depth after the block's last
+    // byte). Done per block instead of per byte, the result is the same: a position below the frontier gets no new child (a last token is no longer than
+    // the automaton's depth), so its live-child count is final when the frontier passes it, and
+    // the root's single-child chain only lengthens.
+    Slot* ring = ring_.data();
+    const size_t mask = mask_;
+    for (size_t p = n_ + 1; p <= n_ + m; ++p) {
+        u16 len = ring[p & mask].len;
+        Slot& prev = ring[(p - len) & mask];
+        prev.alive += 1;
+        prev.child_sum += len;
     }
+    n_ += m;
+    advance_frontier(n_ - vocab_->depth_[state_]);
 }
 
 void EagerEncoder::advance_frontier(size_t new_lo) {
-    // as Stream::advance_frontier: every future tokenization reaches back into [n - depth, n]
+    // as Stream::advance_frontier: every future tokenization reaches back into [n - depth, n];
+    // positions that leave the frontier with no live chain through them die, and so may their
+    // predecessors; then while all live chains pass through the root's only live child, the
+    // token between them is certain
     size_t old_lo = frontier_lo_;
     if (new_lo <= old_lo) return;
     frontier_lo_ = new_lo;
-    for (size_t q = std::max(old_lo, root_ + 1); q < new_lo; ++q)
-        if (at(q).alive == 0) kill(q);
-    while (root_ < frontier_lo_ && at(root_).alive == 1) {
-        size_t child = root_ + at(root_).child_sum;
-        emitted_.push_back(at(child).tok);
-        root_ = child;
+    Slot* ring = ring_.data();
+    const size_t mask = mask_;
+    size_t root = root_;
+    for (size_t q = std::max(old_lo, root + 1); q < new_lo; ++q) {
+        if (ring[q & mask].alive != 0) continue;
+        for (size_t dead = q;;) {
+            Slot& d = ring[dead & mask];
+            d.alive = DEAD;
+            size_t prev = dead - d.len;
+            Slot& parent = ring[prev & mask];
+            parent.alive -= 1;
+            parent.child_sum -= u32(dead - prev);
+            if (parent.alive != 0 || prev >= new_lo || prev <= root) break;
+            dead = prev;
+        }
     }
+    // each certain token moves the root forward by at least one byte, and the root stays
+    // below the frontier
+    size_t base = emitted_.size();
+    emitted_.resize(base + (new_lo - root));
+    u32* out = emitted_.data() + base;
+    while (root < new_lo && ring[root & mask].alive == 1) {
+        size_t child = root + ring[root & mask].child_sum;
+        *out++ = ring[child & mask].tok;
+        root = child;
+    }
+    emitted_.resize(size_t(out - emitted_.data()));
+    root_ = root;
 }
 
 void EagerEncoder::finish() { advance_frontier(n_); }

@@ -113,7 +113,6 @@ class EagerEncoder {
     void take(std::vector<u32>& out);
     size_t size() const { return n_; }
     size_t pending_bytes() const { return n_ - root_; }
-    size_t max_pending_bytes() const { return max_pending_; }
 
    private:
     struct Slot {
@@ -121,11 +120,14 @@ class EagerEncoder {
         u16 len;
     };
     Slot& at(size_t p) { return ring_[p & mask_]; }
-    // the automaton over a block: longest token and state after each byte, as overlapped walks
+    // A block's three passes: the automaton (longest token and depth after each byte, serially
+    // or as overlapped walks), the BPE step (each prefix's last token into the ring, as
+    // Vocabulary::encode_piece), then the eager emitter's bookkeeping over the block.
+    void automaton(const u8* data, size_t size);
     void walk(const u8* data, size_t size);
-    void step(u32 x, u32 state);
+    void last_tokens(size_t size);
+    void settle(size_t size);
     void grow();
-    void kill(size_t q);
     void advance_frontier(size_t new_lo);
     const Vocabulary* vocab_;
     std::vector<Slot> ring_;
@@ -135,8 +137,8 @@ class EagerEncoder {
     size_t segment_start_ = 0;
     size_t frontier_lo_ = 0;
     size_t root_ = 0;
-    size_t max_pending_ = 0;
     std::vector<u32> emitted_;
+    // per byte of the block: the longest token ending there and the automaton's state
     std::vector<u32> longest_buf_, state_buf_;
     size_t serial_blocks_ = 0;
     static constexpr size_t WALKED_FROM = 128;  // shorter blocks walk serially

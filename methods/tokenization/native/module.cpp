@@ -336,19 +336,51 @@ static PyMethodDef Pipeline_methods[] = {
 
 static PyTypeObject PipelineType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
-// ---------------------------------------------------------------- Stream
+// ---------------------------------------------------------------- streams (shared)
 
-struct StreamObject {
-    PyObject_HEAD PyObject* vocab_ref;
-    Stream* stream;
-    int busy;  // set (under the GIL) while a call runs without the GIL
+// A stream object: its native stream, the Python object that owns what the stream reads (the
+// Vocabulary or the Pipeline), and a flag set (under the GIL) while a call runs without it.
+template <class S>
+struct StreamHolder {
+    PyObject_HEAD PyObject* owner;
+    S* stream;
+    int busy;
 };
 
-static void Stream_dealloc(StreamObject* self) {
+template <class Holder>
+static void holder_dealloc(Holder* self) {
     delete self->stream;
-    Py_XDECREF(self->vocab_ref);
+    Py_XDECREF(self->owner);
     Py_TYPE(self)->tp_free(reinterpret_cast<PyObject*>(self));
 }
+
+// Replace the held stream by `made`, keeping `owner` alive instead of the previous owner.
+template <class Holder, class S>
+static void holder_adopt(Holder* self, S* made, PyObject* owner) {
+    delete self->stream;
+    self->stream = made;
+    Py_XDECREF(self->owner);
+    Py_INCREF(owner);
+    self->owner = owner;
+}
+
+// The held stream, or nullptr with a Python error when it is missing or in use.
+template <class Holder>
+static auto* holder_stream(Holder* self, const char* type) {
+    if (!self->stream) {
+        PyErr_Format(PyExc_RuntimeError, "%s is not initialised", type);
+        return decltype(self->stream)(nullptr);
+    }
+    if (self->busy) {
+        PyErr_Format(PyExc_RuntimeError, "this %s is in use by another thread", type);
+        return decltype(self->stream)(nullptr);
+    }
+    return self->stream;
+}
+
+// ---------------------------------------------------------------- Stream
+
+using StreamObject = StreamHolder<Stream>;
 
 static int Stream_init(StreamObject* self, PyObject* args, PyObject* kwargs) {
     static const char* names[] = {"vocab", "eager", nullptr};
@@ -359,25 +391,11 @@ static int Stream_init(StreamObject* self, PyObject* args, PyObject* kwargs) {
         return -1;
     Vocabulary* v = vocab_of(reinterpret_cast<VocabObject*>(vocab_obj));
     if (!v) return -1;
-    delete self->stream;
-    self->stream = new Stream(*v, eager);
-    Py_XDECREF(self->vocab_ref);
-    Py_INCREF(vocab_obj);
-    self->vocab_ref = vocab_obj;
+    holder_adopt(self, new Stream(*v, eager), vocab_obj);
     return 0;
 }
 
-static Stream* stream_of(StreamObject* self) {
-    if (!self->stream) {
-        PyErr_SetString(PyExc_RuntimeError, "Stream is not initialised");
-        return nullptr;
-    }
-    if (self->busy) {
-        PyErr_SetString(PyExc_RuntimeError, "this Stream is in use by another thread");
-        return nullptr;
-    }
-    return self->stream;
-}
+static Stream* stream_of(StreamObject* self) { return holder_stream(self, "Stream"); }
 
 template <class Fn>
 static bool stream_call(StreamObject* self, Fn&& fn) {
@@ -487,17 +505,7 @@ static PyTypeObject StreamType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
 // ---------------------------------------------------------------- PipelineStream
 
-struct PieceStreamObject {
-    PyObject_HEAD PyObject* pipeline_ref;
-    PieceStream* stream;
-    int busy;  // set (under the GIL) while a call runs without the GIL
-};
-
-static void PieceStream_dealloc(PieceStreamObject* self) {
-    delete self->stream;
-    Py_XDECREF(self->pipeline_ref);
-    Py_TYPE(self)->tp_free(reinterpret_cast<PyObject*>(self));
-}
+using PieceStreamObject = StreamHolder<PieceStream>;
 
 static int PieceStream_init(PieceStreamObject* self, PyObject* args, PyObject* kwargs) {
     static const char* names[] = {"pipeline", nullptr};
@@ -507,32 +515,39 @@ static int PieceStream_init(PieceStreamObject* self, PyObject* args, PyObject* k
         return -1;
     Pipeline* p = pipe_of(reinterpret_cast<PipelineObject*>(pipeline_obj));
     if (!p) return -1;
-    delete self->stream;
-    self->stream = new PieceStream(*p);
-    Py_XDECREF(self->pipeline_ref);
-    Py_INCREF(pipeline_obj);
-    self->pipeline_ref = pipeline_obj;
+    holder_adopt(self, new PieceStream(*p), pipeline_obj);
     return 0;
 }
 
 static PieceStream* piece_stream_of(PieceStreamObject* self) {
-    if (!self->stream) {
-        PyErr_SetString(PyExc_RuntimeError, "PipelineStream is not initialised");
-        return nullptr;
-    }
-    if (self->busy) {
-        PyErr_SetString(PyExc_RuntimeError, "this PipelineStream is in use by another thread");
-        return nullptr;
-    }
-    return self->stream;
+    return holder_stream(self, "PipelineStream");
 }
 
-// feed(data) -> the ids that became certain (feed + take in one call)
-static PyObject* PieceStream_feed(PieceStreamObject* self, PyObject* arg) {
+// Append ids to a Python list; false (with a Python error set) on failure.
+static bool append_ids(PyObject* list, const std::vector<u32>& ids) {
+    for (u32 id : ids) {
+        PyObject* v = id == UNKNOWN ? PyLong_FromLong(-1) : PyLong_FromUnsignedLong(id);
+        if (!v) return false;
+        int failed = PyList_Append(list, v);
+        Py_DECREF(v);
+        if (failed) return false;
+    }
+    return true;
+}
+
+// feed(data, into=None) -> the ids that became certain (feed + take in one call); with a
+// list `into`, they are appended to it instead and their number is returned
+static PyObject* PieceStream_feed(PieceStreamObject* self, PyObject* args) {
+    PyObject *data, *into = Py_None;
+    if (!PyArg_ParseTuple(args, "O|O", &data, &into)) return nullptr;
+    if (into != Py_None && !PyList_Check(into)) {
+        PyErr_SetString(PyExc_TypeError, "into must be a list");
+        return nullptr;
+    }
     PieceStream* s = piece_stream_of(self);
     if (!s) return nullptr;
     Buffer b;
-    if (!b.get(arg)) return nullptr;
+    if (!b.get(data)) return nullptr;
     std::vector<u32> out;
     self->busy = 1;
     bool ok = without_gil([&] {
@@ -541,7 +556,9 @@ static PyObject* PieceStream_feed(PieceStreamObject* self, PyObject* arg) {
     });
     self->busy = 0;
     if (!ok) return nullptr;
-    return id_list(out);
+    if (into == Py_None) return id_list(out);
+    if (!append_ids(into, out)) return nullptr;
+    return PyLong_FromSize_t(out.size());
 }
 
 static PyObject* PieceStream_finish(PieceStreamObject* self, PyObject*) {
@@ -570,15 +587,21 @@ static PyObject* PieceStream_pending(PieceStreamObject* self, void*) {
     return s ? PyLong_FromSize_t(s->pending_bytes()) : nullptr;
 }
 
+static PyObject* PieceStream_window(PieceStreamObject* self, void*) {
+    PieceStream* s = piece_stream_of(self);
+    return s ? PyLong_FromSize_t(s->window_bytes()) : nullptr;
+}
+
 static PyObject* PieceStream_max_eager_pending(PieceStreamObject* self, void*) {
     PieceStream* s = piece_stream_of(self);
     return s ? PyLong_FromSize_t(s->max_eager_pending()) : nullptr;
 }
 
 static PyMethodDef PieceStream_methods[] = {
-    {"feed", (PyCFunction)PieceStream_feed, METH_O,
-     "feed(data): append UTF-8 bytes (a sequence cut between parts waits for its end); returns "
-     "the ids that became certain."},
+    {"feed", (PyCFunction)PieceStream_feed, METH_VARARGS,
+     "feed(data, into=None): append UTF-8 bytes (a sequence cut between parts waits for its "
+     "end); returns the ids that became certain, or with a list `into` appends them to it and "
+     "returns how many."},
     {"finish", (PyCFunction)PieceStream_finish, METH_NOARGS,
      "End of the text: the remaining ids; the stream is then empty, ready for a new text."},
     {"reset", (PyCFunction)PieceStream_reset, METH_NOARGS, "Drop everything fed."},
@@ -587,6 +610,9 @@ static PyMethodDef PieceStream_methods[] = {
 static PyGetSetDef PieceStream_getset[] = {
     {"pending_bytes", (getter)PieceStream_pending, nullptr,
      "Bytes fed whose ids are not out yet.", nullptr},
+    {"window_bytes", (getter)PieceStream_window, nullptr,
+     "Bytes the split window holds (closed pieces not yet dropped, the open piece's head and "
+     "tail, text not yet split).", nullptr},
     {"max_eager_pending", (getter)PieceStream_max_eager_pending, nullptr,
      "Most bytes of an open piece the eager encoder ever held undecided.", nullptr},
     {nullptr, nullptr, nullptr, nullptr, nullptr}};
@@ -815,11 +841,13 @@ PyMODINIT_FUNC PyInit__incbpe(void) {
                                Pipeline_methods) ||
         !ready<StreamObject>(StreamType, "_incbpe.Stream",
                              "Stream(vocab, eager=True): incremental BPE of a byte stream.",
-                             (initproc)Stream_init, (destructor)Stream_dealloc, Stream_methods) ||
+                             (initproc)Stream_init, (destructor)holder_dealloc<StreamObject>,
+                             Stream_methods) ||
         !ready<PieceStreamObject>(PieceStreamType, "_incbpe.PipelineStream",
                                   "PipelineStream(pipeline): the pipeline over text arriving in "
                                   "parts, eager output.",
-                                  (initproc)PieceStream_init, (destructor)PieceStream_dealloc,
+                                  (initproc)PieceStream_init,
+                                  (destructor)holder_dealloc<PieceStreamObject>,
                                   PieceStream_methods) ||
         !ready<ReferenceObject>(ReferenceType, "_incbpe.Reference",
                                 "Reference(tokens, rules): standard heap BPE (merge list).",

@@ -520,6 +520,8 @@ void PieceStream::reset() {
     piece_ = 0;
     open_ = false;
     fed_ = 0;
+    fed_cp_ = 0;
+    dropped_ = 0;
     held_.clear();
     ready_.clear();
 }
@@ -529,6 +531,7 @@ void PieceStream::feed(const u8* data, size_t size) {
     bytes_.append(reinterpret_cast<const char*>(data), size);
     if (text_.append(reinterpret_cast<const u8*>(bytes_.data()), bytes_.size(), false) == 0) return;
     process(false);
+    compact();
     trim();
 }
 
@@ -550,7 +553,7 @@ size_t PieceStream::pending_bytes() const {
     size_t out_to = text_.offset[piece_];
     // the eager encoder's positions are the piece's bytes (kept bytes only when dropping)
     if (open_ && released_ && !drop_unknown_) out_to += eager_.size() - eager_.pending_bytes();
-    return bytes_.size() - out_to;
+    return bytes_.size() + dropped_ - out_to;
 }
 
 void PieceStream::process(bool eof) {
@@ -606,6 +609,7 @@ void PieceStream::close_piece(size_t a, size_t b) {
     size_t from = text_.offset[a], to = text_.offset[b];
     if (open_ && a == piece_) {
         open_ = false;
+        dropped_ = 0;
         if (to < fed_)  // the split's certain prefix was wrong: never feed bytes of another piece
             throw std::logic_error("streaming split: a piece ended inside its certain prefix");
         if (released_) {
@@ -628,6 +632,8 @@ void PieceStream::extend_open(size_t a, size_t floor) {
         open_ = true;
         eager_.reset();
         fed_ = text_.offset[a];
+        fed_cp_ = a;
+        dropped_ = 0;
         eager_bytes_ = 0;
         released_ = pipe_->whole_max_ == 0;
         previous_unknown_ = false;
@@ -637,6 +643,7 @@ void PieceStream::extend_open(size_t a, size_t floor) {
     if (upto > fed_) {
         feed_eager(data + fed_, upto - fed_);
         fed_ = upto;
+        fed_cp_ = floor;
     }
     scratch_.clear();
     eager_.take(scratch_);
@@ -652,6 +659,61 @@ void PieceStream::extend_open(size_t a, size_t floor) {
         release(held_);
         held_.clear();
     }
+}
+
+void PieceStream::compact() {
+    // The middle of a long open piece leaves the window: the eager encoder has its bytes, and
+    // under the GPT-2 and cl100k splits the scan of an open piece reads only its first code
+    // points (which alternative matched: a contraction, a letter or number run, ' ?' and
+    // other characters, whitespace) and, through the run memo, what follows the run's last
+    // scanned end; no alternative falls back to rereading the run. cl100k's whitespace run
+    // also asks for its last newline, so a gap holds none (its lower-case track is never
+    // read). o200k falls back between alternatives over the same run: no gap.
+    constexpr size_t HEAD = 8, TAIL = 64, MIN_GAP = 4096;
+    Split kind = pipe_->options().split;
+    if (!open_ || !released_ || kind == Split::O200k) return;
+    size_t n = text_.cp.size();
+    size_t g0 = piece_ + HEAD;
+    size_t g1 = std::min(fed_cp_, n > TAIL ? n - TAIL : 0);
+    if (tracks_ && g1 > g0 && prev_newline_[g1] != NONE)
+        g0 = std::max(g0, size_t(prev_newline_[g1]) + 1);
+    if (g1 < g0 + MIN_GAP) return;
+    size_t gap = g1 - g0;
+    // Runs of the head must stop before the gap or reach past it. A run that starts in the
+    // gap is a tail run (cl100k's newlines after punctuation) begun at an earlier end of a head
+    // run that has since grown past the gap: it is never looked up again, and is dropped.
+    bool passed = kind == Split::Whole;  // no split: nothing is scanned
+    for (const RunMemo::Entry& e : memo_.entries) {
+        if (e.start < g0 && e.reached > g0 && e.reached < g1) return;
+        passed |= e.start < g0 && e.reached >= g1;
+    }
+    if (!passed) return;
+    size_t w = 0;
+    for (RunMemo::Entry e : memo_.entries) {
+        if (e.start >= g0 && e.start < g1) continue;
+        if (e.start >= g1) e.start -= gap;
+        if (e.reached >= g1) e.reached -= gap;
+        memo_.entries[w++] = e;
+    }
+    memo_.entries.resize(w);
+    size_t b0 = text_.offset[g0], gap_bytes = text_.offset[g1] - b0;
+    bytes_.erase(b0, gap_bytes);
+    text_.cp.erase(text_.cp.begin() + g0, text_.cp.begin() + g1);
+    text_.cls.erase(text_.cls.begin() + g0, text_.cls.begin() + g1);
+    text_.offset.erase(text_.offset.begin() + g0, text_.offset.begin() + g1);
+    for (size_t k = g0; k < text_.offset.size(); ++k) text_.offset[k] -= u32(gap_bytes);
+    for (std::vector<u32>* track : {&prev_newline_, &prev_lower_}) {
+        if (track->empty()) continue;
+        // entry k: the last marked position before k, now of the text without the gap (a
+        // newline is never in it; a lower-case letter there becomes the one before it)
+        u32 before_gap = (*track)[g0];
+        track->erase(track->begin() + g0, track->begin() + g1);
+        for (u32& k : *track)
+            if (k != NONE && k >= g0) k = k >= g1 ? k - u32(gap) : before_gap;
+    }
+    fed_ -= gap_bytes;
+    fed_cp_ -= gap;
+    dropped_ += gap_bytes;
 }
 
 void PieceStream::trim() {
@@ -672,6 +734,7 @@ void PieceStream::trim() {
     memo_.forget_before(d, d);
     piece_ = 0;
     fed_ -= db;
+    fed_cp_ -= d;
 }
 
 }  // namespace incbpe

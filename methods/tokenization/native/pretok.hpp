@@ -127,6 +127,8 @@ class PieceStream {
     void reset();
     //: Bytes fed whose tokens are not out yet.
     size_t pending_bytes() const;
+    //: Bytes the split window holds (a long open piece keeps only its head and tail).
+    size_t window_bytes() const { return bytes_.size(); }
     //: Most bytes of one open piece ever held undecided by the eager encoder.
     size_t max_eager_pending() const { return max_eager_pending_; }
 
@@ -136,6 +138,7 @@ class PieceStream {
     void extend_open(size_t a, size_t floor);
     void feed_eager(const u8* data, size_t size);
     void release(const std::vector<u32>& tokens);
+    void compact();
     void trim();
     const Pipeline* pipe_;
     EagerEncoder eager_;
@@ -149,6 +152,8 @@ class PieceStream {
     size_t piece_ = 0;  // first code point not in a closed piece
     bool open_ = false;  // the eager encoder holds the start of the piece at piece_
     size_t fed_ = 0;     // byte offset up to which that piece went to the eager encoder
+    size_t fed_cp_ = 0;  // ... and the code point there
+    size_t dropped_ = 0;  // bytes of the open piece's middle compact() took out of the window
     size_t eager_bytes_ = 0;
     bool released_ = false;  // the open piece is longer than any whole-piece token
     bool previous_unknown_ = false;
