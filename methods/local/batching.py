@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import queue
 import threading
+import time
 from collections.abc import Callable, Hashable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -60,6 +61,8 @@ DEFAULT_MAX_DRAFT = 8
 BATCH_ENV = "DOCKET_LOCAL_BATCH"
 PREFIX_ENV = "DOCKET_LOCAL_PREFIX_TOKENS"
 DRAFT_ENV = "DOCKET_LOCAL_DRAFT"
+#: Weight of a row's earlier drafts against its latest in its acceptance estimate.
+DRAFT_MEMORY = 0.5
 #: Empty cache columns (rejected drafts every row shares) tolerated before compacting.
 HOLE_SLACK = 16
 
@@ -170,7 +173,8 @@ class _Row:
     tracker: TokenTracker
     last: int  # the token chosen last, fed at the next step
     length: int  # tokens in this row's cache (without padding or rejected drafts)
-    draft_limit: int = 0  # draft tokens to propose next (adapted to how many were accepted)
+    hits: float = 0.0  # draft tokens accepted (recent drafts weigh more: `DRAFT_MEMORY`)
+    misses: float = 0.0  # drafts cut short by a rejected token (likewise)
 
 
 class DecodeEngine:
@@ -225,6 +229,8 @@ class DecodeEngine:
         #: Draft tokens proposed and accepted (prompt lookup), since creation.
         self.drafted = 0
         self.accepted = 0
+        self.rejections = 0
+        self.cost = StepCost()
 
     def submit(self, request: Request) -> Future[Generation]:
         """Queue a request; its future completes when the thread has decoded it.
@@ -282,8 +288,11 @@ class DecodeEngine:
     def _forward(self, **inputs: Any) -> Any:
         import torch
 
+        started = time.perf_counter()
         with torch.inference_mode():
-            return self.model(use_cache=True, **self.extra, **inputs)
+            result = self.model(use_cache=True, **self.extra, **inputs)
+        self.cost.add(int(inputs["input_ids"].numel()), time.perf_counter() - started)
+        return result
 
     def _start(self, request: Request) -> None:
         """Prefill a request alone, then finish it or add it to the batch."""
@@ -314,7 +323,7 @@ class DecodeEngine:
         except BaseException as error:  # the request fails alone; the batch goes on
             request.future.set_exception(error)
             return
-        new = _Row(request, tracker, token, len(ids), draft_limit=self.max_draft)
+        new = _Row(request, tracker, token, len(ids))
         if done is not None:
             self._finish(new, past, done)
             return
@@ -367,13 +376,26 @@ class DecodeEngine:
 
     def _draft(self, current: _Row) -> list[int]:
         """Prompt-lookup draft tokens for a greedy row (none for sampled rows)."""
-        if current.request.choose is not greedy_choice or current.draft_limit <= 0:
+        if current.request.choose is not greedy_choice or self.max_draft <= 0:
             return []
         left = current.request.params.max_new_tokens - len(current.tracker.out) - 1
-        limit = min(current.draft_limit, left)
+        limit = min(self.max_draft, left)
         if limit <= 0:
             return []
         return self.proposer([*current.request.prompt_ids, *current.tracker.out], limit)[:limit]
+
+    def _acceptance(self, current: _Row) -> float:
+        """A row's estimated chance that a draft token is accepted (its own record, with the
+        engine's as a prior worth two tokens)."""
+        prior = (self.accepted + 1) / (self.accepted + self.rejections + 2)
+        return (current.hits + 2 * prior) / (current.hits + current.misses + 2)
+
+    def _plan(self, drafts: list[list[int]]) -> int:
+        """How many draft tokens every row feeds this step (`best_draft_length`)."""
+        if not any(drafts):
+            return 0
+        chances = [self._acceptance(current) for current in self._rows]
+        return best_draft_length(chances, [len(d) for d in drafts], self.cost.ratio())
 
     def _step(self) -> None:
         """One forward pass for every row of the batch (each row's last token and its draft);
@@ -393,7 +415,8 @@ class DecodeEngine:
             return
         count = len(self._rows)
         drafts = [self._draft(current) for current in self._rows]
-        extra = max(len(d) for d in drafts)
+        extra = self._plan(drafts)
+        drafts = [d[:extra] for d in drafts]
         fed = [
             [current.last, *d, *[current.last] * (extra - len(d))]
             for current, d in zip(self._rows, drafts, strict=True)
@@ -415,8 +438,10 @@ class DecodeEngine:
         if "logits_to_keep" in keep:
             keep["logits_to_keep"] = extra + 1
         try:
+            started = time.perf_counter()
             with torch.inference_mode():
                 result = self.model(use_cache=True, **keep, **inputs)
+            self.cost.add(count * (extra + 1), time.perf_counter() - started)
         except BaseException as error:  # a broken forward fails every row in it
             for current in self._rows:
                 current.request.future.set_exception(error)
@@ -471,11 +496,12 @@ class DecodeEngine:
                 break
         accepted = used - 1
         self.accepted += accepted
-        if draft:  # grow the next draft after a full match, shrink it after a miss
-            if accepted == len(draft):
-                current.draft_limit = min(self.max_draft, 2 * current.draft_limit)
-            elif accepted == 0:
-                current.draft_limit = max(1, current.draft_limit // 2)
+        missed = accepted < len(draft) and done is None
+        if draft:  # copying comes in runs: the last drafts say most about the next one
+            current.hits = DRAFT_MEMORY * current.hits + accepted
+            current.misses = DRAFT_MEMORY * current.misses + missed
+        if missed:
+            self.rejections += 1
         return done, used
 
     def _keep(self, indices: list[int]) -> None:
@@ -506,6 +532,86 @@ class DecodeEngine:
             held = [*request.prompt_ids, *current.tracker.out[:-1]]
             self.store.put(request.key, held, past)
         request.future.set_result(done)
+
+
+def best_draft_length(chances: list[float], lengths: list[int], ratio: float) -> int:
+    """The draft length every row of a step feeds (shorter drafts padded) for most tokens per cost.
+
+    A step costs one weight pass plus `ratio` of one per fed token; a row whose draft tokens
+    are accepted with chance q, one after another until the first rejection, gains
+    q + q^2 + ... + q^e tokens from e of them, besides the one token every step gives it.
+
+    Args:
+        chances: Each row's chance that a draft token is accepted.
+        lengths: Each row's draft length (0: none).
+        ratio: The price of a fed token in weight passes (`StepCost.ratio`).
+
+    Returns:
+        The length (0: a plain one-token step).
+    """
+    rows = len(lengths)
+    best, best_rate = 0, rows / (1 + ratio * rows)
+    for extra in range(1, max(lengths, default=0) + 1):
+        gained = rows + sum(
+            _expected_run(q, min(extra, n)) for q, n in zip(chances, lengths, strict=True)
+        )
+        rate = gained / (1 + ratio * rows * (extra + 1))
+        if rate > best_rate:
+            best, best_rate = extra, rate
+    return best
+
+
+def _expected_run(chance: float, length: int) -> float:
+    """Expected accepted tokens of a `length`-token draft, each accepted with `chance` until
+    the first rejection."""
+    return sum(chance**j for j in range(1, length + 1))
+
+
+class StepCost:
+    """The cost of a forward pass as a weight pass plus a price per fed token, fitted online.
+
+    `ratio()` is the price of one token in weight passes: about 0.05 for a 0.5B model on one
+    CPU core (a token's arithmetic is cheap beside reading every weight), far less on a GPU.
+    """
+
+    #: Used until enough forward passes of different widths were timed.
+    DEFAULT_RATIO = 0.05
+    MIN_SAMPLES = 6
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.sx = 0.0
+        self.sy = 0.0
+        self.sxx = 0.0
+        self.sxy = 0.0
+
+    def add(self, tokens: int, seconds: float) -> None:
+        """Record one forward pass.
+
+        Args:
+            tokens: Tokens it fed (all rows, padding included).
+            seconds: How long it took.
+        """
+        self.n += 1
+        self.sx += tokens
+        self.sy += seconds
+        self.sxx += tokens * tokens
+        self.sxy += tokens * seconds
+
+    def ratio(self) -> float:
+        """The fitted price of a token over the cost of a pass with no tokens.
+
+        Returns:
+            The ratio, within [0.001, 1] (`DEFAULT_RATIO` until the fit is possible).
+        """
+        spread = self.n * self.sxx - self.sx * self.sx
+        if self.n < self.MIN_SAMPLES or spread <= 0:
+            return self.DEFAULT_RATIO
+        slope = (self.n * self.sxy - self.sx * self.sy) / spread
+        base = (self.sy - slope * self.sx) / self.n
+        if base <= 0 or slope <= 0:
+            return self.DEFAULT_RATIO
+        return min(1.0, max(0.001, slope / base))
 
 
 _ENGINES: dict[int, DecodeEngine] = {}
