@@ -358,9 +358,22 @@ def local_agent(quick: bool) -> Measurement:
         theirs["seconds"],
         target=0.5,
         repeats=1,
-        note=f"identical transcripts checked; peak RSS docket {ours['peak_rss_mb']:.0f} MB, "
-        f"hf {theirs['peak_rss_mb']:.0f} MB; accuracy {ours['accuracy']} vs "
-        f"{theirs['accuracy']}; docket's engine behind hf's prompt rendering and parsing",
+        note=f"identical transcripts checked (text, tool calls, raw replies); peak RSS docket "
+        f"{ours['peak_rss_mb']:.0f} MB, hf {theirs['peak_rss_mb']:.0f} MB; CPU "
+        f"{ours.get('cpu_seconds', 0):.1f} s vs {theirs.get('cpu_seconds', 0):.1f} s; accuracy "
+        f"{ours['accuracy']} vs {theirs['accuracy']}; engine {_counters(ours.get('engine'))}",
+    )
+
+
+def _counters(engine: dict[str, int] | None) -> str:
+    """The docket side's engine counters in one phrase."""
+    if not engine:
+        return "counters missing"
+    return (
+        f"{engine['forward_steps']} batched steps, prompt tokens reused "
+        f"{engine['reused_prompt_tokens']}/{engine['prompt_tokens']} (from other samples "
+        f"{engine['shared_prompt_tokens']}), drafts accepted "
+        f"{engine['accepted_tokens']}/{engine['drafted_tokens']}"
     )
 
 

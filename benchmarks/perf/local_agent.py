@@ -10,17 +10,21 @@ Both sides read the same float32 weights (docket's dequantised copy of the GGUF 
 transformers folder) and see the same prompts: the docket side is `LocalHFModelAPI`'s decoding
 engine (prefix KV reuse, batched steps) behind Inspect's own hf chat rendering and tool-call
 parsing (`HFRenderedLocal`), so the transcripts can be compared turn by turn and the ratio
-measures decoding alone. Greedy on both sides.
+measures decoding alone. Greedy on both sides. Each assistant turn is compared by its text,
+its parsed tool calls and the raw reply the parser read (`recording_replies`), so two
+different replies that both fail to parse do not pass for equal.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import resource
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from types import MethodType, SimpleNamespace
 from typing import Any
@@ -187,8 +191,35 @@ def load_side(side: str, checkpoint: str, max_tokens: int = MAX_TOKENS) -> Model
     )
 
 
+RAW_REPLY = "raw_reply"
+
+
+@contextlib.contextmanager
+def recording_replies() -> Iterator[None]:
+    """Keep the raw reply text in each parsed message's metadata (`raw_reply`), both sides.
+
+    Both sides parse replies with Inspect's `HFHandler.parse_assistant_response`; while this
+    is active it stores the text it was given on the message it returns.
+
+    Yields:
+        Nothing; the patch is undone on exit.
+    """
+    original = HFHandler.parse_assistant_response
+
+    def parse(self: HFHandler, response: str, tools: list[ToolInfo]) -> ChatMessageAssistant:
+        message = original(self, response, tools)
+        message.metadata = {**(message.metadata or {}), RAW_REPLY: response}
+        return message
+
+    HFHandler.parse_assistant_response = parse  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        HFHandler.parse_assistant_response = original  # type: ignore[method-assign]
+
+
 def transcripts(log: Any) -> dict[str, list[list[Any]]]:
-    """Each sample's assistant turns: text and (function, arguments) of each tool call.
+    """Each sample's assistant turns: text, (function, arguments) of each tool call, raw reply.
 
     Args:
         log: The eval log.
@@ -202,7 +233,8 @@ def transcripts(log: Any) -> dict[str, list[list[Any]]]:
         for message in sample.messages:
             if message.role == "assistant":
                 calls = [[c.function, c.arguments] for c in message.tool_calls or []]
-                turns.append([message.text, calls])
+                raw = (message.metadata or {}).get(RAW_REPLY)
+                turns.append([message.text, calls, raw])
         out[str(sample.id)] = turns
     return out
 
@@ -226,10 +258,13 @@ def run_side(
         log_dir: Where the eval log goes (None: a temporary folder).
 
     Returns:
-        seconds, peak_rss_mb, accuracy, model calls and transcripts.
+        seconds, cpu_seconds (this process's user + system time during the eval: less
+        sensitive to a loaded machine than the wall time), peak_rss_mb, accuracy, model calls,
+        transcripts and, for docket, the engine's counters.
     """
     model = load_side(side, checkpoint, max_tokens)
-    with tempfile.TemporaryDirectory() as scratch:
+    with tempfile.TemporaryDirectory() as scratch, recording_replies():
+        cpu_before = _cpu_seconds()
         started = time.perf_counter()
         [log] = eval(
             agent_task(samples, message_limit),
@@ -239,6 +274,7 @@ def run_side(
             log_dir=log_dir or scratch,
         )
         seconds = time.perf_counter() - started
+        cpu = _cpu_seconds() - cpu_before
         if log.status != "success":
             raise RuntimeError(f"{side}: eval ended {log.status}: {log.error}")
         # the log's samples load from its file: read them before the folder goes
@@ -248,10 +284,33 @@ def run_side(
     return {
         "side": side,
         "seconds": seconds,
+        "cpu_seconds": cpu,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "accuracy": float(metrics["accuracy"].value) if "accuracy" in metrics else None,
         "calls": calls,
         "transcripts": turns,
+        "engine": _engine_counters(model) if side == "docket" else None,
+    }
+
+
+def _cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _engine_counters(model: Model) -> dict[str, int]:
+    """The docket side's engine and prefix-store counters after the run."""
+    api: Any = model.api
+    engine = engine_for(api.loaded.model, api.loaded.tokenizer, api.loaded.lock)
+    store = engine.store
+    return {
+        "forward_steps": engine.steps,
+        "widest_batch": engine.widest,
+        "drafted_tokens": engine.drafted,
+        "accepted_tokens": engine.accepted,
+        "prompt_tokens": store.prompt_tokens,
+        "reused_prompt_tokens": store.reused_tokens,
+        "shared_prompt_tokens": store.shared_tokens,
     }
 
 

@@ -2,7 +2,9 @@
 
 Inspect runs a task's samples concurrently; each sample's `generate` becomes a `Request` on
 the model's `DecodeEngine`. The engine's thread prefills each new request alone (from the
-sample's kept KV cache when `PrefixStore` has one, so only the new suffix is computed), then
+kept KV cache that shares the longest prefix with its prompt: the sample's own last call, or
+another sample's prompt snapshot with the same system prompt and tools, so only the new suffix
+is computed), then
 merges it into the running batch: caches are left-padded to one length, an attention mask
 hides the padding, and each row keeps its own positions. Every decoding step is then one
 forward pass for the whole batch; a finished row leaves the batch and its cache goes back to
@@ -18,14 +20,25 @@ from __future__ import annotations
 import os
 import queue
 import threading
-from collections.abc import Hashable
+import time
+from collections.abc import Callable, Hashable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
 from docket.core.inspect_private import active_samples, sample_active
 
-from .kv_reuse import DEFAULT_MAX_TOKENS, PrefixStore, cache_length, plain_cache, row, select, stack
+from .kv_reuse import (
+    DEFAULT_MAX_TOKENS,
+    PrefixStore,
+    cache_length,
+    compact,
+    plain_cache,
+    select,
+    stack,
+    valid_row,
+)
+from .lookup import propose
 from .sampling import (
     Chooser,
     DecodeFn,
@@ -43,8 +56,15 @@ from .sampling import (
 
 #: Default number of sequences decoded together.
 DEFAULT_MAX_BATCH = 8
+#: Default bound on the prompt-lookup draft tokens a greedy row checks per step.
+DEFAULT_MAX_DRAFT = 8
 BATCH_ENV = "DOCKET_LOCAL_BATCH"
 PREFIX_ENV = "DOCKET_LOCAL_PREFIX_TOKENS"
+DRAFT_ENV = "DOCKET_LOCAL_DRAFT"
+#: Weight of a row's earlier drafts against its latest in its acceptance estimate.
+DRAFT_MEMORY = 0.5
+#: Empty cache columns (rejected drafts every row shares) tolerated before compacting.
+HOLE_SLACK = 16
 
 
 def env_int(name: str, default: int) -> int:
@@ -152,7 +172,9 @@ class _Row:
     request: Request
     tracker: TokenTracker
     last: int  # the token chosen last, fed at the next step
-    length: int  # tokens in this row's cache (without padding)
+    length: int  # tokens in this row's cache (without padding or rejected drafts)
+    hits: float = 0.0  # draft tokens accepted (recent drafts weigh more: `DRAFT_MEMORY`)
+    misses: float = 0.0  # drafts cut short by a rejected token (likewise)
 
 
 class DecodeEngine:
@@ -166,6 +188,9 @@ class DecodeEngine:
             default `kv_reuse.DEFAULT_MAX_TOKENS`; 0 disables reuse).
         max_batch: Sequences stepped together (None: `DOCKET_LOCAL_BATCH`, default 8; 1
             decodes one request at a time).
+        max_draft: Prompt-lookup draft tokens a greedy row checks per step (None:
+            `DOCKET_LOCAL_DRAFT`, default 8; 0 turns drafting off).
+        proposer: `(context, limit) -> draft tokens` (None: `lookup.propose`).
     """
 
     def __init__(
@@ -175,6 +200,8 @@ class DecodeEngine:
         lock: threading.Lock,
         store: PrefixStore | None = None,
         max_batch: int | None = None,
+        max_draft: int | None = None,
+        proposer: Callable[[list[int], int], list[int]] | None = None,
     ) -> None:
         self.model = model
         self.tokenizer = tokenizer
@@ -184,6 +211,8 @@ class DecodeEngine:
             store = PrefixStore(max_tokens=tokens, alive=running_samples)
         self.store = store
         self.max_batch = batch_size() if max_batch is None else max(1, max_batch)
+        self.max_draft = env_int(DRAFT_ENV, DEFAULT_MAX_DRAFT) if max_draft is None else max_draft
+        self.proposer = proposer or propose
         self.eos = eos_token_ids(model, tokenizer)
         self.cache_name, self.extra = forward_style(model)
         self.device = getattr(model, "device", "cpu")
@@ -191,12 +220,17 @@ class DecodeEngine:
         self._waiting: list[Request] = []
         self._rows: list[_Row] = []
         self._cache: Any = None
-        self._pads: list[int] = []
+        self._mask: Any = None  # [rows, cache length] 0/1: the positions each row attends to
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
         #: The largest batch stepped so far, and the number of batched forward passes.
         self.widest = 0
         self.steps = 0
+        #: Draft tokens proposed and accepted (prompt lookup), since creation.
+        self.drafted = 0
+        self.accepted = 0
+        self.rejections = 0
+        self.cost = StepCost()
 
     def submit(self, request: Request) -> Future[Generation]:
         """Queue a request; its future completes when the thread has decoded it.
@@ -249,13 +283,16 @@ class DecodeEngine:
         for current in self._rows:
             if not current.request.future.done():
                 current.request.future.set_exception(error)
-        self._rows, self._cache, self._pads = [], None, []
+        self._rows, self._cache, self._mask = [], None, None
 
     def _forward(self, **inputs: Any) -> Any:
         import torch
 
+        started = time.perf_counter()
         with torch.inference_mode():
-            return self.model(use_cache=True, **self.extra, **inputs)
+            result = self.model(use_cache=True, **self.extra, **inputs)
+        self.cost.add(int(inputs["input_ids"].numel()), time.perf_counter() - started)
+        return result
 
     def _start(self, request: Request) -> None:
         """Prefill a request alone, then finish it or add it to the batch."""
@@ -277,6 +314,8 @@ class DecodeEngine:
                 **{self.cache_name: past},
             )
             past = getattr(result, self.cache_name)
+            if self.store.enabled:  # the prompt's KV, for later prompts with the same head
+                self.store.share(ids, past)
             logits = result.logits[0, -1].float()
             tracker = TokenTracker(self.tokenizer, params, self.eos)
             token = request.choose(logits)
@@ -288,7 +327,7 @@ class DecodeEngine:
         if done is not None:
             self._finish(new, past, done)
             return
-        if self.max_batch == 1 or not plain_cache(past):
+        if not plain_cache(past):
             self._solo(new, past)
             return
         self._join(new, past)
@@ -319,17 +358,48 @@ class DecodeEngine:
 
     def _join(self, new: _Row, past: Any) -> None:
         """Merge a prefilled row's cache into the batch (left padding to a common length)."""
+        import torch
+
         if not self._rows:
-            self._rows, self._cache, self._pads = [new], past, [0]
+            self._rows, self._cache = [new], past
+            self._mask = torch.ones(1, new.length, dtype=torch.long, device=self.device)
             return
         width = cache_length(self._cache)
         target = max(width, new.length)
         self._cache = stack([self._cache, past], [target - width, target - new.length])
-        self._pads = [p + target - width for p in self._pads] + [target - new.length]
+        rows = len(self._rows)
+        mask = torch.zeros(rows + 1, target, dtype=torch.long, device=self.device)
+        mask[:rows, target - width :] = self._mask
+        mask[rows, target - new.length :] = 1
+        self._mask = mask
         self._rows.append(new)
 
+    def _draft(self, current: _Row) -> list[int]:
+        """Prompt-lookup draft tokens for a greedy row (none for sampled rows)."""
+        if current.request.choose is not greedy_choice or self.max_draft <= 0:
+            return []
+        left = current.request.params.max_new_tokens - len(current.tracker.out) - 1
+        limit = min(self.max_draft, left)
+        if limit <= 0:
+            return []
+        return self.proposer([*current.request.prompt_ids, *current.tracker.out], limit)[:limit]
+
+    def _acceptance(self, current: _Row) -> float:
+        """A row's estimated chance that a draft token is accepted (its own record, with the
+        engine's as a prior worth two tokens)."""
+        prior = (self.accepted + 1) / (self.accepted + self.rejections + 2)
+        return (current.hits + 2 * prior) / (current.hits + current.misses + 2)
+
+    def _plan(self, drafts: list[list[int]]) -> int:
+        """How many draft tokens every row feeds this step (`best_draft_length`)."""
+        if not any(drafts):
+            return 0
+        chances = [self._acceptance(current) for current in self._rows]
+        return best_draft_length(chances, [len(d) for d in drafts], self.cost.ratio())
+
     def _step(self) -> None:
-        """One forward pass for every row of the batch; finished rows leave it."""
+        """One forward pass for every row of the batch (each row's last token and its draft);
+        finished rows leave it."""
         import torch
 
         going = []
@@ -343,58 +413,117 @@ class DecodeEngine:
         self._keep(going)
         if not self._rows:
             return
-        width = cache_length(self._cache)
         count = len(self._rows)
+        drafts = [self._draft(current) for current in self._rows]
+        extra = self._plan(drafts)
+        drafts = [d[:extra] for d in drafts]
+        fed = [
+            [current.last, *d, *[current.last] * (extra - len(d))]
+            for current, d in zip(self._rows, drafts, strict=True)
+        ]
         inputs: dict[str, Any] = {
-            "input_ids": torch.tensor([[r.last] for r in self._rows], device=self.device),
+            "input_ids": torch.tensor(fed, device=self.device),
             self.cache_name: self._cache,
         }
-        if count > 1 or self._pads[0] > 0:
-            mask = torch.ones(count, width + 1, dtype=torch.long, device=self.device)
-            for index, pad in enumerate(self._pads):
-                mask[index, :pad] = 0
+        step_mask = torch.ones(count, extra + 1, dtype=torch.long, device=self.device)
+        for index, d in enumerate(drafts):
+            step_mask[index, len(d) + 1 :] = 0  # filler after a shorter draft
+        mask = torch.cat([self._mask, step_mask], dim=1)
+        if count > 1 or not bool(self._mask.all()):
             inputs["attention_mask"] = mask
             inputs["position_ids"] = torch.tensor(
-                [[r.length] for r in self._rows], device=self.device
+                [[r.length + j for j in range(extra + 1)] for r in self._rows], device=self.device
             )
+        keep = dict(self.extra)
+        if "logits_to_keep" in keep:
+            keep["logits_to_keep"] = extra + 1
         try:
-            result = self._forward(**inputs)
+            started = time.perf_counter()
+            with torch.inference_mode():
+                result = self.model(use_cache=True, **keep, **inputs)
+            self.cost.add(count * (extra + 1), time.perf_counter() - started)
         except BaseException as error:  # a broken forward fails every row in it
             for current in self._rows:
                 current.request.future.set_exception(error)
-            self._rows, self._cache, self._pads = [], None, []
+            self._rows, self._cache, self._mask = [], None, None
             return
         self.steps += 1
         self.widest = max(self.widest, count)
         self._cache = getattr(result, self.cache_name)
-        logits = result.logits[:, -1].float()
+        logits = result.logits[:, -(extra + 1) :].float()
         going = []
+        finished: list[tuple[_Row, int, Generation]] = []
         for index, current in enumerate(self._rows):
-            current.length += 1
             try:
-                current.last = current.request.choose(logits[index])
-                done = current.tracker.add(logits[index], current.last)
+                done, used = self._verify(current, drafts[index], logits[index])
             except BaseException as error:
                 current.request.future.set_exception(error)
+                mask[index] = 0
                 continue
+            mask[index, mask.shape[1] - (extra + 1) + used :] = 0  # rejected drafts, filler
             if done is None:
                 going.append(index)
-                continue
-            own = row(self._cache, index, self._pads[index]) if self.store.enabled else None
+            else:
+                finished.append((current, index, done))
+        self._mask = mask
+        for current, index, done in finished:
+            own = valid_row(self._cache, index, mask) if self.store.enabled else None
             self._finish(current, own, done)
         self._keep(going)
 
+    def _verify(
+        self, current: _Row, draft: list[int], logits: Any
+    ) -> tuple[Generation | None, int]:
+        """Choose a row's tokens from its step's logits, accepting the draft while it agrees.
+
+        Position `j` of the step fed the row's last token (`j` = 0) or draft token `j - 1`; its
+        logits choose the next token exactly as a one-token step would. A draft token is kept
+        only if it is the token chosen before it, so the row's tokens equal greedy decoding's.
+
+        Returns:
+            The finished completion (or None) and how many fed positions now hold real tokens.
+        """
+        self.drafted += len(draft)
+        used = 0
+        done = None
+        for j in range(len(draft) + 1):
+            token = current.request.choose(logits[j])
+            used = j + 1
+            current.length += 1
+            current.last = token
+            done = current.tracker.add(logits[j], token)
+            if done is not None or j == len(draft) or token != draft[j]:
+                break
+        accepted = used - 1
+        self.accepted += accepted
+        missed = accepted < len(draft) and done is None
+        if draft:  # copying comes in runs: the last drafts say most about the next one
+            current.hits = DRAFT_MEMORY * current.hits + accepted
+            current.misses = DRAFT_MEMORY * current.misses + missed
+        if missed:
+            self.rejections += 1
+        return done, used
+
     def _keep(self, indices: list[int]) -> None:
-        """Shrink the batch to the given rows, dropping padding no kept row needs."""
-        if len(indices) == len(self._rows):
-            return
+        """Shrink the batch to the given rows; compact the cache when columns sit empty.
+
+        After rows leave, or with one row left, any empty column goes (the cache is left-padded
+        again); otherwise rejected drafts may leave up to `HOLE_SLACK` empty columns.
+        """
+        import torch
+
         if not indices:
-            self._rows, self._cache, self._pads = [], None, []
+            self._rows, self._cache, self._mask = [], None, None
             return
-        start = min(self._pads[i] for i in indices)
-        self._cache = select(self._cache, indices, start)
-        self._rows = [self._rows[i] for i in indices]
-        self._pads = [self._pads[i] - start for i in indices]
+        shrunk = len(indices) < len(self._rows)
+        if shrunk:
+            self._cache = select(self._cache, indices, 0)
+            self._mask = self._mask.index_select(0, torch.tensor(indices, device=self.device))
+            self._rows = [self._rows[i] for i in indices]
+        holes = cache_length(self._cache) - int(self._mask.sum(dim=1).max())
+        slack = 0 if shrunk or len(self._rows) == 1 else HOLE_SLACK
+        if holes > slack:
+            self._cache, self._mask = compact(self._cache, self._mask)
 
     def _finish(self, current: _Row, past: Any, done: Generation) -> None:
         """Complete a row's future and keep its cache for the sample's next call."""
@@ -403,6 +532,87 @@ class DecodeEngine:
             held = [*request.prompt_ids, *current.tracker.out[:-1]]
             self.store.put(request.key, held, past)
         request.future.set_result(done)
+
+
+def best_draft_length(chances: list[float], lengths: list[int], ratio: float) -> int:
+    """The draft length every row of a step feeds (shorter drafts padded) for most tokens per cost.
+
+    A step costs one weight pass plus `ratio` of one per fed token; a row whose draft tokens
+    are accepted with chance q, one after another until the first rejection, gains
+    q + q^2 + ... + q^e tokens from e of them, besides the one token every step gives it.
+
+    Args:
+        chances: Each row's chance that a draft token is accepted.
+        lengths: Each row's draft length (0: none).
+        ratio: The price of a fed token in weight passes (`StepCost.ratio`).
+
+    Returns:
+        The length (0: a plain one-token step).
+    """
+    rows = len(lengths)
+    best, best_rate = 0, rows / (1 + ratio * rows)
+    for extra in range(1, max(lengths, default=0) + 1):
+        gained = rows + sum(
+            _expected_run(q, min(extra, n)) for q, n in zip(chances, lengths, strict=True)
+        )
+        rate = gained / (1 + ratio * rows * (extra + 1))
+        if rate > best_rate:
+            best, best_rate = extra, rate
+    return best
+
+
+def _expected_run(chance: float, length: int) -> float:
+    """Expected accepted tokens of a `length`-token draft, each accepted with `chance` until
+    the first rejection."""
+    return sum(chance**j for j in range(1, length + 1))
+
+
+class StepCost:
+    """The cost of a forward pass as a weight pass plus a price per fed token, fitted online.
+
+    `ratio()` is the price of one token in weight passes. The default is from one profile of
+    Qwen2.5-Coder-0.5B in float32 on one CPU core: about 20 ms a token beside 0.45 s for the
+    weight pass of a one-token step.
+    """
+
+    #: Used until enough forward passes of different widths were timed.
+    DEFAULT_RATIO = 0.05
+    MIN_SAMPLES = 6
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.sx = 0.0
+        self.sy = 0.0
+        self.sxx = 0.0
+        self.sxy = 0.0
+
+    def add(self, tokens: int, seconds: float) -> None:
+        """Record one forward pass.
+
+        Args:
+            tokens: Tokens it fed (all rows, padding included).
+            seconds: How long it took.
+        """
+        self.n += 1
+        self.sx += tokens
+        self.sy += seconds
+        self.sxx += tokens * tokens
+        self.sxy += tokens * seconds
+
+    def ratio(self) -> float:
+        """The fitted price of a token over the cost of a pass with no tokens.
+
+        Returns:
+            The ratio, within [0.001, 1] (`DEFAULT_RATIO` until the fit is possible).
+        """
+        spread = self.n * self.sxx - self.sx * self.sx
+        if self.n < self.MIN_SAMPLES or spread <= 0:
+            return self.DEFAULT_RATIO
+        slope = (self.n * self.sxy - self.sx * self.sy) / spread
+        base = (self.sy - slope * self.sx) / self.n
+        if base <= 0 or slope <= 0:
+            return self.DEFAULT_RATIO
+        return min(1.0, max(0.001, slope / base))
 
 
 _ENGINES: dict[int, DecodeEngine] = {}

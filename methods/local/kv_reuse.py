@@ -1,11 +1,13 @@
 """KV caches kept between calls of one sample, and the cache surgery batching needs.
 
 An agent loop resends the whole conversation on every turn, so the prompt of a sample's next
-call starts with (most of) the tokens of its last one. `PrefixStore` keeps, per key (Inspect's
-active sample, or nothing), the last call's token ids and its transformers `DynamicCache`; the
-next call takes it, crops it to the longest common token prefix and feeds only the rest. The
-store is bounded (least recently used entries go first, by count and by cached tokens) and
-drops the entries of samples that are no longer running.
+call starts with (most of) the tokens of its last one; and the samples of one task start with
+the same system prompt and tool schemas. `PrefixStore` keeps, per key (Inspect's active sample,
+or nothing), the last call's token ids and its transformers `DynamicCache`, plus snapshots of
+recent prompts; a call starts from the entry that shares the longest common token prefix with
+its prompt (its own, cropped; anyone else's, copied) and feeds only the rest. The store is
+bounded (least recently used entries go first, by count and by cached tokens) and drops the
+entries of samples that are no longer running.
 
 Only caches whose every layer is a plain `DynamicLayer` (full attention, tensors of shape
 `[batch, kv_heads, length, head_dim]`) are kept or merged; anything else (sliding windows,
@@ -224,20 +226,37 @@ class _Entry:
     cache: Any
 
 
-class PrefixStore:
-    """The last call's KV cache per key, bounded by entries and cached tokens (LRU).
+#: Default bound on the prompt snapshots shared across samples (`PrefixStore.share`).
+DEFAULT_MAX_PREFIXES = 4
 
-    A key is a running sample's id; `None` stands for calls outside any sample, whose entries
-    are matched by their longest common prefix with the new prompt. Taking a sample's entry
-    removes it: the caller owns (and extends) the cache until it puts it back. An entry kept
-    without a key is taken only by a prompt that extends it; a prompt that shares less gets a
-    copy of the shared part, and the entry stays for the conversation it belongs to.
+_Slot = tuple[str, Hashable]
+
+
+class PrefixStore:
+    """Kept KV caches, matched by longest common token prefix over all of them (LRU-bounded).
+
+    Three kinds of entry, in one least-recently-used order:
+
+    - a running sample's last call (key: the sample's id), which that sample's next call
+      *takes*: it owns (and extends) the cache until it puts it back;
+    - a call outside any sample (key None), taken only by a prompt that extends it;
+    - prompt snapshots (`share`): the prompt's KV right after its prefill, a copy that no call
+      ever takes. The samples of one task send the same system prompt and tool schemas, so
+      the second sample's first prompt starts from the first sample's snapshot instead of
+      recomputing the shared head (automatic prefix caching, as vLLM and SGLang do).
+
+    A call is served from whichever entry shares the longest prefix with its prompt. Its own
+    entry is taken and cropped; any other entry (another sample's, a snapshot, an anonymous
+    one it does not extend) gives a copy of the shared part and stays for its owner. All
+    methods hold one lock, so threads may share a store.
 
     Args:
         max_tokens: Bound on the tokens of all entries together (0 disables the store).
-        max_entries: Bound on the number of entries.
+        max_entries: Bound on the number of call entries (samples and anonymous).
         alive: Returns the keys still running (None: unknown); entries of other keys are
             dropped whenever the store is used.
+        max_prefixes: Bound on the prompt snapshots (0: no cross-call sharing of prompts;
+            a call still finds other samples' kept caches).
     """
 
     def __init__(
@@ -245,16 +264,20 @@ class PrefixStore:
         max_tokens: int = DEFAULT_MAX_TOKENS,
         max_entries: int = DEFAULT_MAX_ENTRIES,
         alive: Callable[[], set[Hashable] | None] | None = None,
+        max_prefixes: int = DEFAULT_MAX_PREFIXES,
     ) -> None:
         self.max_tokens = max_tokens
         self.max_entries = max_entries
+        self.max_prefixes = max_prefixes
         self.alive = alive
-        self._entries: OrderedDict[tuple[str, Hashable], _Entry] = OrderedDict()
-        self._anonymous = 0
+        self._entries: OrderedDict[_Slot, _Entry] = OrderedDict()
+        self._counter = 0
         self._lock = threading.Lock()
         #: Prompt tokens served from kept caches, and prompt tokens asked for, since creation.
         self.reused_tokens = 0
         self.prompt_tokens = 0
+        #: Of `reused_tokens`, those copied from another call's cache or a snapshot.
+        self.shared_tokens = 0
 
     @property
     def enabled(self) -> bool:
@@ -262,10 +285,20 @@ class PrefixStore:
         return self.max_tokens > 0 and self.max_entries > 0
 
     def __len__(self) -> int:
-        return len(self._entries)
+        with self._lock:
+            return sum(1 for slot in self._entries if slot[0] != "prefix")
+
+    def prefixes(self) -> int:
+        """Prompt snapshots held.
+
+        Returns:
+            Their number.
+        """
+        with self._lock:
+            return sum(1 for slot in self._entries if slot[0] == "prefix")
 
     def tokens(self) -> int:
-        """Tokens held by all entries.
+        """Tokens held by all entries (snapshots included).
 
         Returns:
             Their sum.
@@ -279,7 +312,7 @@ class PrefixStore:
         At least the prompt's last token is left to feed (its logits start the reply).
 
         Args:
-            key: The sample's key (None: match among the entries kept without one).
+            key: The sample's key (None: a call outside any sample).
             prompt_ids: The new prompt.
 
         Returns:
@@ -296,14 +329,17 @@ class PrefixStore:
             if shared <= 0:
                 return None, 0
             entry = self._entries[slot]
-            if slot[0] == "anonymous" and shared < len(entry.ids):
-                # another conversation's cache: copy the shared part, leave it to its owner
-                self._entries.move_to_end(slot)
-                cache = prefix_copy(entry.cache, shared)
-            else:
+            if self._owned(slot, key, shared, entry):
                 del self._entries[slot]
                 cache = entry.cache
                 crop(cache, shared)
+            else:  # someone else's cache or a snapshot: copy the shared part, leave it there
+                self._entries.move_to_end(slot)
+                own = ("sample", key)
+                if key is not None and own in self._entries:
+                    del self._entries[own]  # superseded: this call's put replaces it
+                cache = prefix_copy(entry.cache, shared)
+                self.shared_tokens += shared
             self.reused_tokens += shared
         return cache, shared
 
@@ -315,45 +351,95 @@ class PrefixStore:
             ids: The token ids the cache holds.
             cache: A plain batch-1 cache (anything else is not kept).
         """
-        if not self.enabled or not plain_cache(cache) or cache_length(cache) != len(ids):
-            return
-        if len(ids) > self.max_tokens:
+        if not self._fits(ids, cache):
             return
         with self._lock:
             if key is None:
-                self._anonymous += 1
-                slot: tuple[str, Hashable] = ("anonymous", self._anonymous)
+                self._counter += 1
+                slot: _Slot = ("anonymous", self._counter)
             else:
                 slot = ("sample", key)
             self._entries.pop(slot, None)
             self._entries[slot] = _Entry(list(ids), cache)
             self._drop_ended()
-            total = sum(len(e.ids) for e in self._entries.values())
-            while self._entries and (
-                len(self._entries) > self.max_entries or total > self.max_tokens
-            ):
-                _, oldest = self._entries.popitem(last=False)
-                total -= len(oldest.ids)
+            self._evict()
+
+    def share(self, ids: Sequence[int], cache: Any) -> None:
+        """Keep a snapshot (a copy) of a just-prefilled prompt's cache for any later call.
+
+        A snapshot that an earlier one extends is not kept (the earlier one serves every
+        prompt it would); earlier snapshots the new one extends are dropped.
+
+        Args:
+            ids: The prompt's token ids, all of them in `cache`.
+            cache: A plain batch-1 cache holding exactly `ids` (left untouched).
+        """
+        if self.max_prefixes <= 0 or not self._fits(ids, cache):
+            return
+        with self._lock:
+            for slot, entry in list(self._entries.items()):
+                if slot[0] != "prefix":
+                    continue
+                if common_prefix(entry.ids, ids) == len(ids):  # an earlier one covers it
+                    self._entries.move_to_end(slot)
+                    return
+                if common_prefix(entry.ids, ids) == len(entry.ids):
+                    del self._entries[slot]
+            self._counter += 1
+            self._entries[("prefix", self._counter)] = _Entry(
+                list(ids), prefix_copy(cache, len(ids))
+            )
+            self._evict()
 
     def clear(self) -> None:
         """Forget every entry."""
         with self._lock:
             self._entries.clear()
 
-    def _find(
-        self, key: Hashable | None, prompt_ids: Sequence[int]
-    ) -> tuple[tuple[str, Hashable], int] | None:
-        if key is not None:
-            slot = ("sample", key)
-            entry = self._entries.get(slot)
-            return (slot, common_prefix(entry.ids, prompt_ids)) if entry else None
-        best: tuple[tuple[str, Hashable], int] | None = None
-        for slot, entry in self._entries.items():
-            if slot[0] == "anonymous":
-                shared = common_prefix(entry.ids, prompt_ids)
-                if shared > 0 and (best is None or shared > best[1]):
-                    best = (slot, shared)
+    def _fits(self, ids: Sequence[int], cache: Any) -> bool:
+        return (
+            self.enabled
+            and plain_cache(cache)
+            and cache_length(cache) == len(ids)
+            and cache.layers[0].keys.shape[0] == 1
+            and len(ids) <= self.max_tokens
+        )
+
+    @staticmethod
+    def _owned(slot: _Slot, key: Hashable | None, shared: int, entry: _Entry) -> bool:
+        if slot[0] == "sample":
+            return slot[1] == key
+        return slot[0] == "anonymous" and key is None and shared >= len(entry.ids)
+
+    def _find(self, key: Hashable | None, prompt_ids: Sequence[int]) -> tuple[_Slot, int] | None:
+        """The entry sharing the longest prefix (ties: the caller's own entry, then the newest)."""
+        best: tuple[_Slot, int] | None = None
+        own: _Slot = ("sample", key)
+        for slot, entry in reversed(self._entries.items()):
+            shared = common_prefix(entry.ids, prompt_ids)
+            if shared <= 0:
+                continue
+            if best is None or shared > best[1] or (shared == best[1] and slot == own):
+                best = (slot, shared)
         return best
+
+    def _evict(self) -> None:
+        """Drop least recently used entries until every bound holds."""
+        total = sum(len(e.ids) for e in self._entries.values())
+        calls = sum(1 for slot in self._entries if slot[0] != "prefix")
+        snapshots = len(self._entries) - calls
+        for slot in list(self._entries):
+            if total <= self.max_tokens and calls <= self.max_entries:
+                if snapshots <= self.max_prefixes:
+                    return
+            is_prefix = slot[0] == "prefix"
+            over_kind = snapshots > self.max_prefixes if is_prefix else calls > self.max_entries
+            if total > self.max_tokens or over_kind:
+                total -= len(self._entries.pop(slot).ids)
+                if is_prefix:
+                    snapshots -= 1
+                else:
+                    calls -= 1
 
     def _drop_ended(self) -> None:
         running = self.alive() if self.alive else None
@@ -361,3 +447,63 @@ class PrefixStore:
             return
         for slot in [s for s in self._entries if s[0] == "sample" and s[1] not in running]:
             del self._entries[slot]
+
+
+def valid_row(cache: Any, index: int, mask: Any) -> Any:
+    """A copy of one row of a batched plain cache holding only its valid positions, in order.
+
+    Args:
+        cache: A batched plain cache.
+        index: The row.
+        mask: `[batch, length]` 0/1 tensor: 1 where the row's position holds a real token
+            (0: left padding, or a draft token that was rejected).
+
+    Returns:
+        A batch-1 cache that owns its tensors.
+    """
+    import torch
+
+    columns = torch.nonzero(mask[index], as_tuple=False).flatten()
+    return build_cache(
+        [
+            (
+                layer.keys[index : index + 1].index_select(2, columns),
+                layer.values[index : index + 1].index_select(2, columns),
+            )
+            for layer in cache.layers
+        ]
+    )
+
+
+def compact(cache: Any, mask: Any) -> tuple[Any, Any]:
+    """Move each row's valid positions to the right end and drop the columns left empty.
+
+    The result is left-padded again (no holes): row `i` holds its valid positions, in order,
+    at the last `mask[i].sum()` columns.
+
+    Args:
+        cache: A batched plain cache.
+        mask: `[batch, length]` 0/1 tensor of valid positions.
+
+    Returns:
+        The new cache and its mask.
+    """
+    import torch
+
+    counts = mask.sum(dim=1)
+    width = int(counts.max())
+    batch = mask.shape[0]
+    index = torch.zeros(batch, width, dtype=torch.long, device=mask.device)
+    new_mask = torch.zeros(batch, width, dtype=mask.dtype, device=mask.device)
+    for i in range(batch):
+        columns = torch.nonzero(mask[i], as_tuple=False).flatten()
+        count = int(counts[i])
+        if count:
+            index[i, width - count :] = columns
+            new_mask[i, width - count :] = 1
+    tensors = []
+    for layer in cache.layers:
+        heads, dim = layer.keys.shape[1], layer.keys.shape[3]
+        gather = index[:, None, :, None].expand(batch, heads, width, dim)
+        tensors.append((layer.keys.gather(2, gather), layer.values.gather(2, gather)))
+    return build_cache(tensors), new_mask

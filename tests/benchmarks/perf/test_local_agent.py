@@ -81,3 +81,52 @@ def test_missing_weights_skip_by_name(monkeypatch: pytest.MonkeyPatch, tmp_path:
     assert isinstance(result, Skipped)
     assert result.prerequisite == "Qwen GGUF"
     assert result.reason == f"{cases.QWEN_GGUF_ENV}={tmp_path / 'absent.gguf'} is not a file"
+
+
+#: Qwen's reply form in the real run: two fenced calls, which Inspect's parser reads as one
+#: call of `unknown` without arguments, whatever the command.
+FENCED = (
+    '```json\n{{"name": "bash", "arguments": {{"cmd": "{cmd}"}}, "required": ["cmd"]}}\n'
+    '{{"name": "submit", "arguments": {{"answer": "done"}}}}\n```'
+)
+
+
+def test_raw_replies_are_recorded_and_compared() -> None:
+    """Two replies that both fail to parse still differ in the transcript check."""
+    from types import SimpleNamespace
+
+    from inspect_ai.model._providers.util import HFHandler
+
+    from docket.benchmarks.perf.local_agent import recording_replies, transcripts
+
+    original = HFHandler.parse_assistant_response
+    handler = HFHandler("m", "qwen2.5-coder-0.5b-instruct")
+    with recording_replies():
+        first = handler.parse_assistant_response(FENCED.format(cmd="ls"), [BASH])
+        second = handler.parse_assistant_response(FENCED.format(cmd="pwd"), [BASH])
+    assert HFHandler.parse_assistant_response is original
+    assert first.metadata == {"raw_reply": FENCED.format(cmd="ls")}
+    logs = [
+        SimpleNamespace(samples=[SimpleNamespace(id="a", messages=[m])]) for m in (first, second)
+    ]
+    ours, theirs = transcripts(logs[0]), transcripts(logs[1])
+    assert ours["a"][0][:2] == theirs["a"][0][:2] == ["", [["unknown", {}]]]  # alone: equal
+    assert first_difference(ours, theirs) is not None
+    assert first_difference(ours, transcripts(logs[0])) is None
+
+
+def test_engine_counters_read_as_one_phrase() -> None:
+    engine = {
+        "forward_steps": 69,
+        "widest_batch": 5,
+        "drafted_tokens": 1005,
+        "accepted_tokens": 313,
+        "prompt_tokens": 5098,
+        "reused_prompt_tokens": 4254,
+        "shared_prompt_tokens": 1381,
+    }
+    assert cases._counters(engine) == (
+        "69 batched steps, prompt tokens reused 4254/5098 (from other samples 1381), "
+        "drafts accepted 313/1005"
+    )
+    assert cases._counters(None) == "counters missing"

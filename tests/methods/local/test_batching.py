@@ -12,7 +12,7 @@ import pytest
 from inspect_ai.model import ChatMessageUser, GenerateConfig
 
 from docket.methods.local import batching
-from docket.methods.local.batching import DecodeEngine, Request, env_int
+from docket.methods.local.batching import DecodeEngine, Request, StepCost, env_int
 from docket.methods.local.kv_reuse import PrefixStore
 from docket.methods.local.sampling import (
     DecodeParams,
@@ -166,3 +166,140 @@ def test_provider_calls_are_batched_and_exact(
 
 
 PARAMS_10 = DecodeParams(max_new_tokens=10)
+
+
+# --- prompt-lookup drafts: checked in one forward pass, kept only where greedy agrees ---------
+
+
+class Drafts:
+    """A proposer that knows each prompt's greedy continuation: `right`, `wrong` or `none`."""
+
+    def __init__(
+        self, answers: dict[tuple[int, ...], list[int]], kinds: dict[tuple[int, ...], str]
+    ):
+        self.answers = answers
+        self.kinds = kinds
+
+    def __call__(self, context: list[int], limit: int) -> list[int]:
+        for start, answer in sorted(self.answers.items(), key=lambda item: -len(item[0])):
+            if tuple(context[: len(start)]) == start:  # the longest prompt it starts with
+                done = len(context) - len(start)
+                right = answer[done : done + limit]
+                kind = self.kinds[start]
+                if kind == "right":
+                    return right
+                if kind == "wrong":
+                    return [(t + 1) % 300 for t in right]
+                if kind == "half":  # the first token right, the rest wrong
+                    return right[:1] + [(t + 1) % 300 for t in right[1:]]
+                return []
+        raise AssertionError("a context that starts with no known prompt")
+
+
+class FixedCost(StepCost):
+    """A token price that does not depend on how fast this machine ran the tiny model."""
+
+    def __init__(self, price: float) -> None:
+        super().__init__()
+        self.price = price
+
+    def ratio(self) -> float:
+        return self.price
+
+
+def drafted_engine(
+    tiny: tuple[Any, Any],
+    ids: list[list[int]],
+    params: DecodeParams,
+    kinds: list[str],
+    price: float = 0.001,
+) -> DecodeEngine:
+    model, tokenizer = tiny
+    answers = {tuple(i): reference(model, tokenizer, i, params).token_ids for i in ids}
+    proposer = Drafts(answers, {tuple(i): k for i, k in zip(ids, kinds, strict=True)})
+    engine = DecodeEngine(
+        model, tokenizer, threading.Lock(), PrefixStore(), 8, max_draft=4, proposer=proposer
+    )
+    engine.cost = FixedCost(price)
+    return engine
+
+
+@pytest.mark.parametrize(
+    "kinds",
+    [
+        ["right"] * 5,
+        ["wrong"] * 5,
+        ["right", "wrong", "none", "half", "right"],  # drafts of every length side by side
+    ],
+)
+def test_drafted_rows_equal_greedy_decoding(tiny: tuple[Any, Any], kinds: list[str]) -> None:
+    model, tokenizer = tiny
+    ids = prompts(tokenizer)[:5]
+    params = DecodeParams(max_new_tokens=14, logprobs=True)
+    engine = drafted_engine(tiny, ids, params, kinds, 0.05 if kinds == ["wrong"] * 5 else 0.001)
+    got = run_together(
+        engine, [Request(i, params, greedy_choice, key=n) for n, i in enumerate(ids)]
+    )
+    for generation, i in zip(got, ids, strict=True):
+        expected = reference(model, tokenizer, i, params)
+        assert generation.token_ids == expected.token_ids
+        assert generation.stop_reason == expected.stop_reason
+        for mine, theirs in zip(generation.steps, expected.steps, strict=True):
+            assert mine.logprob == pytest.approx(theirs.logprob, abs=1e-4)
+    tokens = sum(len(g.token_ids) for g in got)
+    if kinds == ["wrong"] * 5:
+        # at 5 % of a pass a token, a row's draft is tried once or so; after its miss, none
+        assert engine.accepted == 0 and 0 < engine.drafted <= 15 and engine.steps >= 13
+    else:
+        assert engine.accepted > 0
+    if kinds == ["right"] * 5:  # 14 tokens a row: the prefill's, then 5 + 5 + 3 in 3 steps
+        assert engine.steps == 3 and tokens == 70
+        assert engine.accepted == engine.drafted == 5 * (4 + 4 + 2)
+    # the kept caches hold exactly each row's tokens: the next turn from them is exact too
+    for n, (i, generation) in enumerate(zip(ids, got, strict=True)):
+        follow = [*i, *generation.token_ids, *prompt(tokenizer, [("user", "next")])]
+        again = engine.decode(Request(follow, params, greedy_choice, key=n))
+        assert again.token_ids == reference(model, tokenizer, follow, params).token_ids
+    assert engine.store.reused_tokens >= sum(len(i) for i in ids)
+
+
+def test_prompt_lookup_proposes_what_followed_the_tail() -> None:
+    from docket.methods.local.lookup import propose
+
+    context = [1, 2, 3, 4, 5, 9, 2, 3]  # the tail (2, 3) occurred at 1..2, then 4, 5, 9
+    assert propose(context, 2) == [4, 5]
+    assert propose(context, 10) == [4, 5, 9, 2, 3]
+    assert propose([7, 1, 2, 8, 1, 2, 6, 5, 1, 2], 3) == [6, 5, 1]  # the latest occurrence
+    assert propose([1, 2, 3, 1, 2, 3], 2, max_ngram=3) == [1, 2]  # the longest tail first
+    assert propose([1, 2, 3, 4], 5) == []  # no tail recurs
+    assert propose([5, 5], 3) == []  # a one-token tail is not enough
+    assert propose(context, 0) == []
+
+
+def test_draft_length_pays_only_where_drafts_are_accepted() -> None:
+    from docket.methods.local.batching import best_draft_length
+
+    # one row, tokens nearly free (a GPU): feed the whole draft when it is likely right
+    assert best_draft_length([0.9], [8], 0.001) == 8
+    # tokens cost 5 % of a weight pass (one CPU core): 5 rows, likely drafts: 4 of 8 tokens
+    assert best_draft_length([0.8] * 5, [8] * 5, 0.05) == 4
+    # unlikely drafts are not worth their padding: a plain step
+    assert best_draft_length([0.1] * 5, [8] * 5, 0.05) == 0
+    assert best_draft_length([0.9, 0.9], [0, 0], 0.05) == 0
+    # one likely row among four without drafts still pays for its whole draft (6.05 tokens
+    # per pass against 5.08 at 3 tokens and 3.70 with no draft)
+    assert best_draft_length([0.95, 0.5, 0.5, 0.5], [8, 0, 0, 0], 0.02) == 8
+
+
+def test_step_cost_fits_weight_pass_and_token_price() -> None:
+    from docket.methods.local.batching import StepCost
+
+    cost = StepCost()
+    assert cost.ratio() == StepCost.DEFAULT_RATIO
+    for tokens in (1, 5, 9, 45, 50, 400):
+        cost.add(tokens, 0.5 + 0.02 * tokens)  # 0.5 s a pass, 20 ms a token
+    assert cost.ratio() == pytest.approx(0.04)
+    flat = StepCost()
+    for _ in range(8):
+        flat.add(5, 1.0)  # no spread in widths: nothing to fit
+    assert flat.ratio() == StepCost.DEFAULT_RATIO

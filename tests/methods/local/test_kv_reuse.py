@@ -1,4 +1,4 @@
-"""Prefix KV reuse across calls of one sample: exact greedy outputs, bounded memory."""
+"""Prefix KV reuse across calls and samples: exact greedy outputs, bounded memory."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 
 from docket.core.tiny_models import bpe_tokenizer, random_llama
+from docket.methods.local import kv_reuse
 from docket.methods.local.batching import DecodeEngine, Request
 from docket.methods.local.kv_reuse import PrefixStore, cache_length, common_prefix
-from docket.methods.local.sampling import DecodeParams, greedy, greedy_choice
+from docket.methods.local.sampling import DecodeParams, Generation, greedy, greedy_choice
 
 CHATML = (
     "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
@@ -157,14 +158,14 @@ def test_calls_outside_a_sample_match_by_longest_prefix(tiny: tuple[Any, Any]) -
 def test_store_is_bounded_by_entries_and_tokens(tiny: tuple[Any, Any]) -> None:
     model, tokenizer = tiny
     ids = [prompt(tokenizer, [("user", f"print file {i}")]) for i in range(4)]
-    by_count = PrefixStore(max_entries=2)
+    by_count = PrefixStore(max_entries=2, max_prefixes=0)
     run = engine(model, tokenizer, by_count)
     for key, p in enumerate(ids):
         run.decode(Request(p, PARAMS, greedy_choice, key=key))
     assert len(by_count) == 2
     held = [len(p) + 9 for p in ids]  # prompt + generated tokens but the last (10 new tokens)
     assert by_count.tokens() == held[2] + held[3]
-    by_tokens = PrefixStore(max_tokens=held[3] + 1)
+    by_tokens = PrefixStore(max_tokens=held[3] + 1, max_prefixes=0)
     run = engine(model, tokenizer, by_tokens)
     for key, p in enumerate(ids):
         run.decode(Request(p, PARAMS, greedy_choice, key=key))
@@ -204,3 +205,132 @@ def test_kept_cache_holds_the_prompt_and_all_but_the_last_token(tiny: tuple[Any,
     out = run.decode(Request(ids, PARAMS, greedy_choice, key="a")).token_ids
     cache, shared = store.take("a", [*ids, *out, 7])
     assert shared == len(ids) + len(out) - 1 == cache_length(cache)
+
+
+# --- across samples: one task's prompts share the system prompt and the tool schemas ----------
+
+SYSTEM = "You run shell commands. Tools: bash(command), submit(answer). Call one tool a turn."
+
+
+def task_prompt(tokenizer: Any, user: str, replies: tuple[str, ...] = ()) -> list[int]:
+    """A sample's prompt: the task's shared system prompt, its own request, its turns so far."""
+    turns = [("system", SYSTEM), ("user", user)]
+    for reply in replies:
+        turns += [("assistant", reply), ("user", f"output of: {reply}")]
+    return prompt(tokenizer, turns)
+
+
+LOGPROBS = DecodeParams(max_new_tokens=10, logprobs=True)
+
+
+def same_as_scratch(model: Any, tokenizer: Any, ids: list[int], got: Generation) -> bool:
+    """The check every reuse must pass: tokens equal and logprobs within 1e-4 of scratch."""
+    expected = greedy(model, tokenizer, ids, LOGPROBS)[0]
+    if got.token_ids != expected.token_ids:
+        return False
+    return all(
+        abs(a.logprob - b.logprob) <= 1e-4 for a, b in zip(got.steps, expected.steps, strict=True)
+    )
+
+
+def test_second_sample_starts_from_the_first_samples_prompt(tiny: tuple[Any, Any]) -> None:
+    model, tokenizer = tiny
+    store = PrefixStore()
+    run = engine(model, tokenizer, store)
+    a = task_prompt(tokenizer, "create hello.txt")
+    b = task_prompt(tokenizer, "create notes/plan.md")
+    head = common_prefix(a, b)
+    assert 20 < head < len(b) - 3  # a long shared head, a distinct request
+    first = run.decode(Request(a, LOGPROBS, greedy_choice, key="a"))
+    second = run.decode(Request(b, LOGPROBS, greedy_choice, key="b"))
+    assert same_as_scratch(model, tokenizer, a, first)
+    assert same_as_scratch(model, tokenizer, b, second)
+    assert store.shared_tokens == head  # b computed only its own request
+    # a's kept cache was copied from, not taken: a's second turn still resumes from it
+    a2 = task_prompt(tokenizer, "create hello.txt", (tokenizer.decode(first.token_ids),))
+    before = store.reused_tokens
+    again = run.decode(Request(a2, LOGPROBS, greedy_choice, key="a"))
+    assert same_as_scratch(model, tokenizer, a2, again)
+    assert store.reused_tokens - before >= len(a)
+
+
+def test_reusing_one_token_too_many_is_caught(
+    tiny: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A planted off-by-one in the shared length puts the other sample's token in the cache."""
+    model, tokenizer = tiny
+    a = task_prompt(tokenizer, "create hello.txt")
+    b = task_prompt(tokenizer, "create notes/plan.md")
+    honest = common_prefix
+    monkeypatch.setattr(
+        kv_reuse, "common_prefix", lambda x, y: min(honest(x, y) + 1, len(x), len(y))
+    )
+    store = PrefixStore()
+    run = engine(model, tokenizer, store)
+    run.decode(Request(a, LOGPROBS, greedy_choice, key="a"))
+    wrong = run.decode(Request(b, LOGPROBS, greedy_choice, key="b"))
+    assert store.shared_tokens == honest(a, b) + 1
+    assert not same_as_scratch(model, tokenizer, b, wrong)
+
+
+def test_snapshots_are_bounded_and_deduplicated(tiny: tuple[Any, Any]) -> None:
+    model, tokenizer = tiny
+    store = PrefixStore(max_prefixes=2)
+    run = engine(model, tokenizer, store)
+    users = ["create a.txt", "create bb.txt", "create ccc.txt", "create dddd.txt"]
+    prompts = [task_prompt(tokenizer, user) for user in users]
+    for key, ids in enumerate(prompts):
+        run.decode(Request(ids, PARAMS, greedy_choice, key=key))
+    assert store.prefixes() == 2 and len(store) == 4
+    held = sum(len(p) + 9 for p in prompts) + len(prompts[2]) + len(prompts[3])
+    assert store.tokens() == held  # the two newest snapshots and the four samples
+    # a prompt that extends a snapshot replaces it; one that a snapshot covers adds nothing
+    store.clear()
+    short_ids = prompts[0]
+    full = greedy_cache(model, short_ids)
+    store.share(short_ids, full)
+    store.share(short_ids[:-4], kv_reuse.prefix_copy(full, len(short_ids) - 4))
+    assert store.prefixes() == 1 and store.tokens() == len(short_ids)
+    extended = [*short_ids, 5, 6]
+    store.share(extended, greedy_cache(model, extended))
+    assert store.prefixes() == 1 and store.tokens() == len(extended)
+    # the token bound counts snapshots too
+    tight = PrefixStore(max_tokens=len(extended) + 1)
+    tight.share(short_ids, full)
+    tight.share(prompts[1], greedy_cache(model, prompts[1]))
+    assert tight.prefixes() == 1 and tight.tokens() == len(prompts[1])
+    assert PrefixStore(max_prefixes=0).prefixes() == 0
+
+
+def greedy_cache(model: Any, ids: list[int]) -> Any:
+    """The KV cache of a prompt, computed from scratch."""
+    import torch
+
+    with torch.inference_mode():
+        return model(input_ids=torch.tensor([ids]), use_cache=True).past_key_values
+
+
+def test_concurrent_samples_share_heads_and_stay_exact(tiny: tuple[Any, Any]) -> None:
+    """Four threads run two-turn conversations at once on one batched engine."""
+    model, tokenizer = tiny
+    store = PrefixStore()
+    run = DecodeEngine(model, tokenizer, threading.Lock(), store=store, max_batch=8)
+    users = ["create a.txt", "create notes/b.md", "count lines", "print hello.txt"]
+    failures: list[str] = []
+
+    def sample(key: int) -> None:
+        replies: tuple[str, ...] = ()
+        for _ in range(2):
+            ids = task_prompt(tokenizer, users[key], replies)
+            got = run.decode(Request(ids, LOGPROBS, greedy_choice, key=key))
+            if not same_as_scratch(model, tokenizer, ids, got):
+                failures.append(f"sample {key} turn {len(replies)}")
+            replies = (*replies, tokenizer.decode(got.token_ids))
+
+    threads = [threading.Thread(target=sample, args=(key,)) for key in range(len(users))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert failures == []
+    assert store.shared_tokens > 0 and run.widest >= 2
