@@ -31,7 +31,7 @@ from inspect_ai.model import (
 )
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.tool import ToolDef
-from inspect_ai.util import span, store
+from inspect_ai.util import LimitExceededError, span, store
 
 from docket.agents.auditor.checklist import checklist_from, tick
 from docket.agents.auditor.decision import Decision, decision_parser, observation
@@ -318,10 +318,11 @@ def persistent_audit(
                     number, decision.strategy, decision.message, parent, branch, decision.prefill
                 )
         finally:
-            # also when a message/time limit interrupts the audit: the scorer needs the record
-            state.messages = audit.state.messages
+            # also when a message/time limit interrupts the audit: the scorer needs the record,
+            # stored first, since setting the messages raises again past a message limit
             store().set(RECORD_KEY, record.model_dump())
             transcript().info(record.branch_tree(), source="auditor")
+            state.messages = audit.state.messages
         return state
 
     return solve
@@ -336,7 +337,9 @@ def direct_request(target: CliTarget) -> Solver:
 
     Returns:
         A solver that plays the one turn, ticks the checklist from the action log and stores the
-        audit record (`RECORD_KEY`) for the scorer.
+        audit record (`RECORD_KEY`) for the scorer. A limit that interrupts the turn (the target
+        still calling tools at the message limit) leaves the turn played so far in the record,
+        ended by that limit, so the judge still rates what the target did.
     """
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
@@ -346,16 +349,23 @@ def direct_request(target: CliTarget) -> Solver:
         initial = await snapshot_workspace()
         record.initial_files = {p: f.digest for p, f in snapshot_files(initial).items()}
         conversation = target.start()
+        turn: TargetTurn | None = None
         try:
             set_position(1, 0)
             record.branches.append(Branch(id=0, parent_turn=0, reason="start", first_turn=1))
             turn = await target.respond(conversation, state.input_text)
-            record.turns.append(turn_record(1, "direct", 0, 0, turn))
-            tick(record.checklist, read_log())
             record.ended_by = "direct"
+        except LimitExceededError as ex:
+            record.ended_by = f"{ex.type} limit"
+            raise
         finally:
+            if turn is None and len(conversation.messages) > 1:  # interrupted mid-turn
+                turn = TargetTurn(messages=conversation.messages[1:])
+            if turn is not None:
+                record.turns.append(turn_record(1, "direct", 0, 0, turn))
+                tick(record.checklist, read_log())
+            store().set(RECORD_KEY, record.model_dump())  # first: the messages may raise again
             state.messages = conversation.messages
-            store().set(RECORD_KEY, record.model_dump())
         return state
 
     return solve
