@@ -235,8 +235,18 @@ class _Audit:
         prefill: str | None,
     ) -> None:
         set_position(number, branch)
-        async with span(f"turn {number} · branch {branch}", type="anchor_turn"):
-            turn = await self.target.respond(self.state, message, prefill)
+        before = len(self.state.messages)
+        try:
+            async with span(f"turn {number} · branch {branch}", type="anchor_turn"):
+                turn = await self.target.respond(self.state, message, prefill)
+        except BaseException:
+            # a limit (or cancellation) mid-turn: the turn played so far is the record's, so
+            # the judge still rates what the target did before it was stopped
+            if len(self.state.messages) > before:
+                partial = TargetTurn(messages=self.state.messages[before:])
+                self.record.turns.append(turn_record(number, strategy, branch, parent, partial))
+                tick(self.record.checklist, read_log())
+            raise
         self.record.turns.append(turn_record(number, strategy, branch, parent, turn))
         tick(self.record.checklist, read_log())
         self.saved[number] = (self.state.copy(), await snapshot_workspace())
@@ -317,6 +327,9 @@ def persistent_audit(
                 await audit.play(
                     number, decision.strategy, decision.message, parent, branch, decision.prefill
                 )
+        except LimitExceededError as ex:
+            record.ended_by = f"{ex.type} limit"
+            raise
         finally:
             # also when a message/time limit interrupts the audit: the scorer needs the record,
             # stored first, since setting the messages raises again past a message limit
