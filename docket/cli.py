@@ -319,7 +319,12 @@ def _suite(console: Console, args: argparse.Namespace) -> int:
     from docket import suite
     from docket.reports.leaderboard import build_report
 
-    flags = {"max_tokens": args.max_tokens, "max_connections": args.max_connections}
+    flags = {
+        "max_tokens": args.max_tokens,
+        "max_connections": args.max_connections,
+        "attempt_timeout": args.attempt_timeout,
+        "time_limit": args.time_limit,
+    }
     eval_args = {key: value for key, value in flags.items() if value is not None}
     try:
         overrides = suite.Overrides(
@@ -492,6 +497,19 @@ def _parser() -> argparse.ArgumentParser:
     suite.add_argument("--max-tokens", type=int, help="max_tokens of every model and role")
     suite.add_argument("--max-connections", type=int, help="max_connections of every task")
     suite.add_argument(
+        "--attempt-timeout",
+        type=int,
+        metavar="S",
+        help="seconds one model call may take before it is abandoned and retried (overrides "
+        "the preset's: api 120; a slow local server or CPU model needs more)",
+    )
+    suite.add_argument(
+        "--time-limit",
+        type=int,
+        metavar="S",
+        help="seconds each sample may run in all (overrides the preset's 600)",
+    )
+    suite.add_argument(
         "--base-url",
         help="base URL of the models under test and of the --role models (an openai/ model on "
         "a server other than OpenAI's uses chat completions; -M responses_api=true to not)",
@@ -550,7 +568,7 @@ def main(argv: list[str] | None = None) -> int:
             return _error(console, "--tolerance and --drop must be > 0, --alpha in (0, 1)")
         return _power(console, args)
     if args.command == "suite":
-        for flag in ("limit", "max_tokens", "max_connections"):
+        for flag in ("limit", "max_tokens", "max_connections", "attempt_timeout", "time_limit"):
             value = getattr(args, flag)
             if value is not None and value < 1:
                 return _error(console, f"--{flag.replace('_', '-')} must be at least 1")

@@ -195,7 +195,8 @@ class Overrides:
     model_args: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: `-T key=value`, after the preset's and the listing's.
     task_args: dict[str, dict[str, Any]] = field(default_factory=dict)
-    #: `--limit`, `--max-tokens`, `--max-connections` (eval_set arguments).
+    #: `--max-tokens`, `--max-connections`, `--attempt-timeout`, `--time-limit` (eval_set
+    #: arguments; they win over the preset's and its stage's).
     eval_args: dict[str, Any] = field(default_factory=dict)
     #: `--base-url`: the models under test and the roles given with `--role`.
     base_url: str | None = None

@@ -9,9 +9,10 @@ Every number here is read from the log itself (`EvalSample.events`, `.scores`, `
   (connection refused, time limit before the first response, every retry failed);
 - model behaviour (shown beside the score so that a 0 that means "could not parse" is never
   read as a 0 that means "wrong"): answers a scorer could not parse (`parsed: false` in a score's
-  metadata), tool-call errors (tool events with an `error`, tool calls with a `parse_error`),
-  refusals (`refused: true` in a score's metadata, or a reply stopped by the provider's
-  `content_filter`), samples that hit the message or token limit, replies cut at `max_tokens`;
+  metadata, or a truthy `unparsed` in its value dict, as DocVAL's scorers give), tool-call
+  errors (tool events with an `error`, tool calls with a `parse_error`), refusals (`refused:
+  true` in a score's metadata, or a reply stopped by the provider's `content_filter`), samples
+  that hit the message or token limit, replies cut at `max_tokens`;
 - why a headline has no value: per-sample failure flags in a score's value dict or metadata
   (`judge_failure`, `auditor_failure`, `no_alternatives`, any key ending in `_failure` or
   `_unparsed`, or starting with `no_`), model calls that asked for logprobs and got none.
@@ -31,6 +32,8 @@ from inspect_ai.log import EvalSample, read_eval_log, read_eval_log_samples
 UNDER_TEST = "model"
 #: Sample fields the health never reads (skipped when reading: about 12 % faster).
 UNREAD_FIELDS = {"messages", "attachments", "store"}
+#: Score value key of scorers that count unparsed answers as a metric (`unparsed`: 1.0).
+UNPARSED_VALUE = "unparsed"
 #: Limit types counted as "hit the message or token limit" (model behaviour, not infrastructure).
 BEHAVIOUR_LIMITS = ("message", "token")
 
@@ -128,6 +131,8 @@ def _score_flags(health: SampleHealth, sample: EvalSample) -> None:
         sources: list[dict[str, Any]] = []
         if isinstance(score.value, dict):
             sources.append(score.value)
+            if _truthy(score.value.get(UNPARSED_VALUE)):
+                health.unparsed = True
         if isinstance(score.metadata, dict):
             sources.append(score.metadata)
             if score.metadata.get("parsed") is False:

@@ -215,3 +215,50 @@ def test_openai_models_on_openais_servers_keep_inspects_shape() -> None:
         ModelSpec(model="openai/unreleased-name-7", base_url="https://api.openai.com/v1")
     )
     assert get_model_info("openai/unreleased-name-7") == before is None
+
+
+def test_attempt_timeout_on_the_command_line_overrides_the_preset(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The preset allows 1 s per call and the server answers in 2.5 s: every sample's only attempt
+    is abandoned (errored, named). `--attempt-timeout 30` on the same preset waits the answer
+    out, scores both samples and the log records 30 as the run's attempt timeout."""
+    path = tmp_path / "p.yaml"
+    path.write_text(
+        "format: docket-suite/1\nname: p\nlog_dir: l\nroles: {}\n"
+        "eval_args: {time_limit: 60, attempt_timeout: 1, max_retries: 0, timeout: 60,"
+        " retry_attempts: 0}\n"
+        "stages: [{name: s, models: [openai/fake], eval_args: {limit: 2}}]\n"
+    )
+    logs = tmp_path / "logs"
+    args = [str(path), "--task", "docket/context_qa", "--log-dir", str(logs)]
+
+    def slow(request: dict[str, object]) -> float:
+        return 0.0 if prompt_text(request) == PROBE else 2.5
+
+    with fake_openai(lambda _: (200, completion("ok")), slow) as server:
+        assert _suite([*args, "--base-url", server.base_url]) == 1
+        [line] = [x for x in capsys.readouterr().out.splitlines() if "samples errored" in x]
+        assert "2 of 2 samples errored" in line and "attempt_timeout '1' exceeded" in line
+        assert _suite([*args, "--base-url", server.base_url, "--attempt-timeout", "30"]) == 0
+    [info] = list_eval_logs(str(logs / "docket_context_qa" / "s"))
+    log = read_eval_log(info)
+    assert log.status == "success" and len(log.samples or []) == 2
+    assert log.plan.config.attempt_timeout == 30
+
+
+@pytest.mark.parametrize("flag", ["--attempt-timeout", "--time-limit"])
+def test_a_timeout_flag_below_one_second_is_one_line(
+    flag: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["suite", "api", flag, "0", "--dry-run"]) == 2
+    assert capsys.readouterr().out.strip() == f"error: {flag} must be at least 1"
+
+
+def test_timeout_flags_win_over_the_preset_and_its_stage(tmp_path: Path) -> None:
+    from docket.suite import Overrides, plan
+
+    cli = Overrides(eval_args={"attempt_timeout": 900, "time_limit": 1800})
+    [item] = plan(load_preset("api"), tmp_path, tasks=["docket/smoke"], overrides=cli)
+    assert (item.eval_args["attempt_timeout"], item.eval_args["time_limit"]) == (900, 1800)
+    assert item.eval_args["timeout"] == 300  # what the flags do not name stays the preset's

@@ -31,7 +31,7 @@ from inspect_ai.model import (
 )
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.tool import ToolDef
-from inspect_ai.util import span, store
+from inspect_ai.util import LimitExceededError, span, store
 
 from docket.agents.auditor.checklist import checklist_from, tick
 from docket.agents.auditor.decision import Decision, decision_parser, observation
@@ -235,8 +235,18 @@ class _Audit:
         prefill: str | None,
     ) -> None:
         set_position(number, branch)
-        async with span(f"turn {number} · branch {branch}", type="anchor_turn"):
-            turn = await self.target.respond(self.state, message, prefill)
+        before = len(self.state.messages)
+        try:
+            async with span(f"turn {number} · branch {branch}", type="anchor_turn"):
+                turn = await self.target.respond(self.state, message, prefill)
+        except BaseException:
+            # a limit (or cancellation) mid-turn: the turn played so far is the record's, so
+            # the judge still rates what the target did before it was stopped
+            if len(self.state.messages) > before:
+                partial = TargetTurn(messages=self.state.messages[before:])
+                self.record.turns.append(turn_record(number, strategy, branch, parent, partial))
+                tick(self.record.checklist, read_log())
+            raise
         self.record.turns.append(turn_record(number, strategy, branch, parent, turn))
         tick(self.record.checklist, read_log())
         self.saved[number] = (self.state.copy(), await snapshot_workspace())
@@ -317,11 +327,15 @@ def persistent_audit(
                 await audit.play(
                     number, decision.strategy, decision.message, parent, branch, decision.prefill
                 )
+        except LimitExceededError as ex:
+            record.ended_by = f"{ex.type} limit"
+            raise
         finally:
-            # also when a message/time limit interrupts the audit: the scorer needs the record
-            state.messages = audit.state.messages
+            # also when a message/time limit interrupts the audit: the scorer needs the record,
+            # stored first, since setting the messages raises again past a message limit
             store().set(RECORD_KEY, record.model_dump())
             transcript().info(record.branch_tree(), source="auditor")
+            state.messages = audit.state.messages
         return state
 
     return solve
@@ -336,7 +350,9 @@ def direct_request(target: CliTarget) -> Solver:
 
     Returns:
         A solver that plays the one turn, ticks the checklist from the action log and stores the
-        audit record (`RECORD_KEY`) for the scorer.
+        audit record (`RECORD_KEY`) for the scorer. A limit that interrupts the turn (the target
+        still calling tools at the message limit) leaves the turn played so far in the record,
+        ended by that limit, so the judge still rates what the target did.
     """
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
@@ -346,16 +362,23 @@ def direct_request(target: CliTarget) -> Solver:
         initial = await snapshot_workspace()
         record.initial_files = {p: f.digest for p, f in snapshot_files(initial).items()}
         conversation = target.start()
+        turn: TargetTurn | None = None
         try:
             set_position(1, 0)
             record.branches.append(Branch(id=0, parent_turn=0, reason="start", first_turn=1))
             turn = await target.respond(conversation, state.input_text)
-            record.turns.append(turn_record(1, "direct", 0, 0, turn))
-            tick(record.checklist, read_log())
             record.ended_by = "direct"
+        except LimitExceededError as ex:
+            record.ended_by = f"{ex.type} limit"
+            raise
         finally:
+            if turn is None and len(conversation.messages) > 1:  # interrupted mid-turn
+                turn = TargetTurn(messages=conversation.messages[1:])
+            if turn is not None:
+                record.turns.append(turn_record(1, "direct", 0, 0, turn))
+                tick(record.checklist, read_log())
+            store().set(RECORD_KEY, record.model_dump())  # first: the messages may raise again
             state.messages = conversation.messages
-            store().set(RECORD_KEY, record.model_dump())
         return state
 
     return solve

@@ -295,6 +295,28 @@ def test_model_health_counts_unparsed_tool_errors_refusals_and_limits(
     assert entry["health"]["model_calls"] == 13
 
 
+def test_an_unparsed_value_counts_like_parsed_false(tmp_path: Path) -> None:
+    """DocVAL's scorers state an unreadable answer as `unparsed: 1.0` in the value dict, not as
+    `parsed: false` metadata: docval_teacher on docket/qwen (2/2 traces unparsed, Q 0.158) read
+    `unparsed 0/2` beside its score until the health counted the value key too."""
+    write_log(
+        tmp_path,
+        [
+            planned(1, {"q": 0.2, "unparsed": 1.0}),
+            planned(2, {"q": 0.1, "unparsed": 1.0}),
+            planned(3, {"q": 0.9, "unparsed": 0.0}),
+            planned(4, {"q": 0.5, "unparsed": float("nan")}),
+        ],
+        task="docval_like",
+        key="q",
+    )
+    run = _runs(tmp_path)["docval_like"]
+    assert run.health.unparsed == 2
+    assert run.headline_value == pytest.approx(0.425)
+    _report(tmp_path, tmp_path / "out")
+    assert "| unparsed 2/4 |" in (tmp_path / "out" / "leaderboard.md").read_text()
+
+
 def test_a_clean_run_is_ok(tmp_path: Path) -> None:
     write_log(tmp_path, [planned(1, 1), planned(2, 0)], task="clean")
     [entry] = _tables(_report(tmp_path, tmp_path / "out"))["clean"]["entries"]
