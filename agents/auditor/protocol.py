@@ -161,6 +161,7 @@ async def generate_action(
     conversation = list(messages)
     parsed: Parsed[T] = Parsed()
     for _ in range(repairs + 1):
+        seen = len(parsed.failures)
         output = await model.generate(
             conversation, tools=offered, tool_choice=choice if offered else None,
             config=config or GenerateConfig(),
@@ -170,7 +171,7 @@ async def generate_action(
         if read is not None:
             parsed.value, parsed.path = read
             return parsed
-        error = parsed.error
+        error = "; ".join(parsed.failures[seen:])  # the tool call's reason and the text's
         calls = output.message.tool_calls or []
         conversation.append(
             ChatMessageAssistant(content=output.message.content, tool_calls=calls or None)

@@ -21,7 +21,13 @@ from inspect_ai import eval as inspect_eval
 from inspect_ai.log import EvalLog
 from inspect_ai.model import GenerateConfig, get_model
 
+from docket.agents.auditor import RECORD_KEY, ChecklistItem
+from docket.agents.auditor.tools import example_call
 from docket.benchmarks.anchor.anchor import anchor_audit, anchor_direct
+
+#: How the auditor's worked example message starts (`example_call`), to count copies of it.
+_EXAMPLE = example_call([ChecklistItem(action="x.y")], 1)["arguments"]["message"]
+_EXAMPLE_OPENER = _EXAMPLE[: _EXAMPLE.index("x.y")]
 
 
 def _model_args(pairs: Sequence[str]) -> dict[str, Any]:
@@ -41,13 +47,19 @@ def rates(logs: Sequence[EvalLog]) -> dict[str, Any]:
         logs: Eval logs of anchor tasks (score metadata `auditor_paths`, `judge_paths`).
 
     Returns:
-        Totals, parsed (any attempt), parsed on the first reply, and the paths taken.
+        Totals, parsed (any attempt), parsed on the first reply, the paths taken, and how
+        many auditor messages are the worked example's (`example_copies`).
     """
     auditor = {"decisions": 0, "parsed": 0, "first_reply": 0, "tool": 0, "text": 0}
+    auditor["example_copies"] = 0
     judge = {"verdicts": 0, "parsed": 0, "first_reply": 0, "tool": 0, "text": 0}
     failures: list[str] = []
     for log in logs:
         for sample in log.samples or []:
+            if log.eval.task.endswith("anchor_audit"):
+                turns = (sample.store.get(RECORD_KEY) or {}).get("turns", [])
+                copies = [str(t.get("user_text", "")).startswith(_EXAMPLE_OPENER) for t in turns]
+                auditor["example_copies"] += sum(copies)
             for score in (sample.scores or {}).values():
                 meta = score.metadata or {}
                 failed = {f.split(":")[0] for f in meta.get("auditor_parse_failures", [])}
@@ -79,6 +91,9 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=512)
     parser.add_argument("--log-dir", default="logs/protocol_rates")
     parser.add_argument("--tasks", default="audit,direct")
+    parser.add_argument(
+        "--scripted-judge", action="store_true", help="the offline judge in anchor_audit"
+    )
     options = parser.parse_args()
     model = get_model(
         options.model,
@@ -86,6 +101,8 @@ def main() -> None:
         **_model_args(options.M),
     )
     target = get_model("docket/scripted", policy="anchor_target")
+    scripted = get_model("docket/scripted", policy="judge")
+    audit_judge = scripted if options.scripted_judge else model
     logs: list[EvalLog] = []
     tasks = options.tasks.split(",")
     if "audit" in tasks:
@@ -95,7 +112,7 @@ def main() -> None:
                 auditor_protocol=options.protocol,
                 judge_protocol=options.protocol,
             ),
-            model=target, model_roles={"auditor": model, "judge": model},
+            model=target, model_roles={"auditor": model, "judge": audit_judge},
             limit=options.limit, log_dir=options.log_dir, display="none",
         )  # fmt: skip
     if "direct" in tasks:
