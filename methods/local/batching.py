@@ -38,7 +38,7 @@ from .kv_reuse import (
     stack,
     valid_row,
 )
-from .lookup import propose
+from .lookup import MAX_NGRAM, ReplyIndex, propose
 from .sampling import (
     Chooser,
     DecodeFn,
@@ -191,6 +191,8 @@ class DecodeEngine:
         max_draft: Prompt-lookup draft tokens a greedy row checks per step (None:
             `DOCKET_LOCAL_DRAFT`, default 8; 0 turns drafting off).
         proposer: `(context, limit) -> draft tokens` (None: `lookup.propose`).
+        replies: Where a row with no draft of its own looks for one in the other samples'
+            replies (None: a `lookup.ReplyIndex` of the last 32 replies).
     """
 
     def __init__(
@@ -202,6 +204,7 @@ class DecodeEngine:
         max_batch: int | None = None,
         max_draft: int | None = None,
         proposer: Callable[[list[int], int], list[int]] | None = None,
+        replies: ReplyIndex | None = None,
     ) -> None:
         self.model = model
         self.tokenizer = tokenizer
@@ -213,6 +216,7 @@ class DecodeEngine:
         self.max_batch = batch_size() if max_batch is None else max(1, max_batch)
         self.max_draft = env_int(DRAFT_ENV, DEFAULT_MAX_DRAFT) if max_draft is None else max_draft
         self.proposer = proposer or propose
+        self.replies = ReplyIndex() if replies is None else replies
         self.eos = eos_token_ids(model, tokenizer)
         self.cache_name, self.extra = forward_style(model)
         self.device = getattr(model, "device", "cpu")
@@ -382,7 +386,12 @@ class DecodeEngine:
         limit = min(self.max_draft, left)
         if limit <= 0:
             return []
-        return self.proposer([*current.request.prompt_ids, *current.tracker.out], limit)[:limit]
+        context = [*current.request.prompt_ids, *current.tracker.out]
+        own = self.proposer(context, limit)[:limit]
+        if own:
+            return own
+        others = [_reply(row) for row in self._rows if row is not current]
+        return self.replies.propose(context, limit, others)[:limit]
 
     def _acceptance(self, current: _Row) -> float:
         """A row's estimated chance that a draft token is accepted (its own record, with the
@@ -531,7 +540,14 @@ class DecodeEngine:
         if past is not None and self.store.enabled:
             held = [*request.prompt_ids, *current.tracker.out[:-1]]
             self.store.put(request.key, held, past)
+        self.replies.add(_reply(current))
         request.future.set_result(done)
+
+
+def _reply(current: _Row) -> list[int]:
+    """A row's reply so far, after the prompt's last tokens (the chat template's assistant
+    header: so the start of a reply is found from the header that precedes every reply)."""
+    return [*current.request.prompt_ids[-MAX_NGRAM:], *current.tracker.out]
 
 
 def best_draft_length(chances: list[float], lengths: list[int], ratio: float) -> int:

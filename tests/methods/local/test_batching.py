@@ -303,3 +303,89 @@ def test_step_cost_fits_weight_pass_and_token_price() -> None:
     for _ in range(8):
         flat.add(5, 1.0)  # no spread in widths: nothing to fit
     assert flat.ratio() == StepCost.DEFAULT_RATIO
+
+
+# --- drafts from the other samples' replies ----------------------------------------------------
+
+
+class Gullible(DecodeEngine):
+    """A mutant engine that takes every draft token as if greedy had chosen it."""
+
+    def _verify(self, current: Any, draft: list[int], logits: Any) -> Any:
+        logits = logits.clone()
+        for j, token in enumerate(draft):
+            logits[j, token] = 1e4
+        return super()._verify(current, draft, logits)
+
+
+def replies_engine(
+    tiny: tuple[Any, Any], engine_class: type[DecodeEngine] = DecodeEngine
+) -> DecodeEngine:
+    """An engine whose only draft source is the other samples' replies."""
+    model, tokenizer = tiny
+    engine = engine_class(
+        model,
+        tokenizer,
+        threading.Lock(),
+        PrefixStore(max_tokens=0),
+        8,
+        max_draft=4,
+        proposer=lambda context, limit: [],
+    )
+    engine.cost = FixedCost(0.001)
+    return engine
+
+
+def test_another_samples_reply_is_drafted_and_accepted(tiny: tuple[Any, Any]) -> None:
+    model, tokenizer = tiny
+    ids = prompts(tokenizer)[1]
+    params = DecodeParams(max_new_tokens=14, logprobs=True)
+    expected = reference(model, tokenizer, ids, params).token_ids
+    engine = replies_engine(tiny)
+    first = engine.decode(Request(ids, params, greedy_choice, key="a"))
+    assert first.token_ids == expected
+    assert (engine.accepted, engine.drafted, engine.steps) == (0, 0, 13)  # nothing to copy yet
+    second = engine.decode(Request(ids, params, greedy_choice, key="b"))  # another sample
+    assert second.token_ids == expected
+    # the first sample's reply, from the assistant header on: 1 + 5 + 5 + 3 tokens in 3 steps
+    assert (engine.accepted, engine.drafted, engine.steps) == (10, 10, 16)
+    assert engine.replies.proposed == 10
+
+
+@pytest.mark.parametrize("engine_class", [DecodeEngine, Gullible])
+def test_a_wrong_reply_draft_never_reaches_the_output(
+    tiny: tuple[Any, Any], engine_class: type[DecodeEngine]
+) -> None:
+    model, tokenizer = tiny
+    ids = prompts(tokenizer)[1]
+    params = DecodeParams(max_new_tokens=14)
+    expected = reference(model, tokenizer, ids, params).token_ids
+    engine = replies_engine(tiny, engine_class)
+    # another sample's reply that agrees for two tokens, then differs at every one
+    engine.replies.add([*ids[-3:], *expected[:2], *[(t + 1) % 300 for t in expected[2:]]])
+    got = engine.decode(Request(ids, params, greedy_choice))
+    assert engine.replies.proposed > 0
+    if engine_class is Gullible:  # the check below catches an engine that skips verification
+        assert got.token_ids != expected
+    else:
+        assert got.token_ids == expected
+        assert engine.accepted >= 1 and engine.rejections >= 1
+
+
+def test_reply_index_proposes_the_newest_continuation() -> None:
+    from docket.methods.local.lookup import ReplyIndex
+
+    index = ReplyIndex(capacity=2)
+    index.add([1, 2, 3, 4])
+    index.add([1, 2, 3, 5, 6])
+    index.add([1, 2, 3, 5, 6])  # a repeat of the latest is not kept twice
+    assert index.replies == [[1, 2, 3, 4], [1, 2, 3, 5, 6]]
+    assert index.propose([9, 2, 3], 5) == [5, 6]  # the newest reply first
+    assert index.propose([9, 2, 3], 5, others=[[2, 3, 7]]) == [7]  # rows in progress first
+    assert index.propose([8, 1, 2, 3, 4], 1) == []  # 3 4 and 4: nothing follows
+    index.add([7, 7, 8])
+    assert index.replies == [[1, 2, 3, 5, 6], [7, 7, 8]]  # the oldest went
+    assert index.propose([0, 7], 3) == []  # a one-token tail is not enough
+    assert index.propose([0, 7, 7], 3) == [8]
+    assert ReplyIndex(capacity=0).replies == [] and index.propose([2, 3], 0) == []
+    assert index.proposed == 1 + 2 + 1
