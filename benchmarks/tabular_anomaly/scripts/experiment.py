@@ -6,6 +6,8 @@ numbers equal what `docket/tabular_anomaly -T detector=...` reports for the same
 (the task fits each detector separately).
 
     python benchmarks/tabular_anomaly/scripts/experiment.py --seeds 3 --out runs/anomaly.json
+    python benchmarks/tabular_anomaly/scripts/experiment.py --first-seed 2 --seeds 1 --out s2.json
+    python benchmarks/tabular_anomaly/scripts/experiment.py --table runs/anomaly.json s2.json
 """
 
 from __future__ import annotations
@@ -63,7 +65,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     results: dict[str, Any] = {}
     for name in args.datasets:
         table = LOADERS[name]()
-        for seed in range(args.seeds):
+        for seed in range(args.first_seed, args.first_seed + args.seeds):
             part = split(table, seed)
             rows: dict[str, dict[str, Any]] = {
                 "random": ranking_metrics(part.labels, list(random_scores(part.test, seed))),
@@ -81,6 +83,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     f"{name} seed {seed}: language models {time.time() - started:.0f}s", flush=True
                 )
             for detector, values in rows.items():
+                values["seed"] = seed
                 results.setdefault(name, {}).setdefault(detector, []).append(values)
             if args.out:
                 Path(args.out).write_text(json.dumps(results, indent=1) + "\n")
@@ -165,6 +168,32 @@ def round_summary(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def merge(files: list[dict[str, Any]]) -> dict[str, Any]:
+    """Results of runs split by data set or by seed, merged seed by seed.
+
+    A run's seed is its `seed` field (files from before it existed: its position). A later
+    file's run replaces an earlier one of the same (data set, detector, seed).
+
+    Args:
+        files: Parsed results files, as `run` writes them.
+
+    Returns:
+        The merged results in `DATASETS` order, each detector's runs sorted by seed.
+    """
+    by_seed: dict[str, dict[str, dict[int, Any]]] = {}
+    for results in files:
+        for name, rows in results.items():
+            for detector, runs in rows.items():
+                cell = by_seed.setdefault(name, {}).setdefault(detector, {})
+                for position, values in enumerate(runs):
+                    cell[int(values.get("seed", position))] = values
+    return {
+        name: {d: [cell[s] for s in sorted(cell)] for d, cell in by_seed[name].items()}
+        for name in DATASETS
+        if name in by_seed
+    }
+
+
 def report(results: dict[str, Any]) -> str:
     """The three tables, separated by blank lines."""
     return "\n\n".join([table(results), differences(results), round_summary(results)])
@@ -175,6 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python benchmarks/tabular_anomaly/scripts/experiment.py")
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=DATASETS)
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--first-seed", type=int, default=0, help="run seeds from this one on")
     parser.add_argument("--sft-steps", type=int, default=200)
     parser.add_argument("--iterations", type=int, default=2)
     parser.add_argument("--play-steps", type=int, default=30)
@@ -184,14 +214,8 @@ def main(argv: list[str] | None = None) -> int:
         "--table", nargs="+", default=[], help="only print the table of these results files"
     )
     args = parser.parse_args(argv)
-    if args.table:  # merge runs split by data set: later files add data sets and detectors
-        merged: dict[str, Any] = {}
-        for path in args.table:
-            for name, rows in json.loads(Path(path).read_text()).items():
-                for detector, runs in rows.items():
-                    if len(runs) > len(merged.setdefault(name, {}).get(detector, [])):
-                        merged[name][detector] = runs
-        print(report({n: merged[n] for n in DATASETS if n in merged}))
+    if args.table:  # merge runs split by data set or by seed
+        print(report(merge([json.loads(Path(path).read_text()) for path in args.table])))
         return 0
     print(report(run(args)))
     return 0

@@ -118,3 +118,17 @@ def test_the_experiment_differences_pair_each_row_with_anollm_seed_by_seed() -> 
     assert lines[2] == "| dispat-implicit | +0.000 ± 0.141 [+0.100, -0.100] | 1 of 2 |"
     assert lines[3] == "| dispat-variational | – | 0 of 0 |"
     assert lines[5] == "| surface | +0.000 ± 0.000 [+0.000, +0.000, +0.000] | 0 of 3 |"
+
+
+def test_the_experiment_merges_runs_split_by_seed_in_seed_order() -> None:
+    scripts = Path(__file__).resolve().parents[3] / "benchmarks" / "tabular_anomaly" / "scripts"
+    merge = runpy.run_path(str(scripts / "experiment.py"))["merge"]
+    old = {"shop": {"anollm": [{"auroc": 0.7}, {"auroc": 0.8}]}}  # no seed field: positions 0, 1
+    later = {
+        "shop": {"anollm": [{"auroc": 0.6, "seed": 2}]},
+        "wine": {"anollm": [{"auroc": 0.9, "seed": 0}]},
+    }
+    redo = {"shop": {"anollm": [{"auroc": 0.75, "seed": 1}]}}  # replaces seed 1
+    merged = merge([later, old, redo])
+    assert [r["auroc"] for r in merged["shop"]["anollm"]] == [0.7, 0.75, 0.6]
+    assert list(merged) == ["wine", "shop"]  # the data sets in DATASETS order
