@@ -865,40 +865,70 @@ void EagerEncoder::walk(const u8* data, size_t m) {
     // The state after a byte depends only on the last t bytes, so a walk started from the root
     // at a segment's start soon agrees with the true one; the true walk then runs on from the
     // previous segment's end only until they agree (as a deterministic automaton they stay
-    // equal). A byte no token holds sends the walk to the root, as Stream::step does.
-    constexpr size_t WALKS = 4;
+    // equal). A byte no token holds leads every state to the root (no trie edge carries it, so
+    // every row's entry for it is the root's, 0): the walks need no test for it, and each byte
+    // costs two dependent reads (row, tile). The longest tokens are read afterwards, from the
+    // states, as independent loads.
+    constexpr size_t WALKS = 8;
     const Vocabulary& v = *vocab_;
     u32* xs = longest_buf_.data();
     u32* ss = state_buf_.data();
-    auto next = [&v](u32 s, u8 byte, u32& x) {
-        s = v.delta(s, byte);
-        x = v.longest_[s];
-        return x == NONE ? 0u : s;
-    };
     size_t part = m / WALKS;
     u32 st[WALKS] = {state_};
     for (size_t j = 0; j < part; ++j)
         for (size_t w = 0; w < WALKS; ++w) {
             size_t i = w * part + j;
-            st[w] = next(st[w], data[i], xs[i]);
+            st[w] = v.delta(st[w], data[i]);
             ss[i] = st[w];
         }
     for (size_t i = WALKS * part; i < m; ++i) {  // the remainder: the last walk's
-        st[WALKS - 1] = next(st[WALKS - 1], data[i], xs[i]);
+        st[WALKS - 1] = v.delta(st[WALKS - 1], data[i]);
         ss[i] = st[WALKS - 1];
     }
+    // The corrections run in lock-step too, each from the end of the previous segment as the
+    // first pass left it; one that ran from a state a correction then changed is redone from the
+    // corrected state, serially (rare: a segment whose walk never agreed with the true one).
     size_t redone = 0;
-    for (size_t w = 1; w < WALKS; ++w) {
-        u32 s = ss[w * part - 1];  // true: the previous segment is already corrected
-        size_t end = w + 1 < WALKS ? (w + 1) * part : m;
-        for (size_t i = w * part; i < end; ++i, ++redone) {
-            u32 x;
-            s = next(s, data[i], x);
-            if (s == ss[i]) break;
-            ss[i] = s;
-            xs[i] = x;
+    if (part > 0) {
+        u32 end0[WALKS], cs[WALKS];
+        size_t at[WALKS], stop[WALKS];
+        size_t active = 0;
+        for (size_t w = 1; w < WALKS; ++w) {
+            end0[w] = ss[w * part - 1];
+            cs[w] = end0[w];
+            at[w] = w * part;
+            stop[w] = w + 1 < WALKS ? (w + 1) * part : m;
+            ++active;
+        }
+        while (active) {
+            for (size_t w = 1; w < WALKS; ++w) {
+                if (at[w] == stop[w]) continue;
+                size_t i = at[w];
+                u32 s = v.delta(cs[w], data[i]);
+                ++redone;
+                if (s == ss[i]) {
+                    at[w] = stop[w];
+                    --active;
+                    continue;
+                }
+                ss[i] = s;
+                cs[w] = s;
+                if (++at[w] == stop[w]) --active;
+            }
+        }
+        for (size_t w = 2; w < WALKS; ++w) {
+            if (ss[w * part - 1] == end0[w]) continue;  // its correction started where it ends
+            u32 s = ss[w * part - 1];
+            size_t end = w + 1 < WALKS ? (w + 1) * part : m;
+            for (size_t i = w * part; i < end; ++i, ++redone) {
+                s = v.delta(s, data[i]);
+                if (s == ss[i]) break;
+                ss[i] = s;
+            }
         }
     }
+    const u32* longest = v.longest_.data();
+    for (size_t i = 0; i < m; ++i) xs[i] = longest[ss[i]];
     state_ = ss[m - 1];
     // walks that take long to agree (long runs of one token's bytes: a cache-hot automaton,
     // nothing to overlap) cost more than they save: walk serially for a while, then try again

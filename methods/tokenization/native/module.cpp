@@ -241,11 +241,16 @@ static PyTypeObject VocabType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 struct PipelineObject {
     PyObject_HEAD PyObject* vocab_ref;
     Pipeline* pipe;
+    // the int object of every token id, made on the first streamed feed: a stream hands out its
+    // ids a few at a time between native steps, and allocating a fresh int for each would
+    // fill the caches the next step's tables need with new memory
+    PyObject* ids;
 };
 
 static void Pipeline_dealloc(PipelineObject* self) {
     delete self->pipe;
     Py_XDECREF(self->vocab_ref);
+    Py_XDECREF(self->ids);
     Py_TYPE(self)->tp_free(reinterpret_cast<PyObject*>(self));
 }
 
@@ -523,16 +528,48 @@ static PieceStream* piece_stream_of(PieceStreamObject* self) {
     return holder_stream(self, "PipelineStream");
 }
 
-// Append ids to a Python list; false (with a Python error set) on failure.
-static bool append_ids(PyObject* list, const std::vector<u32>& ids) {
+// The tuple of the int objects 0 .. n_ids - 1 of the pipeline's vocabulary (made once).
+static PyObject* id_objects(PipelineObject* pipeline) {
+    if (pipeline->ids) return pipeline->ids;
+    size_t n = pipeline->pipe->vocab().n_ids();
+    PyObject* ids = PyTuple_New(Py_ssize_t(n));
+    if (!ids) return nullptr;
+    for (size_t i = 0; i < n; ++i) {
+        PyObject* v = PyLong_FromSize_t(i);
+        if (!v) {
+            Py_DECREF(ids);
+            return nullptr;
+        }
+        PyTuple_SET_ITEM(ids, Py_ssize_t(i), v);
+    }
+    pipeline->ids = ids;
+    return ids;
+}
+
+// Append ids to a Python list, sharing the int objects of `objects` (-1 for UNKNOWN); false
+// (with a Python error set) on failure.
+static bool append_ids(PyObject* list, const std::vector<u32>& ids, PyObject* objects) {
+    Py_ssize_t known = PyTuple_GET_SIZE(objects);
     for (u32 id : ids) {
-        PyObject* v = id == UNKNOWN ? PyLong_FromLong(-1) : PyLong_FromUnsignedLong(id);
-        if (!v) return false;
+        PyObject* v;
+        if (id < u64(known)) {
+            v = PyTuple_GET_ITEM(objects, Py_ssize_t(id));
+            Py_INCREF(v);
+        } else {
+            v = id == UNKNOWN ? PyLong_FromLong(-1) : PyLong_FromUnsignedLong(id);
+            if (!v) return false;
+        }
         int failed = PyList_Append(list, v);
         Py_DECREF(v);
         if (failed) return false;
     }
     return true;
+}
+
+static PyObject* shared_id_list(const std::vector<u32>& ids, PyObject* objects) {
+    PyObject* list = PyList_New(0);
+    if (list && !append_ids(list, ids, objects)) Py_CLEAR(list);
+    return list;
 }
 
 // feed(data, into=None) -> the ids that became certain (feed + take in one call); with a
@@ -556,8 +593,10 @@ static PyObject* PieceStream_feed(PieceStreamObject* self, PyObject* args) {
     });
     self->busy = 0;
     if (!ok) return nullptr;
-    if (into == Py_None) return id_list(out);
-    if (!append_ids(into, out)) return nullptr;
+    PyObject* objects = id_objects(reinterpret_cast<PipelineObject*>(self->owner));
+    if (!objects) return nullptr;
+    if (into == Py_None) return shared_id_list(out, objects);
+    if (!append_ids(into, out, objects)) return nullptr;
     return PyLong_FromSize_t(out.size());
 }
 
@@ -572,7 +611,8 @@ static PyObject* PieceStream_finish(PieceStreamObject* self, PyObject*) {
     });
     self->busy = 0;
     if (!ok) return nullptr;
-    return id_list(out);
+    PyObject* objects = id_objects(reinterpret_cast<PipelineObject*>(self->owner));
+    return objects ? shared_id_list(out, objects) : nullptr;
 }
 
 static PyObject* PieceStream_reset(PieceStreamObject* self, PyObject*) {

@@ -97,3 +97,24 @@ def test_plain_incremental_mode_flushes_everything(trained_whole: tuple[Any, Tok
     encoder.feed(b"hello  world")
     assert encoder.emit() == []
     assert encoder.flush() == tok.encode_bytes(b"hello  world")
+
+
+def test_streamed_ids_share_one_int_object_per_id(trained: tuple[Any, Tokenizer]) -> None:
+    """The native stream hands out each id as the vocabulary's one int object for it (no fresh
+    int per token between native steps): equal ids are the same object, in every part and in
+    the flush, and they equal `encode`'s."""
+    _, tok = trained
+    text = "the cat and the hat and the bat " * 40 + "zq" * 300
+    data = text.encode("utf-8")
+    stream = tok.stream()
+    out: list[int] = []
+    for i in range(0, len(data), 256):
+        stream.feed(data[i : i + 256])
+        out += stream.emit()
+    out += stream.flush()
+    assert out == tok.encode(text)
+    first: dict[int, int] = {}
+    for value in out:
+        assert type(value) is int
+        assert first.setdefault(value, id(value)) == id(value)
+    assert sum(1 for value in set(out) if value > 256) > 3  # ids past the small-int cache
