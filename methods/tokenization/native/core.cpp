@@ -364,6 +364,13 @@ void Vocabulary::build_automaton() {
     for (u32 x = 0; x < node_id_.size(); ++x)
         shorter_suffix_[x] = longest_[fail[node_state_[x]]];
     relabel_states(parent, order);
+    // The eager encoder's walks rely on this: a byte that no token holds has no trie edge, so
+    // every state's entry for it is the root's, 0 (its longest token is NONE).
+    for (int b = 0; b < 256; ++b) {
+        if (longest_[delta(0, u8(b))] != NONE) continue;
+        for (u32 s = 0; s < states_.size(); ++s)
+            if (delta(s, u8(b)) != 0) throw std::logic_error("automaton: an unknown byte leaves the root");
+    }
 }
 
 void Vocabulary::relabel_states(const std::vector<u32>& parent, const std::vector<u32>& order) {
@@ -853,10 +860,9 @@ void EagerEncoder::automaton(const u8* data, size_t m) {
     u32* xs = longest_buf_.data();
     u32 s = state_;
     for (size_t i = 0; i < m; ++i) {
+        // a byte no token contains leads to the root (see walk): no test on the state's path
         s = v.delta(s, data[i]);
-        u32 x = v.longest_[s];
-        if (x == NONE) s = 0;  // a byte no token contains: a hard boundary, back to the root
-        xs[i] = x;
+        xs[i] = v.longest_[s];
     }
     state_ = s;
 }
