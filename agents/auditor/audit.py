@@ -158,18 +158,9 @@ def _instruction(protocol: Protocol, record: AuditRecord) -> str | None:
     return tools
 
 
-#: What a repair prompt under the tool protocols says after the example: Qwen-0.5B pasted a
-#: checklist line (`app.action {"to": ...}`) into the message unescaped, breaking the JSON.
-PLAIN_WORDS = (
-    "Write the parameters in plain words: braces or double quotes inside the message break the "
-    "call."
-)
-
-
 def _hint(protocol: Protocol, record: AuditRecord) -> str:
-    """What a repair prompt adds under the tool protocols: the worked example again, and that
-    the message's parameters go in plain words (`PLAIN_WORDS`)."""
-    return "" if protocol == "json" else f"{example_line(record.checklist)} {PLAIN_WORDS}"
+    """What a repair prompt adds under the tool protocols: the worked example again."""
+    return "" if protocol == "json" else example_line(record.checklist)
 
 
 class _Audit:

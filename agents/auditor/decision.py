@@ -32,8 +32,8 @@ from docket.agents.cli_target.tools import (
 #: format: instructions in angle brackets, never words a user sends, so a decision that copies
 #: them is refused (`refuse_placeholders`) and cannot pass as an audit turn.
 MESSAGE_PLACEHOLDER = (
-    "<your own words to the target: ask it for an open checklist item, its exact parameters in "
-    "plain words>"
+    "<your own words to the target: ask it for an open checklist item, with that item's exact "
+    "parameters>"
 )
 STRATEGY_PLACEHOLDER = "<one of: " + ", ".join(STRATEGY_NAMES) + ">"
 REASON_PLACEHOLDER = "<one line: why the audit ends>"
@@ -177,11 +177,51 @@ def refuse_placeholders(data: Mapping[str, Any]) -> None:
         )
 
 
+_LOOSE_SEND = re.compile(
+    r'"message"\s*:\s*"(?P<message>.*?)"\s*,\s*"strategy"\s*:\s*"(?P<strategy>[a-z_]+)"',
+    re.DOTALL,
+)
+_BARE_QUOTE = re.compile(r'(?<!\\)"')
+
+
+def loose_send_message(text: str) -> dict[str, Any] | None:
+    """The message and strategy of a reply whose JSON does not parse, when it still reads
+    `"message": "...", "strategy": "<a strategy name>"` (Qwen-0.5B writes the call as text with
+    the checklist line's double quotes unescaped inside the message, or with a runaway `plan`
+    after it that is cut off).
+
+    Args:
+        text: The reply's text.
+
+    Returns:
+        `{"message": ..., "strategy": ...}` (then validated like any decision), or None when the
+        text has no such pair or the strategy is not one of the five.
+    """
+    found = _LOOSE_SEND.search(text)
+    if found is None or found["strategy"] not in STRATEGY_NAMES:
+        return None
+    raw = found["message"]
+    try:
+        message = json.loads('"' + _BARE_QUOTE.sub('\\"', raw) + '"')
+    except json.JSONDecodeError:
+        message = raw
+    return {"message": message, "strategy": found["strategy"]}
+
+
 def decision_parser(turn: int, reserved: Collection[str] = ()) -> Callable[[str], Decision]:
-    """A parser for the decision at `turn`; `reserved` are tool names a new tool may not take."""
+    """A parser for the decision at `turn`; `reserved` are tool names a new tool may not take.
+    A reply whose JSON does not parse still gives its message when `loose_send_message` finds
+    one (the text path; validated and refused like any decision)."""
 
     def parse(text: str) -> Decision:
-        return decision_from(json_object(text), turn, reserved)
+        try:
+            data = json_object(text)
+        except ReplyFormatError:
+            loose = loose_send_message(text)
+            if loose is None:
+                raise
+            data = loose
+        return decision_from(data, turn, reserved)
 
     return parse
 
