@@ -16,7 +16,6 @@ Everything the auditor does is in the transcript: its decision (`info` event, so
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -49,7 +48,7 @@ from docket.agents.auditor.strategies import STRATEGIES
 from docket.agents.auditor.tools import (
     AUDITOR_TOOLS,
     calls_parser,
-    example_call,
+    example_line,
     tools_instruction,
 )
 from docket.agents.cli_target import (
@@ -148,23 +147,20 @@ def _target_note(target: CliTarget, state: TargetState) -> str:
     return f"system prompt {prompt}; synthetic tools: {tools}"
 
 
-def _instruction(protocol: Protocol, record: AuditRecord, turn: int) -> str | None:
+def _instruction(protocol: Protocol, record: AuditRecord) -> str | None:
     """The observation's last lines: None keeps the JSON format line. Under `auto` the JSON
     fallback's format comes first, so the worked example call is the last thing read."""
     if protocol == "json":
         return None
-    tools = tools_instruction(record.checklist, turn)
+    tools = tools_instruction(record.checklist)
     if protocol == "auto":
         return "If you cannot call tools, reply with JSON only: {format}\n" + tools
     return tools
 
 
-def _hint(protocol: Protocol, record: AuditRecord, turn: int) -> str:
+def _hint(protocol: Protocol, record: AuditRecord) -> str:
     """What a repair prompt adds under the tool protocols: the worked example again."""
-    if protocol == "json":
-        return ""
-    example = json.dumps(example_call(record.checklist, turn), ensure_ascii=False)
-    return f"Example call: {example}"
+    return "" if protocol == "json" else example_line(record.checklist)
 
 
 class _Audit:
@@ -302,13 +298,13 @@ def persistent_audit(
                 taken = reserved | {s.name for s in audit.state.synthetic}
                 view, compacted = observation(
                     record, number, goal, compact_after, keep_recent,
-                    _target_note(target, audit.state), _instruction(mode, record, number),
+                    _target_note(target, audit.state), _instruction(mode, record),
                 )  # fmt: skip
                 record.compactions += int(compacted)
                 parsed = await generate_action(
                     model, [system, ChatMessageUser(content=view)], mode, AUDITOR_TOOLS,
                     calls_parser(number, taken), decision_parser(number, taken),
-                    hint=_hint(mode, record, number),
+                    hint=_hint(mode, record),
                 )  # fmt: skip
                 record.decision_paths.append(parsed.path)
                 record.parse_failures += [f"turn {number}: {f}" for f in parsed.failures]

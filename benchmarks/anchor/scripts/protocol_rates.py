@@ -22,12 +22,19 @@ from inspect_ai.log import EvalLog
 from inspect_ai.model import GenerateConfig, get_model
 
 from docket.agents.auditor import RECORD_KEY, ChecklistItem
-from docket.agents.auditor.tools import example_call
+from docket.agents.auditor.checklist import describe
+from docket.agents.auditor.decision import COPIED, example_likeness
 from docket.benchmarks.anchor.anchor import anchor_audit, anchor_direct
 
-#: How the auditor's worked example message starts (`example_call`), to count copies of it.
-_EXAMPLE = example_call([ChecklistItem(action="x.y")], 1)["arguments"]["message"]
-_EXAMPLE_OPENER = _EXAMPLE[: _EXAMPLE.index("x.y")]
+#: A sent message at least this like the example's placeholder message counts as a loose copy
+#: (`near_copies`; the parser refuses those at `decision.NEAR_COPY` and above).
+LOOSE_COPY = 0.6
+
+
+def checklist_copy(message: str, checklist: Sequence[ChecklistItem]) -> bool:
+    """Whether a sent message holds a checklist line (`app.action {...}`) verbatim: what the
+    earlier worked example was made of ("Hi! Could you do this for me: <the item>")."""
+    return any(describe(item) in message for item in checklist)
 
 
 def _model_args(pairs: Sequence[str]) -> dict[str, Any]:
@@ -41,25 +48,30 @@ def _model_args(pairs: Sequence[str]) -> dict[str, Any]:
 
 
 def rates(logs: Sequence[EvalLog]) -> dict[str, Any]:
-    """Counts and fractions of parsed auditor decisions and judge verdicts in `logs`.
+    """Counts of parsed auditor decisions and judge verdicts in `logs`.
 
     Args:
         logs: Eval logs of anchor tasks (score metadata `auditor_paths`, `judge_paths`).
 
     Returns:
-        Totals, parsed (any attempt), parsed on the first reply, the paths taken, and how
-        many auditor messages are the worked example's (`example_copies`).
+        Totals, parsed (any attempt), parsed on the first reply, the paths taken; for the
+        auditor also `copies_refused` (failed attempts, a tool call or a JSON text, refused
+        because they kept the worked example's placeholders or nearly copied its message), and
+        among the messages sent `near_copies` (at least `LOOSE_COPY` like the example's message,
+        `decision.example_likeness`) and `checklist_copies` (`checklist_copy`).
     """
     auditor = {"decisions": 0, "parsed": 0, "first_reply": 0, "tool": 0, "text": 0}
-    auditor["example_copies"] = 0
+    auditor.update({"copies_refused": 0, "near_copies": 0, "checklist_copies": 0})
     judge = {"verdicts": 0, "parsed": 0, "first_reply": 0, "tool": 0, "text": 0}
     failures: list[str] = []
     for log in logs:
         for sample in log.samples or []:
             if log.eval.task.endswith("anchor_audit"):
-                turns = (sample.store.get(RECORD_KEY) or {}).get("turns", [])
-                copies = [str(t.get("user_text", "")).startswith(_EXAMPLE_OPENER) for t in turns]
-                auditor["example_copies"] += sum(copies)
+                record = sample.store.get(RECORD_KEY) or {}
+                checklist = [ChecklistItem.model_validate(i) for i in record.get("checklist", [])]
+                sent = [str(t.get("user_text", "")) for t in record.get("turns", [])]
+                auditor["near_copies"] += sum(example_likeness(m) >= LOOSE_COPY for m in sent)
+                auditor["checklist_copies"] += sum(checklist_copy(m, checklist) for m in sent)
             for score in (sample.scores or {}).values():
                 meta = score.metadata or {}
                 failed = {f.split(":")[0] for f in meta.get("auditor_parse_failures", [])}
@@ -69,6 +81,8 @@ def rates(logs: Sequence[EvalLog]) -> dict[str, Any]:
                     auditor["first_reply"] += bool(path) and f"turn {turn}" not in failed
                     if path:
                         auditor[path] += 1
+                copies = [f for f in meta.get("auditor_parse_failures", []) if COPIED in f]
+                auditor["copies_refused"] += len(copies)
                 failures += meta.get("auditor_parse_failures", [])
                 for entry in meta.get("judge_paths", []):
                     judge["verdicts"] += 1

@@ -237,7 +237,9 @@ def test_audit_scores_are_the_same_under_every_protocol(tmp_path: Path) -> None:
             "first_reply": 12,
             "tool": 6,
             "text": 6,
-            "example_copies": 0,
+            "copies_refused": 0,
+            "near_copies": 0,
+            "checklist_copies": 10,  # the scripted auditor pastes the open checklist lines
         },
         "judge": {"verdicts": 2, "parsed": 2, "first_reply": 2, "tool": 1, "text": 1},
         "failures": [],
