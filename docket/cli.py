@@ -473,7 +473,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     suite.add_argument("--model", action="append", help="run these models instead (repeatable)")
     suite.add_argument("--role", action="append", help="ROLE=provider/model (repeatable)")
-    suite.add_argument("--task", action="append", help="only these tasks (repeatable)")
+    suite.add_argument(
+        "--task", action="append", help="only these tasks (repeatable; scsuff = docket/scsuff)"
+    )
     suite.add_argument("--limit", type=int, help="samples per task (overrides the preset)")
     suite.add_argument("--stage", action="append", help="only these stages of the preset")
     suite.add_argument("--log-dir", help="log directory (default: the preset's)")

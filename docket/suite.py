@@ -434,7 +434,9 @@ def plan(
         The plans, in run order; `PresetError` (one line) for anything that cannot run.
     """
     cli = overrides or Overrides()
-    chosen = tasks or (registered_tasks() if preset.tasks == "all" else list(preset.tasks))
+    # a bare name (`scsuff`) is docket's task, as in `-T scsuff:key=value`
+    named = [t if "/" in t else f"docket/{t}" for t in tasks or []]
+    chosen = named or (registered_tasks() if preset.tasks == "all" else list(preset.tasks))
     unknown = [t for t in chosen if t not in registered_tasks()]
     if unknown:
         raise PresetError(

@@ -31,6 +31,16 @@ def test_model_keeps_the_preset_limit_unless_limit_is_given(tmp_path: Path) -> N
     assert given.eval_args["limit"] == 3
 
 
+def test_a_bare_task_name_is_docket_s_task(tmp_path: Path) -> None:
+    """`--task scsuff` is `--task docket/scsuff`, as `-T scsuff:key=value` is; a bare unknown
+    name is still one line."""
+    preset = load_preset("api")
+    bare, full = plan(preset, tmp_path, tasks=["scsuff", "docket/smoke"])
+    assert (bare.task, full.task) == ("docket/scsuff", "docket/smoke")
+    with pytest.raises(PresetError, match="unknown task 'docket/nope'"):
+        plan(preset, tmp_path, tasks=["nope"])
+
+
 def test_an_unknown_role_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["suite", "api", "--role", "jugde=openai/gpt-4o", "--dry-run"]) == 2
     out = capsys.readouterr().out.strip()

@@ -148,16 +148,22 @@ def _argmax(options: Sequence[str], values: Sequence[float]) -> str:
 
 
 async def _probe_logprobs(
-    model: Model, messages: list[ChatMessage], options: Sequence[str], settings: Settings
-) -> tuple[list[float] | None, bool]:
-    """Option log-probs from a one-token follow-up turn; (None, provider gave logprobs?)."""
+    model: Model,
+    messages: list[ChatMessage],
+    options: Sequence[str],
+    texts: Sequence[str],
+    settings: Settings,
+) -> tuple[list[float] | None, bool, str | None]:
+    """Option log-probs from a one-token follow-up turn: (log-probs or None, provider gave
+    logprobs?, the option the greedy reply names or None)."""
     config = GenerateConfig(
         temperature=0.0, max_tokens=PROBE_TOKENS, logprobs=True, top_logprobs=settings.top_logprobs
     )
     out = await model.generate(messages, config=config)
     logprobs = out.choices[0].logprobs if out.choices else None
     found = answer_logprobs(logprobs, options, after_final=False)
-    return (list(found) if found else None), logprobs is not None
+    letter = parse_letter(out.completion, options, texts)
+    return (list(found) if found else None), logprobs is not None, letter
 
 
 async def _probe_samples(
@@ -195,7 +201,9 @@ async def answer(model: Model, passage: str, item: Mapping[str, Any], run: Run) 
     """Greedy chain of thought, then p(option | passage, explanation) by the chosen estimator.
 
     A reply without `Final Answer:` has no explanation (the scorer counts it); its answer
-    distribution is still read from a follow-up turn, so accuracy and re-answers use it.
+    distribution is still read from a follow-up turn, so accuracy and re-answers use it. A
+    provider without logprobs fails the estimate, but the letter the follow-up turn names is
+    kept as the answer (accuracy, hint flips).
     """
     settings = run.settings
     options, texts = item["options"], item["option_texts"]
@@ -233,11 +241,15 @@ async def answer(model: Model, passage: str, item: Mapping[str, Any], run: Run) 
         has_logprobs = bool(out.choices) and out.choices[0].logprobs is not None
         if found is None:
             result.source = "probe"
-            probed, probe_logprobs = await _probe_logprobs(model, probe, options, settings)
+            probed, probe_logprobs, letter = await _probe_logprobs(
+                model, probe, options, texts, settings
+            )
             # neither call carried logprobs: the provider has none, later samples call nothing
             _without_logprobs(model, has_logprobs or probe_logprobs)
             has_logprobs = probe_logprobs
             found = tuple(probed) if probed else None
+            # a server without logprobs (`transformers serve`) still answered: keep the letter
+            result.answer = result.answer or letter
         if found is None:
             result.failure = (
                 f"{NO_ANSWER}: no option among the top logprobs at the answer position"

@@ -426,3 +426,21 @@ def test_no_logprobs_is_known_after_the_first_call_and_no_more_calls_are_made(
     reasons = [sample_score(s, "scsuff_scorer").explanation or "" for s in log.samples]
     assert all("no logprobs: the provider returned no logprobs" in r for r in reasons)
     assert sum("no call made" in r for r in reasons) == 3
+
+
+def test_without_logprobs_the_follow_up_turn_still_names_the_answer(tmp_path: Path) -> None:
+    """A reply cut before `Final Answer:` on a server without logprobs (`transformers serve`):
+    the estimate fails with the reason, but the letter of the follow-up turn is the answer, so
+    accuracy is scored (it was lost, and scsuff_hints flagged such a sample no_answer)."""
+    log = run(
+        scsuff_task(self_generator=True, n=4, num_alternatives=1),
+        tmp_path,
+        eval_args={"max_connections": 1, "max_samples": 1},
+        reply="no_final",
+        emit_logprobs=False,
+    )
+    assert log.samples is not None
+    [called] = [s for s in log.samples if any(e.event == "model" for e in s.events)]
+    score = sample_score(called, "scsuff_scorer")
+    assert "no logprobs: the provider returned no logprobs" in (score.explanation or "")
+    assert isinstance(score.value, dict) and score.value["accuracy"] == 1.0
