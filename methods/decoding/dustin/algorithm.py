@@ -103,6 +103,22 @@ class DustinSettings:
         0.5, "weight of the draft's lookahead score against history", minimum=0.0, maximum=1.0
     )
     decay: float = knob(0.8, "EMA decay of the historical attention", minimum=0.0, maximum=1.0)
+    successors: int = knob(
+        0,
+        "positions after a scored one that inherit its score (a copying head reads the next)",
+        minimum=0,
+        maximum=16,
+    )
+    escalate: float = knob(
+        0.0,
+        "re-run a sparse round with escalate_budget when a new token's top-1 minus top-2 "
+        "logit is below this (0: off)",
+        minimum=0.0,
+    )
+    escalate_budget: int = knob(512, "the budget of an escalated sparse round", minimum=0)
+    fail_budget: int = knob(
+        0, "the budget for the rest of a generation after a failed dense check (0: same)", minimum=0
+    )
 
 
 # --- the per-round state the attention function reads ------------------------------------------
@@ -406,6 +422,26 @@ def layer_scores(
     return (1 - share) * own + share * own.mean(dim=0, keepdim=True)
 
 
+def with_successors(scores: torch.Tensor, count: int) -> torch.Tensor:
+    """Each position's score raised to the best of the `count` positions before it.
+
+    A head that copies reads, at the next step, the position after the one it read (the next
+    digit of a key), which the history and the draft have not scored yet.
+
+    Args:
+        scores: `[layers, context]` selection scores.
+        count: How many following positions inherit a position's score (0: unchanged).
+
+    Returns:
+        The raised scores, the same shape.
+    """
+    raised = scores
+    for shift in range(1, min(count, scores.shape[-1] - 1) + 1):
+        before = torch.nn.functional.pad(scores[..., :-shift], (shift, 0))
+        raised = torch.maximum(raised, before)
+    return raised
+
+
 def _row_normalised(values: torch.Tensor) -> torch.Tensor:
     totals = values.sum(dim=-1, keepdim=True)
     return torch.where(totals > 0, values / totals.clamp_min(1e-30), values)
@@ -450,6 +486,8 @@ class DustinTrace:
     target_forwards: int = 0
     draft_forwards: int = 0
     dense_checks: int = 0
+    failed_checks: int = 0
+    escalations: int = 0
     checked: int = 0
     check_accepted: int = 0
     kv_read_dense: int = 0
@@ -473,6 +511,8 @@ class DustinTrace:
             "draft_forwards": self.draft_forwards,
             "nfe": self.target_forwards,
             "dense_checks": self.dense_checks,
+            "failed_checks": self.failed_checks,
+            "escalations": self.escalations,
             "check_acceptance": (
                 round(self.check_accepted / self.checked, 4) if self.checked else None
             ),
@@ -498,6 +538,7 @@ class _Progress:
     tentative: list[int] = field(default_factory=list)
     tentative_probs: list[torch.Tensor] = field(default_factory=list)
     since_check: int = 0
+    budget: int = 0
 
 
 @dataclass
@@ -628,7 +669,7 @@ class DustinDecoder:
                     tail = min(state.tail, width)
                     self._count_estimation(trace, width, tail, self.prefill_heads)
                 self.history = _row_normalised(self.history)
-            progress = _Progress(dense_length=width)
+            progress = _Progress(dense_length=width, budget=self.settings.budget)
             sequence = list(prompt)
             while True:
                 if params.interrupted():
@@ -694,14 +735,31 @@ class DustinDecoder:
         )
         trace.draft_forwards += len(drafts)
         pending = sequence[context:]
-        state, reads = self._select(context, lookahead)
-        result = self._forward(self.target, pending + drafts, target_cache, self.cache_name, state)
-        trace.target_forwards += 1
         trace.rounds += 1
         trace.drafted += len(drafts)
-        self._count(trace, reads, context, len(pending) + len(drafts))
-        logits = result.logits[0, len(pending) - 1 :].float()
-        accepted, bonus = self._verify(drafts, draft_probs, logits, temperature, params, rng)
+        budget = progress.budget
+        while True:
+            state, reads = self._select(context, lookahead, budget)
+            result = self._forward(
+                self.target, pending + drafts, target_cache, self.cache_name, state
+            )
+            trace.target_forwards += 1
+            # dense verification's reads are counted once per round, a re-run only on ours
+            first = budget == progress.budget
+            self._count(trace, reads, context if first else 0, len(pending) + len(drafts))
+            logits = result.logits[0, len(pending) - 1 :].float()
+            accepted, bonus = self._verify(drafts, draft_probs, logits, temperature, params, rng)
+            if (
+                budget >= s.escalate_budget
+                or reads >= context
+                or not _uncertain(logits[: accepted + 1], s.escalate)
+            ):
+                break
+            # a new token the sparse pass is unsure of: re-run the round on a larger selection
+            # (its reads are counted) so that the dense check is less likely to reject it
+            trace.escalations += 1
+            budget = s.escalate_budget
+            crop_to(target_cache, context)
         trace.accepted += accepted
         new = drafts[:accepted] + [bonus]
         if temperature > 0:
@@ -773,6 +831,9 @@ class DustinDecoder:
             self._count_estimation(trace, start + len(inputs), len(inputs), self.est_heads)
         trace.checked += len(tentative)
         trace.check_accepted += min(accepted, len(tentative))
+        if accepted < len(tentative):
+            trace.failed_checks += 1
+            progress.budget = max(progress.budget, s.fail_budget)
         trace.accepted += max(0, accepted - len(tentative))
         kept = start + 1 + accepted
         crop_to(target_cache, kept)
@@ -798,15 +859,16 @@ class DustinDecoder:
         crop_to(target_cache, start)
         return self._forward(self.target, inputs, target_cache, self.cache_name, state)
 
-    def _select(self, context: int, lookahead: torch.Tensor) -> tuple[Round, int]:
-        """The sparse round's state (each layer's selected positions) and the cached entries
-        each layer reads."""
+    def _select(self, context: int, lookahead: torch.Tensor, budget: int) -> tuple[Round, int]:
+        """The sparse round's state (each layer's selected positions, `budget` top-scored ones
+        beyond the sinks and the recent window) and the cached entries each layer reads."""
         s = self.settings
         history = self.history[:, :context]
         if history.shape[1] < context:
             history = torch.nn.functional.pad(history, (0, context - history.shape[1]))
         score = layer_scores(lookahead, history, s.mix, self.shared_layers, s.layer_share)
-        selected = select_per_layer(score, context, s.budget, s.sinks, s.recent)
+        score = with_successors(score, s.successors)
+        selected = select_per_layer(score, context, budget, s.sinks, s.recent)
         return Round("sparse", context=context, selected=selected), int(selected.shape[1])
 
     def _done(
@@ -888,6 +950,22 @@ class DustinDecoder:
             filter_logits(logits[len(drafts)], temperature, params.top_p, params.top_k), -1
         )
         return len(drafts), int(torch.multinomial(p, 1, generator=rng))
+
+
+def _uncertain(logits: torch.Tensor, threshold: float) -> bool:
+    """Whether any row's top-1 logit leads its top-2 by less than `threshold` (0: never).
+
+    Args:
+        logits: `[tokens, vocabulary]` logits of the tokens a sparse round makes tentative.
+        threshold: The margin (a log-probability difference) below which a row is uncertain.
+
+    Returns:
+        True if some row's margin is below `threshold`.
+    """
+    if threshold <= 0 or logits.shape[0] == 0 or logits.shape[-1] < 2:
+        return False
+    top = torch.topk(logits, 2, dim=-1).values
+    return bool((top[:, 0] - top[:, 1] < threshold).any())
 
 
 def _shared_layers(target: Any, draft: Any) -> int:

@@ -54,6 +54,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-tokens", type=int, default=24)
     parser.add_argument("--draft-layers", type=int, default=8)
     parser.add_argument("--recent", type=int, default=64, help="recent window (default 64)")
+    parser.add_argument("--successors", type=int, default=0, help="see DustinSettings")
+    parser.add_argument("--fail-budget", type=int, default=0, help="see DustinSettings")
+    parser.add_argument("--prefill-heads", choices=["all", "est"], default="all")
     args = parser.parse_args(argv)
 
     from docket.methods.decoding.dustin.algorithm import (
@@ -70,7 +73,13 @@ def main(argv: list[str] | None = None) -> int:
         gguf = smollm2_gguf()
         loaded = load(CheckpointSpec(path=str(gguf.parent), gguf_file=gguf.name))
     draft = make_self_draft(loaded.model, args.draft_layers)
-    base = DustinSettings(draft_layers=args.draft_layers, recent=args.recent)
+    base = DustinSettings(
+        draft_layers=args.draft_layers,
+        recent=args.recent,
+        successors=args.successors,
+        fail_budget=args.fail_budget,
+        prefill_heads=args.prefill_heads,
+    )
     dense = DustinDecoder(loaded.model, draft, replace(base, verify="dense"))
     print(
         "| prompt | context | budget | tokens | equal to dense | check acceptance "

@@ -25,6 +25,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sinks", type=int, default=4)
     parser.add_argument("--layer-share", type=float, nargs="+", default=[0.0])
     parser.add_argument("--prefill-heads", choices=["all", "est"], default="all")
+    parser.add_argument(
+        "--successors", type=int, default=0, help="positions after a scored one it lifts"
+    )
+    parser.add_argument(
+        "--fail-budget", type=int, default=0, help="budget after a failed check (0: same)"
+    )
+    parser.add_argument(
+        "--escalate", type=float, default=0.0, help="logit margin that re-runs a round (0: off)"
+    )
+    parser.add_argument("--escalate-budget", type=int, default=512)
     args = parser.parse_args(argv)
 
     from docket.methods.decoding.dustin.algorithm import DustinSettings, make_self_draft
@@ -43,6 +53,10 @@ def main(argv: list[str] | None = None) -> int:
         refresh=args.refresh,
         sinks=args.sinks,
         prefill_heads=args.prefill_heads,
+        successors=args.successors,
+        fail_budget=args.fail_budget,
+        escalate=args.escalate,
+        escalate_budget=args.escalate_budget,
     )
     settings = [("dense", replace(base, verify="dense"))]
     settings += [

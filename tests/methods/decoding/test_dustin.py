@@ -21,6 +21,7 @@ from docket.methods.decoding.dustin.algorithm import (
     make_self_draft,
     select_per_layer,
     select_positions,
+    with_successors,
 )
 from docket.methods.local.sampling import DecodeParams
 
@@ -379,3 +380,102 @@ def test_smollm2_self_speculative_matches_assisted_generation() -> None:
     assert dense.token_ids == reference[: len(dense.token_ids)]
     assert sparse.token_ids == dense.token_ids
     assert 0 < dense_trace.accepted <= dense_trace.drafted
+
+
+def record_forwards(target: Any) -> tuple[list[tuple[str, int, int, int]], Any]:
+    """A pre-hook recording each target forward's (mode, cached length, new tokens, entries
+    read per layer by a sparse forward; 0 otherwise), and its handle."""
+    rounds: list[tuple[str, int, int, int]] = []
+
+    def record(_module: Any, _args: Any, kwargs: dict[str, Any]) -> None:
+        state = _ROUND.get()
+        cache = kwargs.get("past_key_values") or kwargs["cache"]
+        mode = "plain" if state is None else state.mode
+        width = 0 if state is None or state.selected is None else int(state.selected.shape[1])
+        rounds.append((mode, cache.get_seq_length(), kwargs["input_ids"].shape[1], width))
+
+    return rounds, target.register_forward_pre_hook(record, with_kwargs=True)
+
+
+@pytest.mark.parametrize("threshold", [0.0, 1.0, 1e9])
+def test_escalation_reruns_uncertain_rounds_and_counts_their_reads(
+    target: Any, prompt: list[int], threshold: float
+) -> None:
+    """A sparse round whose new tokens have a top-1 − top-2 logit margin below `escalate` is
+    re-run on 4 + 8 + 64 entries instead of 4 + 8 + 8: off (0) never, at an infinite threshold
+    every round, at 1.0 some; every re-run is counted in the reads, and the output is dense's."""
+    rounds, handle = record_forwards(target)
+    settings = dict(budget=8, sinks=4, recent=8, refresh=4, est_heads=0, prefill_heads="est")
+    try:
+        generation, trace = decode(
+            target, prompt, new=24, escalate=threshold, escalate_budget=64, **settings
+        )
+    finally:
+        handle.remove()
+    sparse = [(w, q) for mode, _, q, w in rounds if mode == "sparse"]
+    checks = [(c, q) for mode, c, q, _ in rounds if mode == "dense"]
+    wide = [w for w, _ in sparse if w == 76]
+    assert len(wide) == trace.escalations and {w for w, _ in sparse} <= {20, 76}
+    assert len(sparse) == trace.rounds - trace.dense_checks + trace.escalations
+    if threshold == 0:
+        assert trace.escalations == 0
+    elif threshold > 1e6:
+        assert trace.escalations == len(sparse) // 2 > 0  # each round twice: 20, then 76
+    else:
+        assert 0 < trace.escalations < len(sparse) // 2 + 1
+    assert trace.kv_read_sparse == 4 * (
+        sum(w + q for w, q in sparse) + sum(c + q for c, q in checks)
+    )
+    assert generation.token_ids == greedy(target, prompt, 24)
+    assert generation.metadata["escalations"] == trace.escalations
+
+
+def test_a_failed_check_raises_the_budget_for_the_rest(target: Any, prompt: list[int]) -> None:
+    """With `fail_budget`, the sparse rounds read 4 + 4 + 0 entries until a check rejects a
+    tentative token, then 4 + 4 + 32 to the end; the output is still dense's."""
+    rounds, handle = record_forwards(target)
+    try:
+        generation, trace = decode(
+            target, prompt, new=32, budget=0, sinks=4, recent=4, refresh=4, fail_budget=32
+        )
+    finally:
+        handle.remove()
+    widths = [w for mode, _, _, w in rounds if mode == "sparse"]
+    assert trace.failed_checks >= 1 and generation.metadata["failed_checks"] >= 1
+    assert widths[0] == 8 and 40 in widths
+    assert widths == sorted(widths)  # once raised, it stays raised
+    assert generation.token_ids == greedy(target, prompt, 32)
+
+
+def test_successors_inherit_the_score_before_them() -> None:
+    """A copying head reads the position after the one it read: with `successors` 1 the next
+    position ranks with its predecessor, so a top-2 selection takes both."""
+    scores = torch.tensor([[0.0, 5.0, 0.0, 0.0, 1.0, 0.0]])
+    assert torch.equal(with_successors(scores, 0), scores)
+    raised = with_successors(scores, 1)
+    assert raised.tolist() == [[0.0, 5.0, 5.0, 0.0, 1.0, 1.0]]
+    assert with_successors(scores, 2).tolist() == [[0.0, 5.0, 5.0, 5.0, 1.0, 1.0]]
+    assert select_per_layer(raised, 6, 2, 0, 0).tolist() == [[1, 2]]
+    assert select_per_layer(scores, 6, 2, 0, 0).tolist() == [[1, 4]]
+
+
+def test_successor_selection_stays_dense_greedy(target: Any, prompt: list[int]) -> None:
+    """The selection changes which entries a sparse round reads, never the output."""
+    sparse, _ = decode(target, prompt, new=24, budget=8, sinks=4, recent=4, successors=1)
+    assert sparse.token_ids == greedy(target, prompt, 24)
+
+
+def test_the_decoder_selects_the_successor_of_a_read_position(target: Any) -> None:
+    """With all history on position 50 (mix 0), a budget of 2 reads 50 and 51 in every layer
+    with `successors` 1; without it, 51 is not preferred to any other position."""
+    draft = make_self_draft(target, 2)
+    for successors, expected in ((1, True), (0, False)):
+        settings = DustinSettings(budget=2, sinks=0, recent=0, mix=0.0, successors=successors)
+        decoder = DustinDecoder(target, draft, settings)
+        decoder.history = torch.zeros(4, 100)
+        decoder.history[:, 50] = 1.0
+        decoder.history[:, 80] = 0.5
+        state, reads = decoder._select(100, torch.zeros(2, 100), 2)
+        assert reads == 2 and state.selected is not None
+        chosen = [row.tolist() for row in state.selected]
+        assert (chosen == [[50, 51]] * 4) is expected
