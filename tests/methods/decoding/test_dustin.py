@@ -139,6 +139,32 @@ def greedy(target: Any, prompt: list[int], new: int) -> list[int]:
     return list(out[0, len(prompt) :].tolist())
 
 
+def check_estimate(
+    target: Any, decoder: DustinDecoder, context: list[int], new: list[int]
+) -> tuple[torch.Tensor, Any, Any]:
+    """A dense check of `new` after `context` with the decoder's estimation heads: its
+    history rows, the eager model's attentions over `context + new`, and the cache."""
+    from transformers import DynamicCache
+
+    cache = DynamicCache(config=target.config)
+    rows = target.config.num_hidden_layers * decoder.groups
+    now = torch.zeros(rows, len(context) + len(new))
+    with torch.inference_mode():
+        target(torch.tensor([context]), cache=cache, use_cache=True)
+        state = Round("dense", est_heads=decoder.est_heads, history_now=now, groups=decoder.groups)
+        token = _ROUND.set(state)
+        try:
+            target(torch.tensor([new]), cache=cache, use_cache=True)
+        finally:
+            _ROUND.reset(token)
+        target.set_attn_implementation("eager")
+        try:
+            attentions = target(torch.tensor([context + new]), output_attentions=True).attentions
+        finally:
+            target.set_attn_implementation("docket_dustin")
+    return now, attentions, cache
+
+
 @pytest.mark.parametrize("budget", [0, 8, 32, 224])
 def test_sparse_verification_is_dense_greedy_token_for_token(
     target: Any, prompt: list[int], budget: int
@@ -201,26 +227,10 @@ def test_all_heads_estimation_is_the_exact_attention_mass(target: Any, prompt: l
     """With every head in the estimate, a dense check's historical score of each layer is
     exactly its verification queries' attention mass per cached position (so each layer's
     top-k is that layer's exact top-k)."""
-    from transformers import DynamicCache
 
     decoder = DustinDecoder(target, make_self_draft(target, 2), DustinSettings(est_heads=16))
-    context = prompt[:100]
-    new = prompt[100:104]
-    cache = DynamicCache(config=target.config)
-    now = torch.zeros(4, len(context) + len(new))
-    with torch.inference_mode():
-        target(torch.tensor([context]), cache=cache, use_cache=True)
-        state = Round("dense", est_heads=decoder.est_heads, history_now=now)
-        token = _ROUND.set(state)
-        try:
-            target(torch.tensor([new]), cache=cache, use_cache=True)
-        finally:
-            _ROUND.reset(token)
-        target.set_attn_implementation("eager")
-        try:
-            attentions = target(torch.tensor([context + new]), output_attentions=True).attentions
-        finally:
-            target.set_attn_implementation("docket_dustin")
+    context, new = prompt[:100], prompt[100:104]
+    now, attentions, cache = check_estimate(target, decoder, context, new)
     exact = torch.stack([a[0, :, len(context) :, :].sum(dim=(0, 1)) for a in attentions])
     assert torch.allclose(now, exact, atol=1e-4)
     later = torch.zeros_like(now)  # a deferred estimate, computed after the forward, is equal
@@ -479,3 +489,108 @@ def test_the_decoder_selects_the_successor_of_a_read_position(target: Any) -> No
         assert reads == 2 and state.selected is not None
         chosen = [row.tolist() for row in state.selected]
         assert (chosen == [[50, 51]] * 4) is expected
+
+
+def test_group_selection_stays_dense_greedy(target: Any, prompt: list[int]) -> None:
+    """One index set per key-value group (`select_by=group`) changes what each group reads,
+    never the output: every budget's tokens are the dense target's."""
+    for budget in (0, 8, 32):
+        sparse, trace = decode(
+            target, prompt, new=32, budget=budget, sinks=4, recent=8, refresh=4, select_by="group"
+        )
+        assert sparse.token_ids == greedy(target, prompt, 32), budget
+        assert trace.dense_checks >= 1
+
+
+def test_group_rows_route_each_group_to_its_own_positions(target: Any) -> None:
+    """In a sparse forward with `groups` 2, the heads of the group whose row holds every cached
+    position attend exactly as dense and the other group's heads (position 9 left out) do not,
+    whichever group it is (giving both groups one row would make both equal)."""
+    from docket.methods.decoding.dustin.algorithm import dustin_attention
+
+    module = target.model.layers[1].self_attn
+    heads, kv_heads = target.config.num_attention_heads, target.config.num_key_value_heads
+    assert (heads, kv_heads) == (4, 2)
+    generator = torch.Generator().manual_seed(3)
+    dim = target.config.hidden_size // heads
+    query = torch.randn(1, heads, 2, dim, generator=generator)
+    key = torch.randn(1, kv_heads, 12, dim, generator=generator)
+    value = torch.randn(1, kv_heads, 12, dim, generator=generator)
+    causal = torch.ones(2, 12, dtype=torch.bool).tril(diagonal=10)[None, None]
+    dense, _ = dustin_attention(module, query, key, value, causal, dropout=0.0)
+
+    def sparse(group_rows: list[list[int]]) -> torch.Tensor:
+        selected = torch.zeros(4 * 2, 10, dtype=torch.long)
+        selected[2], selected[3] = torch.tensor(group_rows[0]), torch.tensor(group_rows[1])
+        token = _ROUND.set(Round("sparse", context=10, selected=selected, groups=2))
+        try:
+            return dustin_attention(module, query, key, value, causal, dropout=0.0)[0]
+        finally:
+            _ROUND.reset(token)
+
+    everything = list(range(10))
+    assert torch.allclose(sparse([everything, everything]), dense, atol=1e-5)
+    out = sparse([everything, [0, 1, 2, 3, 4, 5, 6, 7, 8, 8]])  # group 1 drops position 9
+    # the output is [batch, queries, heads, dim]: heads 0-1 are group 0, heads 2-3 group 1
+    assert torch.allclose(out[:, :, :2], dense[:, :, :2], atol=1e-5)
+    assert not torch.allclose(out[:, :, 2:], dense[:, :, 2:], atol=1e-3)
+    swapped = sparse([[0, 1, 2, 3, 4, 5, 6, 7, 8, 8], everything])
+    assert torch.allclose(swapped[:, :, 2:], dense[:, :, 2:], atol=1e-5)
+    assert not torch.allclose(swapped[:, :, :2], dense[:, :, :2], atol=1e-3)
+
+
+def test_all_heads_group_estimation_is_each_groups_exact_mass(
+    target: Any, prompt: list[int]
+) -> None:
+    """With every head estimating and `groups` 2, each (layer, group) row of a dense check's
+    history is exactly that group's heads' attention mass, and the two groups of a layer pick
+    different top positions somewhere."""
+
+    decoder = DustinDecoder(
+        target, make_self_draft(target, 2), DustinSettings(est_heads=16, select_by="group")
+    )
+    assert decoder.groups == 2
+    context, new = prompt[:100], prompt[100:104]
+    now, attentions, _ = check_estimate(target, decoder, context, new)
+    exact = torch.stack(
+        [
+            a[0, 2 * group : 2 * group + 2, len(context) :, :].sum(dim=(0, 1))
+            for a in attentions
+            for group in (0, 1)
+        ]
+    )
+    assert torch.allclose(now, exact, atol=1e-4)
+    chosen = select_per_layer(now[:, :100], 100, 10, 0, 0)
+    for row in range(8):
+        assert chosen[row].tolist() == sorted(torch.topk(exact[row, :100], 10).indices.tolist())
+    assert any(chosen[2 * layer].tolist() != chosen[2 * layer + 1].tolist() for layer in range(4))
+
+
+def test_group_rows_without_history_take_their_layers_mean() -> None:
+    """A group without estimation heads takes the mean of its own layer's groups that have
+    history before the mean over every row."""
+    history = torch.tensor([[1.0, 0.0, 0.0], [0.0] * 3, [0.0, 0.0, 1.0], [0.0, 1.0, 0.0]])
+    scores = layer_scores(torch.zeros(1, 3), history, mix=0.0, draft_rows=0, groups=2)
+    assert scores.tolist() == [[1.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, 1.0, 0.0]]
+    flat = layer_scores(torch.zeros(1, 3), history, mix=0.0, draft_rows=0)
+    assert flat[1].tolist() == pytest.approx([1 / 3, 1 / 3, 1 / 3])
+
+
+def test_the_decoder_selects_per_group(target: Any) -> None:
+    """With group 0's history on position 80 and group 1's on 50 in every layer, a budget of
+    1 reads 80 for group 0 and 50 for group 1; by layer, both read the same one."""
+    draft = make_self_draft(target, 2)
+    for select_by, expected in (("group", [[80], [50]] * 4), ("layer", None)):
+        settings = DustinSettings(budget=1, sinks=0, recent=0, mix=0.0, select_by=select_by)
+        decoder = DustinDecoder(target, draft, settings)
+        rows = 4 * decoder.groups
+        decoder.history = torch.zeros(rows, 100)
+        if select_by == "group":
+            decoder.history[0::2, 80] = 1.0
+            decoder.history[1::2, 50] = 1.0
+        else:
+            decoder.history[:, 80] = 1.0
+        state, reads = decoder._select(100, torch.zeros(2 * decoder.lookahead_groups, 100), 1)
+        assert reads == 1 and state.selected is not None
+        chosen = [row.tolist() for row in state.selected]
+        assert chosen == (expected or [[80]] * 4)

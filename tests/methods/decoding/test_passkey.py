@@ -60,3 +60,11 @@ def test_every_budget_answers_as_dense(target: Any) -> None:
     # a bad selection is time and reads, never the answer
     assert rows["small"].kv_read_share < 0.5 and rows["small"].check_acceptance is not None
     assert rows["dense"].total == 2 and rows["dense"].context_tokens > 300
+    # per case: the reads add up to the row's, the checks are the decoder's own counts
+    for name, row in rows.items():
+        assert [depth for depth, *_ in row.per_case] == [0.2, 0.8], name
+        assert sum(reads for _, reads, _, _ in row.per_case) == row.kv_read, name
+        assert all(0 <= failed <= checks for *_, checks, failed in row.per_case), name
+    assert all(checks == 0 for *_, checks, _ in rows["dense"].per_case)
+    assert all(checks >= 1 for *_, checks, _ in rows["small"].per_case)
+    assert cases([0.5], seed=1) != cases([0.5])  # another seed, other keys (a held-out set)
