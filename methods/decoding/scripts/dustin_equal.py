@@ -64,14 +64,9 @@ def main(argv: list[str] | None = None) -> int:
         DustinSettings,
         make_self_draft,
     )
-    from docket.methods.local.loading import CheckpointSpec, load
-    from docket.methods.local.provider import smollm2_gguf
+    from docket.methods.local.provider import load_or_smollm2
 
-    if args.model:
-        loaded = load(CheckpointSpec(path=args.model))
-    else:
-        gguf = smollm2_gguf()
-        loaded = load(CheckpointSpec(path=str(gguf.parent), gguf_file=gguf.name))
+    loaded = load_or_smollm2(args.model)
     draft = make_self_draft(loaded.model, args.draft_layers)
     base = DustinSettings(
         draft_layers=args.draft_layers,

