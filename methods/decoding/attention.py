@@ -37,10 +37,12 @@ def head_weights(
     key: torch.Tensor,
     heads: Sequence[int] | None = None,
     causal_from: int | None = None,
+    allowed: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Post-softmax attention `[heads, queries, keys]` (float32) of the chosen query heads (all
     when None) of batch row 0, grouped-query keys mapped per head. With `causal_from`, query i
-    sees keys up to `causal_from + i`; without, every key."""
+    sees keys up to `causal_from + i`; with `allowed` (`[queries, keys]` booleans, e.g. a token
+    tree's), only the keys it marks; with neither, every key."""
     groups = getattr(module, "num_key_value_groups", 1)
     chosen = list(heads) if heads is not None else list(range(query.shape[1]))
     index = torch.tensor(chosen, device=query.device)
@@ -52,4 +54,6 @@ def head_weights(
         limit = causal_from + torch.arange(rows, device=scores.device)[:, None]
         beyond = torch.arange(columns, device=scores.device)[None, :] > limit
         scores = scores.masked_fill(beyond, -math.inf)
+    if allowed is not None:
+        scores = scores.masked_fill(~allowed.to(scores.device), -math.inf)
     return torch.softmax(scores, dim=-1)

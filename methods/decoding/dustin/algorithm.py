@@ -64,6 +64,7 @@ from docket.methods.local.sampling import (
 from docket.methods.local.settings import knob
 
 from ..attention import head_weights, register, sdpa
+from .tree import TokenTree, common_prefix, compact_cache
 
 ATTENTION = "docket_dustin"
 VERIFY_MODES = ("sparse", "dense")
@@ -125,6 +126,19 @@ class DustinSettings:
         "one index set per layer, or one per key-value group of each layer (same entries read)",
         choices=SELECT_BY,
     )
+    branches: int = knob(
+        0,
+        "greedy: near-tie branches grown per dense check and verified with the tentative "
+        "tokens in one tree-masked pass (0: off)",
+        minimum=0,
+        maximum=32,
+    )
+    branch_margin: float = knob(
+        0.25,
+        "a tentative token whose sparse top-1 minus top-2 logit is below this gets a branch "
+        "through its runner-up",
+        minimum=0.0,
+    )
 
 
 # --- the per-round state the attention function reads ------------------------------------------
@@ -141,6 +155,8 @@ class Round:
     reads the cached positions of its row of `selected` (sorted) plus the new tokens; `dense`
     (a check) and `prefill`: plain attention, plus the attention of `est_heads` (the last
     `tail` queries in a prefill) summed per row into `history_now` (`[layers · groups, keys]`);
+    a check over a token tree has its `[new, new]` visibility in `tree` (every new token sees
+    the whole cache and its ancestors);
     with `defer`, a dense check only keeps what that needs in `deferred`
     (`estimate_deferred` adds it later).
     """
@@ -153,6 +169,7 @@ class Round:
     history_now: torch.Tensor | None = None
     tail: int = 8
     groups: int = 1
+    tree: torch.Tensor | None = None
     defer: bool = False
     deferred: list[tuple[Any, torch.Tensor, torch.Tensor, list[int], int]] = field(
         default_factory=list
@@ -167,7 +184,10 @@ def estimate_deferred(state: Round) -> None:
     """
     assert state.history_now is not None
     for module, query, key, heads, causal_from in state.deferred:
-        weights = head_weights(module, query, key, heads, causal_from)
+        if state.tree is None:
+            weights = head_weights(module, query, key, heads, causal_from)
+        else:
+            weights = head_weights(module, query, key, heads, allowed=tree_mask(state.tree, key))
         layer = int(getattr(module, "layer_idx", 0))
         add_mass(state.history_now, state.groups, module, layer, heads, weights.sum(dim=1))
     state.deferred.clear()
@@ -248,13 +268,18 @@ def dustin_attention(
             add_mass(rows, state.groups, module, layer, list(range(mass.shape[0])), mass)
         return sdpa(module, query, key, value, attention_mask, **kwargs)
     if state.mode in ("prefill", "dense"):
+        if state.tree is not None:
+            attention_mask = tree_mask(state.tree, key)[None, None]
         heads = state.est_heads.get(layer)
         if heads and state.history_now is not None:
             tail = min(state.tail, q_len) if state.mode == "prefill" else q_len
             if state.defer:
                 state.deferred.append((module, query, key, heads, kv_len - tail))
                 return sdpa(module, query, key, value, attention_mask, **kwargs)
-            weights = head_weights(module, query[:, :, -tail:], key, heads, kv_len - tail)
+            allowed = None if state.tree is None else tree_mask(state.tree, key)
+            weights = head_weights(
+                module, query[:, :, -tail:], key, heads, kv_len - tail, allowed=allowed
+            )
             add_mass(state.history_now, state.groups, module, layer, heads, weights.sum(dim=1))
         return sdpa(module, query, key, value, attention_mask, **kwargs)
     assert state.selected is not None
@@ -263,6 +288,21 @@ def dustin_attention(
     mask = torch.ones(q_len, reads + q_len, dtype=torch.bool, device=key.device)
     mask[:, reads:] = torch.ones(q_len, q_len, dtype=torch.bool, device=key.device).tril()
     return sdpa(module, query, sub_key, sub_value, mask[None, None], **kwargs)
+
+
+def tree_mask(tree: torch.Tensor, key: torch.Tensor) -> torch.Tensor:
+    """`[new, keys]` booleans of a tree check: every cached key, then the tree's visibility.
+
+    Args:
+        tree: `[new, new]` visibility among the new tokens (a node sees its ancestors).
+        key: The layer's keys (`[1, heads, keys, dim]`), the new tokens' last.
+
+    Returns:
+        The mask the attention of the new tokens uses.
+    """
+    new = tree.shape[0]
+    cached = torch.ones(new, key.shape[2] - new, dtype=torch.bool, device=key.device)
+    return torch.cat([cached, tree.to(key.device)], dim=1)
 
 
 def _gather_selected(
@@ -576,6 +616,8 @@ class DustinTrace:
     dense_checks: int = 0
     failed_checks: int = 0
     escalations: int = 0
+    branches: int = 0
+    branch_hits: int = 0
     checked: int = 0
     check_accepted: int = 0
     kv_read_dense: int = 0
@@ -601,6 +643,8 @@ class DustinTrace:
             "dense_checks": self.dense_checks,
             "failed_checks": self.failed_checks,
             "escalations": self.escalations,
+            "branches": self.branches,
+            "branch_hits": self.branch_hits,
             "check_acceptance": (
                 round(self.check_accepted / self.checked, 4) if self.checked else None
             ),
@@ -620,11 +664,13 @@ class DustinTrace:
 class _Progress:
     """Where one generation stands: `dense_length` cache entries hold the dense pass's keys
     and values; `tentative` tokens (after the dense-verified ones) passed only a sparse
-    check, with their sparse distributions (sampling) and the sparse rounds since a check."""
+    check, with their sparse distributions (sampling), their sparse (top-1 − top-2 logit,
+    runner-up) when branches are on (greedy) and the sparse rounds since a check."""
 
     dense_length: int
     tentative: list[int] = field(default_factory=list)
     tentative_probs: list[torch.Tensor] = field(default_factory=list)
+    alternatives: list[tuple[float, int]] = field(default_factory=list)
     since_check: int = 0
     budget: int = 0
 
@@ -694,11 +740,20 @@ class DustinDecoder:
         self.history = torch.zeros(self.geometry.layers * self.groups, 0)
 
     def _forward(
-        self, model: Any, ids: list[int], cache: Any, name: str, state: Round | None
+        self,
+        model: Any,
+        ids: list[int],
+        cache: Any,
+        name: str,
+        state: Round | None,
+        positions: list[int] | None = None,
     ) -> Any:
         with in_round(state):
             tensor = torch.tensor([ids], device=model.device)
-            return model(input_ids=tensor, use_cache=True, **{name: cache})
+            extra = {name: cache}
+            if positions is not None:  # a token tree: each node at its depth
+                extra["position_ids"] = torch.tensor([positions], device=model.device)
+            return model(input_ids=tensor, use_cache=True, **extra)
 
     def _count(self, trace: DustinTrace, reads: int, dense: int, q: int) -> None:
         """Add one round's attention reads: `reads` cached entries per layer (plus the `q` new
@@ -774,8 +829,10 @@ class DustinDecoder:
                 if params.interrupted():
                     raise GenerationInterrupted(f"stopped after {len(out)} tokens")
                 if self._needs_check(progress, params, trace, eos):
+                    caches = (target_cache, draft_cache)
+                    branches = self._grow_branches(sequence, progress, caches, params, trace, eos)
                     new, logits = self._dense_round(
-                        sequence, progress, (target_cache, draft_cache), params, trace, eos, rng
+                        sequence, progress, caches, params, trace, eos, rng, branches
                     )
                 else:
                     self._sparse_round(
@@ -820,9 +877,11 @@ class DustinDecoder:
         params: DecodeParams,
         trace: DustinTrace,
         rng: torch.Generator | None,
+        dense_equivalent: bool = True,
     ) -> None:
         """Draft γ tokens and verify them on each layer's selected entries: the accepted ones
-        and the sparse pass's next token become tentative (appended to `sequence`)."""
+        and the sparse pass's next token become tentative (appended to `sequence`); a branch's
+        rounds (`dense_equivalent` False) have no counterpart in dense verification."""
         s = self.settings
         temperature = params.temperature or 0.0
         room = params.max_new_tokens - trace.emitted - len(progress.tentative) - 2
@@ -846,7 +905,7 @@ class DustinDecoder:
             )
             trace.target_forwards += 1
             # dense verification's reads are counted once per round, a re-run only on ours
-            first = budget == progress.budget
+            first = budget == progress.budget and dense_equivalent
             self._count(trace, reads, context if first else 0, len(pending) + len(drafts))
             logits = result.logits[0, len(pending) - 1 :].float()
             accepted, bonus = self._verify(drafts, draft_probs, logits, temperature, params, rng)
@@ -868,6 +927,10 @@ class DustinDecoder:
                 torch.softmax(filter_logits(row, temperature, params.top_p, params.top_k), -1)
                 for row in logits[: accepted + 1]
             ]
+        if s.branches and temperature <= 0:
+            top = torch.topk(logits[: accepted + 1], 2, dim=-1)
+            margins = (top.values[:, 0] - top.values[:, 1]).tolist()
+            progress.alternatives += list(zip(margins, top.indices[:, 1].tolist(), strict=True))
         progress.tentative += new
         progress.since_check += 1
         sequence += new
@@ -884,10 +947,16 @@ class DustinDecoder:
         trace: DustinTrace,
         eos: set[int],
         rng: torch.Generator | None,
+        branches: list[list[int]] | None = None,
     ) -> tuple[list[int], torch.Tensor]:
         """Draft γ more tokens and verify the tentative tokens and the drafts with one dense
         pass from the last dense-verified position; returns the newly verified tokens and the
-        target's logits for them (`sequence` is cut back to the verified ones)."""
+        target's logits for them (`sequence` is cut back to the verified ones).
+
+        With `branches` (greedy; each a whole tentative path through a runner-up), the pass
+        runs over the token tree of the tentative path with its drafts and the branches, and
+        the verified path may leave the tentative one wherever a branch holds the target's
+        token; the cache keeps the verified path's entries only."""
         s = self.settings
         temperature = params.temperature or 0.0
         target_cache, draft_cache = caches
@@ -900,8 +969,12 @@ class DustinDecoder:
         )
         trace.draft_forwards += len(drafts)
         start = progress.dense_length
-        inputs = sequence[start:] + drafts
         assert len(sequence) - start == len(tentative) + 1
+        tree = None
+        if branches and temperature <= 0:
+            paths = [(tentative + drafts, len(tentative)), *((b, len(b)) for b in branches)]
+            tree = TokenTree.of_paths(sequence[start], paths)
+        inputs = tree.tokens if tree is not None else sequence[start:] + drafts
         sparse = s.verify == "sparse"
         rows = self.geometry.layers * self.groups
         now = torch.zeros(rows, start + len(inputs), device=self.target.device)
@@ -910,7 +983,10 @@ class DustinDecoder:
             state = Round(
                 "dense", est_heads=self.est_heads, history_now=now, defer=True, groups=self.groups
             )
-        result = self._dense_forward(inputs, target_cache, start, state)
+            if tree is not None:
+                state.tree = tree.visibility(self.target.device)
+        positions = None if tree is None else [start + depth for depth in tree.depths]
+        result = self._dense_forward(inputs, target_cache, start, state, positions)
         trace.target_forwards += 1
         trace.rounds += 1
         trace.drafted += len(drafts)
@@ -921,10 +997,21 @@ class DustinDecoder:
             self._count(trace, start, start, len(inputs))
         logits = result.logits[0].float()
         proposal = tentative + drafts
-        accepted, bonus = self._verify(
-            proposal, progress.tentative_probs + draft_probs, logits, temperature, params, rng
-        )
-        new = proposal[:accepted] + [bonus]
+        if tree is None:
+            accepted, bonus = self._verify(
+                proposal, progress.tentative_probs + draft_probs, logits, temperature, params, rng
+            )
+            path = list(range(accepted + 1))
+            new = proposal[:accepted] + [bonus]
+            from_tentative = min(accepted, len(tentative))
+            failed = accepted < len(tentative)
+        else:
+            path, bonus = tree.greedy_path(torch.argmax(logits, dim=-1).tolist())
+            accepted = len(path) - 1
+            new = [tree.tokens[node] for node in path[1:]] + [bonus]
+            from_tentative = sum(tree.tentative[node] for node in path[1:])
+            failed = tree.has_tentative_child(path[-1])
+            trace.branch_hits += common_prefix(new, proposal) < min(accepted, len(tentative))
         final = any(token in eos for token in new) or (
             trace.emitted + len(new) >= params.max_new_tokens
         )
@@ -934,14 +1021,18 @@ class DustinDecoder:
             estimate_deferred(state)
             self._count_estimation(trace, start + len(inputs), len(inputs), self.est_heads)
         trace.checked += len(tentative)
-        trace.check_accepted += min(accepted, len(tentative))
-        if accepted < len(tentative):
+        trace.check_accepted += min(from_tentative, len(tentative))
+        if failed:
             trace.failed_checks += 1
             progress.budget = max(progress.budget, s.fail_budget)
-        trace.accepted += max(0, accepted - len(tentative))
+        trace.accepted += max(0, accepted - from_tentative)
         kept = start + 1 + accepted
+        if tree is not None:  # the verified path's entries, moved next to each other
+            compact_cache(target_cache, start, path)
+            now = torch.cat([now[:, :start], now[:, [start + node for node in path]]], dim=1)
         crop_to(target_cache, kept)
-        crop_to(draft_cache, kept)
+        # the draft's cache followed the tentative path (and its drafts)
+        crop_to(draft_cache, min(kept, start + 1 + common_prefix(new, proposal)))
         if sparse and not final:
             known = self.history[:, :kept]
             if known.shape[1] < kept:
@@ -952,16 +1043,96 @@ class DustinDecoder:
         sequence += new
         progress.dense_length = kept
         progress.tentative, progress.tentative_probs, progress.since_check = [], [], 0
-        return new, logits[: accepted + 1]
+        progress.alternatives = []
+        return new, logits[path]
+
+    def _grow_branches(
+        self,
+        sequence: list[int],
+        progress: _Progress,
+        caches: tuple[Any, Any],
+        params: DecodeParams,
+        trace: DustinTrace,
+        eos: set[int],
+    ) -> list[list[int]]:
+        """Greedy near-tie branches for the coming dense check (`branches` of them at most).
+
+        The tentative token with the smallest sparse margin below `branch_margin` (over the
+        tentative path and the branches grown so far) gets a branch: its prefix, the sparse
+        runner-up, then sparse rounds at the base `budget` (not `fail_budget`: a branch is a
+        side bet) until a check would be due, as on the main path. The
+        caches end on the tentative path's prefix (its missing entries are re-run as pending
+        tokens, as after any crop).
+
+        Args:
+            sequence: The prompt, the verified tokens and the tentative path.
+            progress: The tentative path with its sparse alternatives.
+            caches: The target's and the draft's caches.
+            params: Decoding parameters (greedy only).
+            trace: Counters (branch rounds are counted as reads, not as dense equivalents).
+            eos: End-of-sequence ids.
+
+        Returns:
+            Each branch's whole tentative path (after the last verified token).
+        """
+        s = self.settings
+        if not s.branches or (params.temperature or 0.0) > 0 or s.verify != "sparse":
+            return []
+        start = progress.dense_length
+        head = sequence[: start + 1]
+        paths = [(list(progress.tentative), list(progress.alternatives))]
+        tried: set[tuple[int, ...]] = set()
+        held = list(sequence)
+        grown: list[list[int]] = []
+        while len(grown) < s.branches:
+            best: tuple[float, int, int, int] | None = None
+            for number, (tokens, alternatives) in enumerate(paths):
+                for index, (margin, runner) in enumerate(alternatives):
+                    if margin >= s.branch_margin or (*tokens[:index], runner) in tried:
+                        continue
+                    if best is None or margin < best[0]:
+                        best = (margin, number, index, runner)
+            if best is None:
+                break
+            _, number, index, runner = best
+            tokens, alternatives = paths[number]
+            tried.add((*tokens[:index], runner))
+            branch = _Progress(
+                dense_length=start,
+                tentative=[*tokens[:index], runner],
+                alternatives=[*alternatives[:index], (float("inf"), -1)],
+                budget=s.budget,
+            )
+            branch_sequence = head + branch.tentative
+            keep = min(common_prefix(held, branch_sequence), len(branch_sequence) - 1)
+            for cache in caches:
+                crop_to(cache, keep)
+            while not self._needs_check(branch, params, trace, eos):
+                self._sparse_round(
+                    branch_sequence, branch, *caches, params, trace, None, dense_equivalent=False
+                )
+            held = branch_sequence
+            paths.append((branch.tentative, branch.alternatives))
+            grown.append(branch.tentative)
+            trace.branches += 1
+        keep = min(common_prefix(held, sequence), len(sequence) - 1)
+        for cache in caches:
+            crop_to(cache, keep)
+        return grown
 
     def _dense_forward(
-        self, inputs: list[int], target_cache: Any, start: int, state: Round | None
+        self,
+        inputs: list[int],
+        target_cache: Any,
+        start: int,
+        state: Round | None,
+        positions: list[int] | None = None,
     ) -> Any:
         """The dense check: drop the cache entries from `start` on (the sparse pass's keys and
-        values of the tentative tokens) and run `inputs` over the rest, so the dense pass's
-        entries replace them."""
+        values of the tentative tokens) and run `inputs` (at `positions`, a token tree's) over
+        the rest, so the dense pass's entries replace them."""
         crop_to(target_cache, start)
-        return self._forward(self.target, inputs, target_cache, self.cache_name, state)
+        return self._forward(self.target, inputs, target_cache, self.cache_name, state, positions)
 
     def _select(self, context: int, lookahead: torch.Tensor, budget: int) -> tuple[Round, int]:
         """The sparse round's state (each layer's selected positions, `budget` top-scored ones

@@ -44,6 +44,12 @@ def main(argv: list[str] | None = None) -> int:
         default="layer",
         help="index set per layer or KV group",
     )
+    parser.add_argument(
+        "--branches", type=int, default=0, help="near-tie branches per dense check (0: off)"
+    )
+    parser.add_argument(
+        "--branch-margin", type=float, default=0.25, help="sparse logit margin that branches"
+    )
     args = parser.parse_args(argv)
 
     from docket.methods.decoding.dustin.algorithm import DustinSettings, make_self_draft
@@ -62,6 +68,8 @@ def main(argv: list[str] | None = None) -> int:
         escalate=args.escalate,
         escalate_budget=args.escalate_budget,
         select_by=args.select_by,
+        branches=args.branches,
+        branch_margin=args.branch_margin,
     )
     settings = [("dense", replace(base, verify="dense"))]
     settings += [

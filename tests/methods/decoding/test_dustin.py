@@ -119,13 +119,18 @@ class SparseKVMutant(DustinDecoder):
     tentative tokens keep the sparse pass's keys and values in the cache."""
 
     def _dense_forward(
-        self, inputs: list[int], target_cache: Any, start: int, state: Round | None
+        self,
+        inputs: list[int],
+        target_cache: Any,
+        start: int,
+        state: Round | None,
+        positions: list[int] | None = None,
     ) -> Any:
         saved = [
             (layer.keys[..., start:, :].clone(), layer.values[..., start:, :].clone())
             for layer in target_cache.layers
         ]
-        result = super()._dense_forward(inputs, target_cache, start, state)
+        result = super()._dense_forward(inputs, target_cache, start, state, positions)
         for layer, (keys, values) in zip(target_cache.layers, saved, strict=True):
             length = keys.shape[-2]
             layer.keys[..., start : start + length, :] = keys
