@@ -45,6 +45,7 @@ import contextlib
 import contextvars
 import copy
 import functools
+import math
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -70,6 +71,7 @@ ATTENTION = "docket_dustin"
 VERIFY_MODES = ("sparse", "dense")
 PREFILL_HEADS = ("all", "est")
 SELECT_BY = ("layer", "group")
+BRANCH_GROW = ("sparse", "copy")
 
 
 @dataclass(frozen=True)
@@ -139,6 +141,25 @@ class DustinSettings:
         "through its runner-up",
         minimum=0.0,
     )
+    summary_block: int = knob(
+        0,
+        "sparse rounds also read, per block of this many dense-verified positions, one mean "
+        "key and value of the block's unselected entries, weighted by their count (0: off)",
+        minimum=0,
+    )
+    branch_rank: int = knob(
+        2,
+        "the lowest sparse rank a branch goes through (2: the runner-up only; 3: also the "
+        "third token, with margin top-1 minus top-3)",
+        minimum=2,
+        maximum=8,
+    )
+    branch_grow: str = knob(
+        "sparse",
+        "a branch's tokens after its near-tie: sparse rounds (read), or copy: the parent "
+        "path's own tokens (a guess that reads nothing before the check)",
+        choices=BRANCH_GROW,
+    )
 
 
 # --- the per-round state the attention function reads ------------------------------------------
@@ -170,6 +191,11 @@ class Round:
     tail: int = 8
     groups: int = 1
     tree: torch.Tensor | None = None
+    #: Sparse rounds with summaries: the block size, the positions with dense keys and
+    #: values, and each layer's running block sums (`{layer: (keys, values)}`).
+    summary_block: int = 0
+    dense_length: int = 0
+    block_sums: dict[int, tuple[torch.Tensor, torch.Tensor]] | None = None
     defer: bool = False
     deferred: list[tuple[Any, torch.Tensor, torch.Tensor, list[int], int]] = field(
         default_factory=list
@@ -287,7 +313,101 @@ def dustin_attention(
     reads = sub_key.shape[2] - q_len
     mask = torch.ones(q_len, reads + q_len, dtype=torch.bool, device=key.device)
     mask[:, reads:] = torch.ones(q_len, q_len, dtype=torch.bool, device=key.device).tril()
+    if state.summary_block and state.block_sums is not None and state.groups == 1:
+        blocks = min(state.dense_length, cached) // state.summary_block
+        if blocks:
+            sums = block_sums(state.block_sums, layer, key, value, state.summary_block, blocks)
+            selected = state.selected[min(layer, state.selected.shape[0] - 1)]
+            mean_key, mean_value, bias = block_summaries(
+                key, value, selected, sums, state.summary_block
+            )
+            sub_key = torch.cat([sub_key[:, :, :reads], mean_key, sub_key[:, :, reads:]], dim=2)
+            sub_value = torch.cat(
+                [sub_value[:, :, :reads], mean_value, sub_value[:, :, reads:]], dim=2
+            )
+            additive = torch.zeros(q_len, reads + blocks + q_len, device=key.device)
+            additive[:, reads : reads + blocks] = bias
+            additive[:, reads + blocks :] = torch.where(mask[:, reads:], 0.0, -math.inf)
+            return sdpa(
+                module, query, sub_key, sub_value, additive.to(query.dtype)[None, None], **kwargs
+            )
     return sdpa(module, query, sub_key, sub_value, mask[None, None], **kwargs)
+
+
+def block_sums(
+    store: dict[int, tuple[torch.Tensor, torch.Tensor]],
+    layer: int,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    block: int,
+    blocks: int,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """A layer's key and value sums over its first `blocks` blocks of `block` positions
+    (`[kv heads, blocks, dim]` each, float32), kept in `store` and extended only by the
+    blocks completed since: each dense entry is summed once, when its block is complete.
+
+    Args:
+        store: `{layer: (key sums, value sums)}` of this generation.
+        layer: The layer index.
+        key: The layer's cached keys `[1, kv heads, positions, dim]` (dense below the blocks).
+        value: Its values.
+        block: Positions per block.
+        blocks: Complete blocks wanted.
+
+    Returns:
+        The key sums and value sums of blocks `0 … blocks − 1`.
+    """
+    old_keys, old_values = store.get(layer, (None, None))
+    done = 0 if old_keys is None else int(old_keys.shape[1])
+    if done >= blocks and old_keys is not None and old_values is not None:
+        return old_keys[:, :blocks], old_values[:, :blocks]
+    heads, dim = key.shape[1], key.shape[3]
+    fresh_keys = key[0, :, done * block : blocks * block].float()
+    fresh_values = value[0, :, done * block : blocks * block].float()
+    new_keys = fresh_keys.reshape(heads, blocks - done, block, dim).sum(dim=2)
+    new_values = fresh_values.reshape(heads, blocks - done, block, value.shape[3]).sum(dim=2)
+    if old_keys is not None and old_values is not None:
+        new_keys = torch.cat([old_keys, new_keys], dim=1)
+        new_values = torch.cat([old_values, new_values], dim=1)
+    store[layer] = (new_keys, new_values)
+    return new_keys, new_values
+
+
+def block_summaries(
+    key: torch.Tensor,
+    value: torch.Tensor,
+    selected: torch.Tensor,
+    sums: tuple[torch.Tensor, torch.Tensor],
+    block: int,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One summary entry per block: the mean key and value of its unselected positions and
+    the log of their count as a logit bias (−inf for a block read in full), so that a query
+    whose logits are equal over a block's unselected keys gets exactly their attention mass.
+
+    Args:
+        key: The layer's keys `[1, kv heads, positions, dim]`.
+        value: Its values.
+        selected: The sorted positions the round reads exactly (their keys and values are
+            gathered anyway; they are taken out of their blocks' sums).
+        sums: `block_sums` of the complete blocks.
+        block: Positions per block.
+
+    Returns:
+        Mean keys and values `[1, kv heads, blocks, dim]` (the key's dtype) and the bias
+        `[blocks]` (float32).
+    """
+    key_sums, value_sums = sums
+    blocks = key_sums.shape[1]
+    inside = selected[selected < blocks * block]
+    owner = torch.div(inside, block, rounding_mode="floor")
+    key_sums = key_sums.index_add(1, owner, -key[0, :, inside].float())
+    value_sums = value_sums.index_add(1, owner, -value[0, :, inside].float())
+    count = block - torch.bincount(owner, minlength=blocks).to(key_sums.dtype)
+    scale = count.clamp(min=1.0)[None, :, None]
+    mean_key = (key_sums / scale).to(key.dtype)[None]
+    mean_value = (value_sums / scale).to(value.dtype)[None]
+    bias = torch.where(count > 0, count.clamp(min=1.0).log(), -math.inf)
+    return mean_key, mean_value, bias
 
 
 def tree_mask(tree: torch.Tensor, key: torch.Tensor) -> torch.Tensor:
@@ -618,6 +738,7 @@ class DustinTrace:
     escalations: int = 0
     branches: int = 0
     branch_hits: int = 0
+    branch_rounds: int = 0
     checked: int = 0
     check_accepted: int = 0
     kv_read_dense: int = 0
@@ -645,6 +766,7 @@ class DustinTrace:
             "escalations": self.escalations,
             "branches": self.branches,
             "branch_hits": self.branch_hits,
+            "branch_rounds": self.branch_rounds,
             "check_acceptance": (
                 round(self.check_accepted / self.checked, 4) if self.checked else None
             ),
@@ -670,7 +792,7 @@ class _Progress:
     dense_length: int
     tentative: list[int] = field(default_factory=list)
     tentative_probs: list[torch.Tensor] = field(default_factory=list)
-    alternatives: list[tuple[float, int]] = field(default_factory=list)
+    alternatives: list[list[tuple[float, int]]] = field(default_factory=list)
     since_check: int = 0
     budget: int = 0
 
@@ -738,6 +860,10 @@ class DustinDecoder:
         self.lookahead_groups = self.groups if self.shared_layers else 1
         #: Per selection row, an EMA of the target's attention mass per cached position.
         self.history = torch.zeros(self.geometry.layers * self.groups, 0)
+        #: Per layer, the key and value sums of the dense blocks (`summary_block`).
+        self.block_store: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+        if settings.summary_block and settings.select_by != "layer":
+            raise ValueError("-M method=dustin: summary_block needs select_by=layer")
 
     def _forward(
         self,
@@ -797,6 +923,7 @@ class DustinDecoder:
         width = max(len(prompt) - 1, 0)
         rows = self.geometry.layers * self.groups
         self.history = torch.zeros(rows, width, device=self.target.device)
+        self.block_store = {}
         out: list[int] = []
         steps: list[TokenStep] = []
         text = ""
@@ -896,10 +1023,11 @@ class DustinDecoder:
         trace.draft_forwards += len(drafts)
         pending = sequence[context:]
         trace.rounds += 1
+        trace.branch_rounds += not dense_equivalent
         trace.drafted += len(drafts)
         budget = progress.budget
         while True:
-            state, reads = self._select(context, lookahead, budget)
+            state, reads = self._select(context, lookahead, budget, progress.dense_length)
             result = self._forward(
                 self.target, pending + drafts, target_cache, self.cache_name, state
             )
@@ -928,9 +1056,12 @@ class DustinDecoder:
                 for row in logits[: accepted + 1]
             ]
         if s.branches and temperature <= 0:
-            top = torch.topk(logits[: accepted + 1], 2, dim=-1)
-            margins = (top.values[:, 0] - top.values[:, 1]).tolist()
-            progress.alternatives += list(zip(margins, top.indices[:, 1].tolist(), strict=True))
+            top = torch.topk(logits[: accepted + 1], s.branch_rank, dim=-1)
+            margins = (top.values[:, :1] - top.values[:, 1:]).tolist()
+            progress.alternatives += [
+                list(zip(row, tokens, strict=True))
+                for row, tokens in zip(margins, top.indices[:, 1:].tolist(), strict=True)
+            ]
         progress.tentative += new
         progress.since_check += 1
         sequence += new
@@ -1059,8 +1190,10 @@ class DustinDecoder:
 
         The tentative token with the smallest sparse margin below `branch_margin` (over the
         tentative path and the branches grown so far) gets a branch: its prefix, the sparse
-        runner-up, then sparse rounds at the base `budget` (not `fail_budget`: a branch is a
-        side bet) until a check would be due, as on the main path. The
+        alternative (ranks 2 to `branch_rank`, margin top-1 minus its logit), then either
+        sparse rounds at the base `budget` (not `fail_budget`: a branch is a side bet) until
+        a check would be due, as on the main path, or, with `branch_grow=copy`, the parent
+        path's own later tokens (no reads before the check: only the tree grows). The
         caches end on the tentative path's prefix (its missing entries are re-run as pending
         tokens, as after any crop).
 
@@ -1087,20 +1220,27 @@ class DustinDecoder:
         while len(grown) < s.branches:
             best: tuple[float, int, int, int] | None = None
             for number, (tokens, alternatives) in enumerate(paths):
-                for index, (margin, runner) in enumerate(alternatives):
-                    if margin >= s.branch_margin or (*tokens[:index], runner) in tried:
-                        continue
-                    if best is None or margin < best[0]:
-                        best = (margin, number, index, runner)
+                for index, options in enumerate(alternatives):
+                    for margin, runner in options:
+                        if margin >= s.branch_margin or (*tokens[:index], runner) in tried:
+                            continue
+                        if best is None or margin < best[0]:
+                            best = (margin, number, index, runner)
             if best is None:
                 break
             _, number, index, runner = best
             tokens, alternatives = paths[number]
             tried.add((*tokens[:index], runner))
+            if s.branch_grow == "copy":  # the parent's later tokens as a free guess
+                copied = [*tokens[:index], runner, *tokens[index + 1 :]]
+                paths.append((copied, [*alternatives[:index], [], *alternatives[index + 1 :]]))
+                grown.append(copied)
+                trace.branches += 1
+                continue
             branch = _Progress(
                 dense_length=start,
                 tentative=[*tokens[:index], runner],
-                alternatives=[*alternatives[:index], (float("inf"), -1)],
+                alternatives=[*alternatives[:index], []],
                 budget=s.budget,
             )
             branch_sequence = head + branch.tentative
@@ -1134,9 +1274,13 @@ class DustinDecoder:
         crop_to(target_cache, start)
         return self._forward(self.target, inputs, target_cache, self.cache_name, state, positions)
 
-    def _select(self, context: int, lookahead: torch.Tensor, budget: int) -> tuple[Round, int]:
+    def _select(
+        self, context: int, lookahead: torch.Tensor, budget: int, dense_length: int = 0
+    ) -> tuple[Round, int]:
         """The sparse round's state (each layer's selected positions, `budget` top-scored ones
-        beyond the sinks and the recent window) and the cached entries each layer reads."""
+        beyond the sinks and the recent window, and with `summary_block` one summary per
+        complete block of the first `dense_length` positions) and the cached entries each
+        layer reads (a summary counts as one)."""
         s = self.settings
         history = self.history[:, :context]
         if history.shape[1] < context:
@@ -1152,7 +1296,12 @@ class DustinDecoder:
         score = with_successors(score, s.successors)
         selected = select_per_layer(score, context, budget, s.sinks, s.recent)
         state = Round("sparse", context=context, selected=selected, groups=self.groups)
-        return state, int(selected.shape[1])
+        reads = int(selected.shape[1])
+        if s.summary_block and reads < context:
+            state.summary_block, state.dense_length = s.summary_block, dense_length
+            state.block_sums = self.block_store
+            reads += min(dense_length, context) // s.summary_block
+        return state, reads
 
     def _done(
         self,

@@ -50,6 +50,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--branch-margin", type=float, default=0.25, help="sparse logit margin that branches"
     )
+    parser.add_argument(
+        "--branch-rank", type=int, default=2, help="lowest sparse rank a branch goes through"
+    )
+    parser.add_argument("--branch-grow", choices=["sparse", "copy"], default="sparse")
+    parser.add_argument(
+        "--summary-block", type=int, default=0, help="positions per summary entry (0: off)"
+    )
     args = parser.parse_args(argv)
 
     from docket.methods.decoding.dustin.algorithm import DustinSettings, make_self_draft
@@ -70,6 +77,9 @@ def main(argv: list[str] | None = None) -> int:
         select_by=args.select_by,
         branches=args.branches,
         branch_margin=args.branch_margin,
+        branch_rank=args.branch_rank,
+        branch_grow=args.branch_grow,
+        summary_block=args.summary_block,
     )
     settings = [("dense", replace(base, verify="dense"))]
     settings += [

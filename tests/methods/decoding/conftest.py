@@ -92,3 +92,11 @@ def toy_turns_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         steps=20, batch=4, hidden=32, layers=2, heads=2, mlp=64, warmup=5, preamble_shots=3
     )
     return train(tmp_path_factory.mktemp("toy-mdlm-turns"), tiny, log=lambda _: None)
+
+
+@pytest.fixture(scope="session")
+def prompt() -> list[int]:
+    """Dustin's tests' random prompt of the tiny target (160 ids)."""
+    from tests.methods.decoding.dustin_support import random_prompt
+
+    return random_prompt()

@@ -24,21 +24,7 @@ from docket.methods.decoding.dustin.algorithm import (
     with_successors,
 )
 from docket.methods.local.sampling import DecodeParams
-
-EOS = 299
-
-
-@pytest.fixture(scope="module")
-def prompt() -> list[int]:
-    return torch.randint(1, 298, (160,), generator=torch.Generator().manual_seed(1)).tolist()
-
-
-def decode(target: Any, prompt: list[int], new: int = 32, **settings: Any) -> Any:
-    draft = make_self_draft(target, settings.pop("draft_layers", 2))
-    decoder = DustinDecoder(target, draft, DustinSettings(**settings))
-    params = DecodeParams(max_new_tokens=new, logprobs=True)
-    generation, trace = decoder.generate(prompt, params, {EOS}, lambda ids: str(ids))
-    return generation, trace
+from tests.methods.decoding.dustin_support import EOS, decode, greedy
 
 
 def count_forwards(model: Any) -> list[int]:
@@ -136,12 +122,6 @@ class SparseKVMutant(DustinDecoder):
             layer.keys[..., start : start + length, :] = keys
             layer.values[..., start : start + length, :] = values
         return result
-
-
-def greedy(target: Any, prompt: list[int], new: int) -> list[int]:
-    with torch.inference_mode():
-        out = target.generate(torch.tensor([prompt]), max_new_tokens=new, do_sample=False)
-    return list(out[0, len(prompt) :].tolist())
 
 
 def check_estimate(

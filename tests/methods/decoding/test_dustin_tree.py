@@ -3,6 +3,7 @@ changes (greedy output, checks, reads)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
@@ -20,25 +21,7 @@ from docket.methods.decoding.dustin.algorithm import (
 )
 from docket.methods.decoding.dustin.tree import TokenTree, common_prefix, compact_cache
 from docket.methods.local.sampling import DecodeParams
-
-EOS = 299
-
-
-@pytest.fixture(scope="module")
-def prompt() -> list[int]:
-    return torch.randint(1, 298, (160,), generator=torch.Generator().manual_seed(1)).tolist()
-
-
-def decode(target: Any, prompt: list[int], new: int, **settings: Any) -> tuple[Any, Any]:
-    decoder = DustinDecoder(target, make_self_draft(target, 2), DustinSettings(**settings))
-    params = DecodeParams(max_new_tokens=new, logprobs=True)
-    return decoder.generate(prompt, params, {EOS}, lambda ids: str(ids))
-
-
-def greedy(target: Any, prompt: list[int], new: int) -> list[int]:
-    with torch.inference_mode():
-        out = target.generate(torch.tensor([prompt]), max_new_tokens=new, do_sample=False)
-    return list(out[0, len(prompt) :].tolist())
+from tests.methods.decoding.dustin_support import EOS, decode, greedy
 
 
 def test_the_tree_merges_prefixes_and_marks_drafts() -> None:
@@ -122,12 +105,16 @@ def test_a_tree_check_gives_each_path_its_own_dense_logits(target: Any, prompt: 
         assert not torch.allclose(mutant[branch_nodes], alone[[2, 3]], atol=1e-3)
 
 
-@pytest.mark.parametrize("budget", [0, 8, 32])
+@pytest.mark.parametrize(
+    ("budget", "grow", "rank"),
+    [(0, "sparse", 2), (8, "sparse", 2), (32, "sparse", 2), (8, "copy", 4), (32, "copy", 2)],
+)
 def test_branches_stay_dense_greedy_token_for_token(
-    target: Any, prompt: list[int], budget: int
+    target: Any, prompt: list[int], budget: int, grow: str, rank: int
 ) -> None:
-    """With branches on (every tentative token branches: margin 1e9), the tokens and logprobs
-    are still the dense target's greedy ones."""
+    """With branches on (every tentative token branches: margin 1e9), grown by sparse rounds
+    or copied from the parent path, through the runner-up or lower ranks, the tokens and
+    logprobs are still the dense target's greedy ones."""
     dense, _ = decode(target, prompt, 40, verify="dense")
     sparse, trace = decode(
         target,
@@ -139,6 +126,8 @@ def test_branches_stay_dense_greedy_token_for_token(
         refresh=4,
         branches=8,
         branch_margin=1e9,
+        branch_grow=grow,
+        branch_rank=rank,
     )
     assert sparse.token_ids == dense.token_ids == greedy(target, prompt, 40)
     assert torch.allclose(
@@ -164,6 +153,25 @@ def test_branches_save_checks_and_cost_sparse_reads(target: Any, prompt: list[in
     assert on.kv_read_dense < off.kv_read_dense  # fewer main-path rounds, none for branches
 
 
+def test_copied_branches_read_nothing_before_the_check(target: Any, prompt: list[int]) -> None:
+    """`branch_grow=copy`: a branch is the parent path with one token swapped, so it costs no
+    sparse round; the checks still pass through the swapped tokens (branch hits), so the
+    decoding differs from no branches (the ablation); lower ranks (`branch_rank` 4) give
+    more branches than the runner-up alone."""
+    common = {"budget": 32, "sinks": 4, "recent": 8, "refresh": 4, "branch_margin": 0.5}
+    _, off = decode(target, prompt, 40, **common)
+    _, grown = decode(target, prompt, 40, branches=4, **common)
+    _, copied = decode(target, prompt, 40, branches=32, branch_grow="copy", **common)
+    _, ranked = decode(target, prompt, 40, branches=32, branch_grow="copy", branch_rank=4, **common)
+    assert grown.branch_rounds > 0 and off.branch_rounds == 0
+    assert copied.branches > 0 and copied.branch_rounds == 0
+    assert ranked.branches > copied.branches and ranked.branch_rounds == 0
+    assert copied.branch_hits >= 1 and ranked.branch_hits >= copied.branch_hits
+    # a hit passes the dense token where the check would have failed: fewer failed checks
+    assert copied.failed_checks < off.failed_checks
+    assert copied.kv_read_sparse != off.kv_read_sparse
+
+
 def test_sampling_ignores_branches(target: Any, prompt: list[int]) -> None:
     draft = make_self_draft(target, 2)
     settings = DustinSettings(budget=8, sinks=4, recent=8, refresh=4, branches=4)
@@ -172,3 +180,54 @@ def test_sampling_ignores_branches(target: Any, prompt: list[int]) -> None:
     rng = torch.Generator().manual_seed(0)
     _, trace = decoder.generate(prompt, params, {EOS}, lambda ids: str(ids), rng)
     assert trace.branches == 0 and trace.emitted == 16
+
+
+def test_block_summaries_are_exact_where_a_block_is_flat() -> None:
+    """A summary entry is the mean key and value of a block's unselected positions with the
+    log of their count as bias: where those keys are equal, attention over the selected
+    entries and the summaries is exactly attention over the whole cache; a fully selected
+    block gets no weight."""
+    from docket.methods.decoding.dustin.algorithm import block_summaries, block_sums
+
+    torch.manual_seed(0)
+    heads, block, blocks, dim = 2, 4, 5, 8
+    keys = torch.randn(1, heads, blocks, 1, dim).expand(1, heads, blocks, block, dim).clone()
+    keys = keys.reshape(1, heads, blocks * block, dim)
+    selected = torch.tensor([0, 1, 2, 3, 6, 13])  # block 0 whole, one each in blocks 1 and 3
+    keys[0, :, selected] = torch.randn(heads, len(selected), dim)  # selected keys differ
+    values = torch.randn(1, heads, blocks * block, dim)
+    store: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+    sums = block_sums(store, 0, keys, values, block, blocks)
+    assert torch.allclose(sums[0], keys[0].reshape(heads, blocks, block, dim).sum(dim=2))
+    mean_key, mean_value, bias = block_summaries(keys, values, selected, sums, block)
+    assert bias[0] == -math.inf
+    assert torch.allclose(bias[1:], torch.log(torch.tensor([3.0, 4, 3, 4])))
+    query = torch.randn(1, heads, 3, dim)
+    exact = torch.nn.functional.scaled_dot_product_attention(query, keys, values)
+    sub_key = torch.cat([keys[:, :, selected], mean_key], dim=2)
+    sub_value = torch.cat([values[:, :, selected], mean_value], dim=2)
+    additive = torch.cat([torch.zeros(len(selected)), bias])[None, None, None]
+    summarised = torch.nn.functional.scaled_dot_product_attention(
+        query, sub_key, sub_value, attn_mask=additive.expand(1, heads, 3, -1)
+    )
+    assert torch.allclose(summarised, exact, atol=1e-5)
+    dropped = torch.nn.functional.scaled_dot_product_attention(
+        query, keys[:, :, selected], values[:, :, selected]
+    )
+    assert not torch.allclose(dropped, exact, atol=1e-2)  # without summaries it is not
+
+
+def test_summaries_stay_dense_greedy_and_change_the_sparse_pass(
+    target: Any, prompt: list[int]
+) -> None:
+    """With `summary_block` the output is still the dense target's (the checks decide); the
+    sparse rounds read one entry more per block and agree with dense more or less often (the
+    ablation: the mechanism reaches the sparse pass)."""
+    common = {"budget": 8, "sinks": 4, "recent": 8, "refresh": 4}
+    dense, _ = decode(target, prompt, 40, verify="dense")
+    off_out, off = decode(target, prompt, 40, **common)
+    on_out, on = decode(target, prompt, 40, summary_block=16, **common)
+    assert on_out.token_ids == off_out.token_ids == dense.token_ids
+    assert on.check_accepted != off.check_accepted
+    with pytest.raises(ValueError, match="summary_block needs select_by=layer"):
+        decode(target, prompt, 4, summary_block=16, select_by="group")
