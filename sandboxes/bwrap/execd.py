@@ -890,10 +890,25 @@ class Service:
                 return
             entry = self.by_init.pop(pid, None)
             if entry is None:
-                continue
+                self.read_unclaimed_inits()
+                entry = self.by_init.pop(pid, None)
+            if entry is None:
+                continue  # a helper, never an init
             while entry.status_fd >= 0 and self.read_status(entry):
                 pass
             self.finish(entry)
+
+    def read_unclaimed_inits(self) -> None:
+        """Read the status lines of namespaces whose init pid is not known yet.
+
+        An init's `init` line is written (by the service, or by the helper before it exits)
+        before the service can reap that init, but the loop may see SIGCHLD first: without
+        this, an init that died at once (its fork refused: EAGAIN) was never reported.
+        """
+        for key in list(self.selector.get_map().values()):
+            entry = key.data
+            if isinstance(entry, _Exec) and not entry.init_pid and entry.status_fd >= 0:
+                self.read_status(entry)
 
 
 def _waiting(requests: socket.socket) -> bool:
