@@ -23,7 +23,7 @@ is our reconstruction (the paper leaves it open), each choice a knob:
   is renormalised to sum 1. `strength=0` leaves the model untouched.
 
 One forward per generated token (no contrastive second pass): the shaping runs inside the
-attention call through transformers' attention interface (`docket_flash`), which otherwise
+attention call through transformers' attention interface (`docket_head_shaping`), which otherwise
 defers to the model's own attention implementation (sdpa or eager), so unselected heads and
 the prefill are exactly the unmodified model's.
 """
@@ -44,7 +44,8 @@ from docket.methods.local.settings import knob
 
 from ..attention import head_weights, register
 
-ATTENTION = "docket_flash"
+# No "flash" in the name: transformers >= 5.25 resolves any such name as a hub kernel.
+ATTENTION = "docket_head_shaping"
 
 
 def _pairs(value: str) -> tuple[tuple[int, int], ...]:
@@ -287,7 +288,7 @@ def flash_attention(
     attention_mask: torch.Tensor | None,
     **kwargs: Any,
 ) -> tuple[torch.Tensor, Any]:
-    """transformers attention function `docket_flash`: the model's own attention, then (in a
+    """transformers attention function `docket_head_shaping`: the model's own attention, then (in a
     FLASH generation) SVS scoring at prefill and shaping of the selected heads per token."""
     run = _RUN.get()
     original = _original(run.original if run is not None else "sdpa")
@@ -322,7 +323,7 @@ def flash_attention(
 
 
 def register_attention() -> None:
-    """Register `docket_flash` with transformers' attention interface (idempotent)."""
+    """Register `docket_head_shaping` with transformers' attention interface (idempotent)."""
     register(ATTENTION, flash_attention)
 
 
@@ -332,8 +333,11 @@ def text_config(model: Any) -> Any:
 
 
 def install(model: Any) -> str:
-    """Route the language model's attention through `docket_flash`; returns the implementation
-    it defers to (the one the model had)."""
+    """Route the language model's attention through `docket_head_shaping`.
+
+    Returns:
+        The implementation it defers to (the one the model had).
+    """
     register_attention()
     config = text_config(model)
     current = str(config._attn_implementation or "sdpa")
