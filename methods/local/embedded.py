@@ -21,34 +21,18 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
 _CHUNK = 1 << 22
 
 
-class Pinned(Protocol):
-    """What a weights file must match: its size and sha256, and how to reinstall it."""
-
-    @property
-    def provider(self) -> str: ...
-
-    @property
-    def size(self) -> int: ...
-
-    @property
-    def sha256(self) -> str: ...
-
-    @property
-    def fix(self) -> str: ...
-
-
 @dataclass(frozen=True)
 class PinnedFile:
-    """A GGUF file shipped whole inside a data package, with the pins it must match.
+    """A GGUF file with the pins it must match (shipped whole inside a data package, as
+    SmolLM2's, or assembled from slices: `EmbeddedGGUF`).
 
     Attributes:
         provider: The docket model name (`smollm2` for `docket/smollm2`), used in messages.
-        filename: The file's name inside the package folder.
+        filename: The file's name (in its package folder, or in the cache once assembled).
         size: The file's size in bytes.
         sha256: The file's sha256 (hex).
         fix: The command that installs the package.
@@ -62,24 +46,15 @@ class PinnedFile:
 
 
 @dataclass(frozen=True)
-class EmbeddedGGUF:
-    """A GGUF file split across data-only distributions, with the pins it must match.
+class EmbeddedGGUF(PinnedFile):
+    """A GGUF file split across data-only distributions (the other pins: `PinnedFile`'s, of the
+    assembled file).
 
     Attributes:
-        provider: The docket model name (`qwen` for `docket/qwen`), used in messages.
-        filename: The assembled file's name in the cache.
         distributions: The distributions holding the slices, in concatenation order.
-        size: The assembled file's size in bytes.
-        sha256: The assembled file's sha256 (hex).
-        fix: The command that installs the distributions.
     """
 
-    provider: str
-    filename: str
-    distributions: tuple[str, ...]
-    size: int
-    sha256: str
-    fix: str
+    distributions: tuple[str, ...] = ()
 
 
 QWEN = EmbeddedGGUF(
@@ -156,7 +131,7 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _mismatch(weights: Pinned, what: str, size: int, sha: str | None) -> ValueError:
+def _mismatch(weights: PinnedFile, what: str, size: int, sha: str | None) -> ValueError:
     """The one line for a file that is not the pinned one (sha None: the size already differs)."""
     got = f"sha256 {sha}" if sha is not None else f"{size} bytes"
     want = f"sha256 {weights.sha256}" if sha is not None else f"{weights.size} bytes"
@@ -166,7 +141,7 @@ def _mismatch(weights: Pinned, what: str, size: int, sha: str | None) -> ValueEr
     )
 
 
-def verify(weights: Pinned, path: Path) -> None:
+def verify(weights: PinnedFile, path: Path) -> None:
     """Check a file's size and sha256 against the pins (hashed once per process and file state).
 
     Args:
