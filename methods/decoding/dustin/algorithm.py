@@ -72,6 +72,8 @@ VERIFY_MODES = ("sparse", "dense")
 PREFILL_HEADS = ("all", "est")
 SELECT_BY = ("layer", "group")
 BRANCH_GROW = ("sparse", "copy")
+TAIL_PROPOSALS = ("uniform", "score")
+TAIL_FROM = ("start", "failure")
 
 
 @dataclass(frozen=True)
@@ -141,6 +143,25 @@ class DustinSettings:
         "through its runner-up",
         minimum=0.0,
     )
+    tail_samples: int = knob(
+        0,
+        "sparse rounds also read this many of each layer's unselected entries, one drawn "
+        "in each of as many equal strata, each weighted by the entries it stands for (an "
+        "estimate of the unselected attention; 0: off)",
+        minimum=0,
+    )
+    tail_proposal: str = knob(
+        "uniform",
+        "where tail samples are drawn: uniform, or score (half uniform, half by the "
+        "selection score, each sample weighted by its density)",
+        choices=TAIL_PROPOSALS,
+    )
+    tail_from: str = knob(
+        "start",
+        "when sparse rounds take tail samples: from the start, or after the generation's first "
+        "failed dense check",
+        choices=TAIL_FROM,
+    )
     summary_block: int = knob(
         0,
         "sparse rounds also read, per block of this many dense-verified positions, one mean "
@@ -193,6 +214,10 @@ class Round:
     tree: torch.Tensor | None = None
     #: Sparse rounds with summaries: the block size, the positions with dense keys and
     #: values, and each layer's running block sums (`{layer: (keys, values)}`).
+    #: Sparse rounds with tail samples: the column of `selected` where each row's samples
+    #: start, and the logit bias of a sample (the log of the entries it stands for).
+    sampled_from: int = 0
+    sample_bias: torch.Tensor | None = None
     summary_block: int = 0
     dense_length: int = 0
     block_sums: dict[int, tuple[torch.Tensor, torch.Tensor]] | None = None
@@ -331,6 +356,15 @@ def dustin_attention(
             return sdpa(
                 module, query, sub_key, sub_value, additive.to(query.dtype)[None, None], **kwargs
             )
+    if state.sample_bias is not None and state.sampled_from < reads:
+        groups = state.groups
+        bias = state.sample_bias[layer * groups : (layer + 1) * groups]  # [groups, samples]
+        additive = torch.where(mask, 0.0, -math.inf).expand(groups, -1, -1).clone()
+        additive[:, :, state.sampled_from : reads] = bias[:, None, :]
+        if groups > 1:  # each query head takes its key-value group's biases
+            per_group = query.shape[1] // groups
+            additive = additive.repeat_interleave(per_group, dim=0)
+        return sdpa(module, query, sub_key, sub_value, additive.to(query.dtype)[None], **kwargs)
     return sdpa(module, query, sub_key, sub_value, mask[None, None], **kwargs)
 
 
@@ -609,6 +643,62 @@ def select_per_layer(
     return torch.sort(torch.cat([fixed, top], dim=-1), dim=-1).values
 
 
+def stratified_tail(
+    selected: torch.Tensor,
+    context: int,
+    count: int,
+    generator: torch.Generator,
+    proposal: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """A stratified sample of each row's unselected positions, and the logit bias that makes
+    it an estimate of their attention.
+
+    Each row's `rest` unselected positions (in order) get a sampling density p: uniform, or
+    with `proposal` half uniform and half proportional to the proposal's scores. The unit
+    interval of p's cumulative sum is cut into `count` equal strata and one position is drawn
+    in each; a sample i with logit bias −log(count · p_i) stands for the mass p_i covers, so
+    the softmax over the selected keys and the weighted samples is the ratio estimate of the
+    full softmax (numerator and denominator; stratified importance sampling, as in
+    sampling-based sparse attention: MagicPIG, vAttention). Uniform strata are runs of
+    `rest / count` positions (each sample stands for its run); drawing inside strata, not at a
+    fixed stride, keeps a periodic context (repeated filler) from aliasing with the sample.
+
+    Args:
+        selected: `[rows, reads]` positions each row reads exactly (disjoint within a row).
+        context: Cached positions.
+        count: Samples per row (at most the unselected count).
+        generator: The draws' generator (CPU; seeded per generation, so runs repeat).
+        proposal: `[rows, context]` non-negative scores, or None (uniform).
+
+    Returns:
+        `[rows, count']` sampled positions (count' = min(count, rest)) and `[rows, count']`
+        biases (float32).
+    """
+    rows = selected.shape[0]
+    device = selected.device
+    rest = context - selected.shape[1]
+    count = min(count, rest)
+    if count <= 0:
+        return selected.new_zeros(rows, 0), torch.zeros(rows, 0, device=device)
+    taken = torch.zeros(rows, context, dtype=torch.int8, device=device)
+    taken.scatter_(1, selected, 1)
+    unselected = torch.argsort(taken, dim=1, stable=True)[:, :rest]
+    density = torch.full((rows, rest), 1.0 / rest, device=device)
+    if proposal is not None:
+        scores = torch.gather(proposal.float().clamp_min(0.0), 1, unselected)
+        totals = scores.sum(dim=1, keepdim=True)
+        density = torch.where(
+            totals > 0, 0.5 * density + 0.5 * scores / totals.clamp_min(1e-30), density
+        )
+    cumulative = torch.cumsum(density, dim=1)
+    cumulative = cumulative / cumulative[:, -1:]
+    jitter = torch.rand(rows, count, generator=generator).to(device)
+    points = (torch.arange(count, device=device)[None, :] + jitter) / count
+    index = torch.searchsorted(cumulative, points).clamp(max=rest - 1)
+    bias = -torch.log(count * torch.gather(density, 1, index))
+    return torch.gather(unselected, 1, index), bias
+
+
 def layer_scores(
     lookahead: torch.Tensor,
     history: torch.Tensor,
@@ -787,7 +877,8 @@ class _Progress:
     """Where one generation stands: `dense_length` cache entries hold the dense pass's keys
     and values; `tentative` tokens (after the dense-verified ones) passed only a sparse
     check, with their sparse distributions (sampling), their sparse (top-1 − top-2 logit,
-    runner-up) when branches are on (greedy) and the sparse rounds since a check."""
+    runner-up) when branches are on (greedy), the sparse rounds since a check, the budget of
+    the sparse rounds and whether a check of this generation has failed."""
 
     dense_length: int
     tentative: list[int] = field(default_factory=list)
@@ -795,6 +886,7 @@ class _Progress:
     alternatives: list[list[tuple[float, int]]] = field(default_factory=list)
     since_check: int = 0
     budget: int = 0
+    failed: bool = False
 
 
 @dataclass
@@ -864,6 +956,10 @@ class DustinDecoder:
         self.block_store: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
         if settings.summary_block and settings.select_by != "layer":
             raise ValueError("-M method=dustin: summary_block needs select_by=layer")
+        if settings.summary_block and settings.tail_samples:
+            raise ValueError("-M method=dustin: summary_block and tail_samples exclude each other")
+        #: Draws the tail samples; reseeded per generation, so a run repeats exactly.
+        self.sampler = torch.Generator().manual_seed(0)
 
     def _forward(
         self,
@@ -924,6 +1020,7 @@ class DustinDecoder:
         rows = self.geometry.layers * self.groups
         self.history = torch.zeros(rows, width, device=self.target.device)
         self.block_store = {}
+        self.sampler.manual_seed(0)
         out: list[int] = []
         steps: list[TokenStep] = []
         text = ""
@@ -1027,7 +1124,8 @@ class DustinDecoder:
         trace.drafted += len(drafts)
         budget = progress.budget
         while True:
-            state, reads = self._select(context, lookahead, budget, progress.dense_length)
+            sample = s.tail_from == "start" or progress.failed
+            state, reads = self._select(context, lookahead, budget, progress.dense_length, sample)
             result = self._forward(
                 self.target, pending + drafts, target_cache, self.cache_name, state
             )
@@ -1156,6 +1254,7 @@ class DustinDecoder:
         if failed:
             trace.failed_checks += 1
             progress.budget = max(progress.budget, s.fail_budget)
+            progress.failed = True
         trace.accepted += max(0, accepted - from_tentative)
         kept = start + 1 + accepted
         if tree is not None:  # the verified path's entries, moved next to each other
@@ -1242,6 +1341,7 @@ class DustinDecoder:
                 tentative=[*tokens[:index], runner],
                 alternatives=[*alternatives[:index], []],
                 budget=s.budget,
+                failed=progress.failed,
             )
             branch_sequence = head + branch.tentative
             keep = min(common_prefix(held, branch_sequence), len(branch_sequence) - 1)
@@ -1275,7 +1375,12 @@ class DustinDecoder:
         return self._forward(self.target, inputs, target_cache, self.cache_name, state, positions)
 
     def _select(
-        self, context: int, lookahead: torch.Tensor, budget: int, dense_length: int = 0
+        self,
+        context: int,
+        lookahead: torch.Tensor,
+        budget: int,
+        dense_length: int = 0,
+        sample: bool = True,
     ) -> tuple[Round, int]:
         """The sparse round's state (each layer's selected positions, `budget` top-scored ones
         beyond the sinks and the recent window, and with `summary_block` one summary per
@@ -1297,6 +1402,14 @@ class DustinDecoder:
         selected = select_per_layer(score, context, budget, s.sinks, s.recent)
         state = Round("sparse", context=context, selected=selected, groups=self.groups)
         reads = int(selected.shape[1])
+        if s.tail_samples and sample and reads < context:
+            proposal = score if s.tail_proposal == "score" else None
+            sampled, bias = stratified_tail(
+                selected, context, s.tail_samples, self.sampler, proposal
+            )
+            state.selected = torch.cat([selected, sampled], dim=1)
+            state.sampled_from, state.sample_bias = reads, bias
+            reads += int(sampled.shape[1])
         if s.summary_block and reads < context:
             state.summary_block, state.dense_length = s.summary_block, dense_length
             state.block_sums = self.block_store

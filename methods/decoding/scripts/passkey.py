@@ -57,6 +57,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--summary-block", type=int, default=0, help="positions per summary entry (0: off)"
     )
+    parser.add_argument(
+        "--tail-samples",
+        type=int,
+        default=0,
+        help="stratified samples of the unselected entries per layer (0: off)",
+    )
+    parser.add_argument("--tail-proposal", choices=["uniform", "score"], default="uniform")
+    parser.add_argument("--tail-from", choices=["start", "failure"], default="start")
     args = parser.parse_args(argv)
 
     from docket.methods.decoding.dustin.algorithm import DustinSettings, make_self_draft
@@ -80,6 +88,9 @@ def main(argv: list[str] | None = None) -> int:
         branch_rank=args.branch_rank,
         branch_grow=args.branch_grow,
         summary_block=args.summary_block,
+        tail_samples=args.tail_samples,
+        tail_proposal=args.tail_proposal,
+        tail_from=args.tail_from,
     )
     settings = [("dense", replace(base, verify="dense"))]
     settings += [
