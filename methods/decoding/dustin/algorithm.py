@@ -212,12 +212,13 @@ class Round:
     tail: int = 8
     groups: int = 1
     tree: torch.Tensor | None = None
-    #: Sparse rounds with summaries: the block size, the positions with dense keys and
-    #: values, and each layer's running block sums (`{layer: (keys, values)}`).
     #: Sparse rounds with tail samples: the column of `selected` where each row's samples
-    #: start, and the logit bias of a sample (the log of the entries it stands for).
+    #: start, and each sample's logit bias (`[rows, samples]`: the log of the mass it
+    #: stands for).
     sampled_from: int = 0
     sample_bias: torch.Tensor | None = None
+    #: Sparse rounds with summaries: the block size, the positions with dense keys and
+    #: values, and each layer's running block sums (`{layer: (keys, values)}`).
     summary_block: int = 0
     dense_length: int = 0
     block_sums: dict[int, tuple[torch.Tensor, torch.Tensor]] | None = None
@@ -1123,8 +1124,8 @@ class DustinDecoder:
         trace.branch_rounds += not dense_equivalent
         trace.drafted += len(drafts)
         budget = progress.budget
+        sample = s.tail_from == "start" or progress.failed
         while True:
-            sample = s.tail_from == "start" or progress.failed
             state, reads = self._select(context, lookahead, budget, progress.dense_length, sample)
             result = self._forward(
                 self.target, pending + drafts, target_cache, self.cache_name, state
