@@ -65,6 +65,7 @@ from docket.methods.local.sampling import (
 from docket.methods.local.settings import knob
 
 from ..attention import head_weights, register, sdpa
+from .candidates import candidate_head_weights, candidate_keys_read
 from .tree import TokenTree, common_prefix, compact_cache
 
 ATTENTION = "docket_dustin"
@@ -98,6 +99,21 @@ class DustinSettings:
         "all",
         "heads whose attention from the last prompt queries starts the history: all, or est",
         choices=PREFILL_HEADS,
+    )
+    prefill_candidates: int = knob(
+        0,
+        "the prefill's history estimate reads only this many candidate positions per key-value "
+        "group, in the blocks whose key bounds (channel-wise min and max, Quest's page "
+        "metadata) carry the most attention (0: every key)",
+        minimum=0,
+    )
+    refresh_candidates: int = knob(
+        0,
+        "the same for the estimation heads' refresh at a dense check (0: every key)",
+        minimum=0,
+    )
+    prefill_block: int = knob(
+        16, "positions per block of prefill_candidates and refresh_candidates", minimum=1
     )
     layer_share: float = knob(
         0.0,
@@ -211,6 +227,12 @@ class Round:
     history_now: torch.Tensor | None = None
     tail: int = 8
     groups: int = 1
+    #: A prefill or dense check whose estimate reads only candidate blocks
+    #: (`prefill_candidates`, `refresh_candidates`): the candidate positions per key-value
+    #: group (0: every key), the block size, the sinks.
+    candidates: int = 0
+    block: int = 16
+    sinks: int = 0
     tree: torch.Tensor | None = None
     #: Sparse rounds with tail samples: the column of `selected` where each row's samples
     #: start, and each sample's logit bias (`[rows, samples]`: the log of the mass it
@@ -236,10 +258,23 @@ def estimate_deferred(state: Round) -> None:
     """
     assert state.history_now is not None
     for module, query, key, heads, causal_from in state.deferred:
-        if state.tree is None:
+        allowed = None if state.tree is None else tree_mask(state.tree, key)
+        if state.candidates:
+            weights = candidate_head_weights(
+                module,
+                query,
+                key,
+                heads,
+                key.shape[2] - query.shape[2],
+                state.block,
+                state.candidates,
+                state.sinks,
+                allowed=allowed,
+            )
+        elif allowed is None:
             weights = head_weights(module, query, key, heads, causal_from)
         else:
-            weights = head_weights(module, query, key, heads, allowed=tree_mask(state.tree, key))
+            weights = head_weights(module, query, key, heads, allowed=allowed)
         layer = int(getattr(module, "layer_idx", 0))
         add_mass(state.history_now, state.groups, module, layer, heads, weights.sum(dim=1))
     state.deferred.clear()
@@ -329,9 +364,21 @@ def dustin_attention(
                 state.deferred.append((module, query, key, heads, kv_len - tail))
                 return sdpa(module, query, key, value, attention_mask, **kwargs)
             allowed = None if state.tree is None else tree_mask(state.tree, key)
-            weights = head_weights(
-                module, query[:, :, -tail:], key, heads, kv_len - tail, allowed=allowed
-            )
+            if state.mode == "prefill" and state.candidates:
+                weights = candidate_head_weights(
+                    module,
+                    query[:, :, -tail:],
+                    key,
+                    heads,
+                    kv_len - tail,
+                    state.block,
+                    state.candidates,
+                    state.sinks,
+                )
+            else:
+                weights = head_weights(
+                    module, query[:, :, -tail:], key, heads, kv_len - tail, allowed=allowed
+                )
             add_mass(state.history_now, state.groups, module, layer, heads, weights.sum(dim=1))
         return sdpa(module, query, key, value, attention_mask, **kwargs)
     assert state.selected is not None
@@ -1033,6 +1080,9 @@ class DustinDecoder:
                     est_heads=self.prefill_heads,
                     history_now=self.history,
                     groups=self.groups,
+                    candidates=self.settings.prefill_candidates,
+                    block=self.settings.prefill_block,
+                    sinks=self.settings.sinks,
                 )
                 self._forward(
                     self.target,
@@ -1046,7 +1096,12 @@ class DustinDecoder:
                 trace.draft_forwards += 1
                 if sparse and self.prefill_heads:
                     tail = min(state.tail, width)
-                    self._count_estimation(trace, width, tail, self.prefill_heads)
+                    keys = width
+                    if state.candidates:
+                        keys = candidate_keys_read(
+                            width - tail, tail, state.block, state.candidates, state.sinks
+                        )
+                    self._count_estimation(trace, keys, tail, self.prefill_heads)
                 self.history = _row_normalised(self.history)
             progress = _Progress(dense_length=width, budget=self.settings.budget)
             sequence = list(prompt)
@@ -1211,7 +1266,14 @@ class DustinDecoder:
         state = None
         if sparse:
             state = Round(
-                "dense", est_heads=self.est_heads, history_now=now, defer=True, groups=self.groups
+                "dense",
+                est_heads=self.est_heads,
+                history_now=now,
+                defer=True,
+                groups=self.groups,
+                candidates=s.refresh_candidates,
+                block=s.prefill_block,
+                sinks=s.sinks,
             )
             if tree is not None:
                 state.tree = tree.visibility(self.target.device)
@@ -1249,7 +1311,12 @@ class DustinDecoder:
             # the history is needed only if the generation goes on: read the estimation
             # heads' keys now (they are still the dense pass's, before the crop)
             estimate_deferred(state)
-            self._count_estimation(trace, start + len(inputs), len(inputs), self.est_heads)
+            keys = start + len(inputs)
+            if state.candidates:
+                keys = candidate_keys_read(
+                    start, len(inputs), state.block, state.candidates, state.sinks
+                )
+            self._count_estimation(trace, keys, len(inputs), self.est_heads)
         trace.checked += len(tentative)
         trace.check_accepted += min(from_tentative, len(tentative))
         if failed:

@@ -29,6 +29,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--layer-share", type=float, nargs="+", default=[0.0])
     parser.add_argument("--prefill-heads", choices=["all", "est"], default="all")
     parser.add_argument(
+        "--prefill-candidates",
+        type=int,
+        default=0,
+        help="candidate positions per key-value group of the prefill's estimate (0: all)",
+    )
+    parser.add_argument(
+        "--refresh-candidates",
+        type=int,
+        default=0,
+        help="candidate positions per key-value group of a check's refresh (0: all)",
+    )
+    parser.add_argument("--prefill-block", type=int, default=16)
+    parser.add_argument(
         "--successors", type=int, default=0, help="positions after a scored one it lifts"
     )
     parser.add_argument(
@@ -78,6 +91,9 @@ def main(argv: list[str] | None = None) -> int:
         refresh=args.refresh,
         sinks=args.sinks,
         prefill_heads=args.prefill_heads,
+        prefill_candidates=args.prefill_candidates,
+        refresh_candidates=args.refresh_candidates,
+        prefill_block=args.prefill_block,
         successors=args.successors,
         fail_budget=args.fail_budget,
         escalate=args.escalate,
