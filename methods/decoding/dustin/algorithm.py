@@ -112,7 +112,7 @@ class DustinSettings:
         "the same for the estimation heads' refresh at a dense check (0: every key)",
         minimum=0,
     )
-    prefill_block: int = knob(
+    candidate_block: int = knob(
         16, "positions per block of prefill_candidates and refresh_candidates", minimum=1
     )
     layer_share: float = knob(
@@ -250,6 +250,39 @@ class Round:
     )
 
 
+def estimate_weights(
+    state: Round,
+    module: Any,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    heads: list[int],
+    allowed: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """The estimating `heads`' attention `[heads, queries, keys]` of the last `query` rows
+    (the keys end with their own entries): on candidate blocks with `state.candidates`, else
+    over every key (causal, or as `allowed` marks).
+
+    Args:
+        state: The prefill or dense round.
+        module: The attention module.
+        query: The estimating queries `[1, heads, queries, dim]`.
+        key: The layer's keys.
+        heads: The query heads wanted.
+        allowed: `[queries, keys]` visibility of a token tree's check (None: causal).
+
+    Returns:
+        Float32 attention weights.
+    """
+    prior = key.shape[2] - query.shape[2]
+    if state.candidates:
+        return candidate_head_weights(
+            module, query, key, heads, prior, state.block, state.candidates, state.sinks, allowed
+        )
+    if allowed is None:
+        return head_weights(module, query, key, heads, prior)
+    return head_weights(module, query, key, heads, allowed=allowed)
+
+
 def estimate_deferred(state: Round) -> None:
     """Add a deferred dense check's estimation heads' attention to `state.history_now`.
 
@@ -257,24 +290,9 @@ def estimate_deferred(state: Round) -> None:
         state: A dense round run with `defer`, whose keys are still in the cache buffers.
     """
     assert state.history_now is not None
-    for module, query, key, heads, causal_from in state.deferred:
+    for module, query, key, heads, _ in state.deferred:
         allowed = None if state.tree is None else tree_mask(state.tree, key)
-        if state.candidates:
-            weights = candidate_head_weights(
-                module,
-                query,
-                key,
-                heads,
-                key.shape[2] - query.shape[2],
-                state.block,
-                state.candidates,
-                state.sinks,
-                allowed=allowed,
-            )
-        elif allowed is None:
-            weights = head_weights(module, query, key, heads, causal_from)
-        else:
-            weights = head_weights(module, query, key, heads, allowed=allowed)
+        weights = estimate_weights(state, module, query, key, heads, allowed)
         layer = int(getattr(module, "layer_idx", 0))
         add_mass(state.history_now, state.groups, module, layer, heads, weights.sum(dim=1))
     state.deferred.clear()
@@ -364,21 +382,7 @@ def dustin_attention(
                 state.deferred.append((module, query, key, heads, kv_len - tail))
                 return sdpa(module, query, key, value, attention_mask, **kwargs)
             allowed = None if state.tree is None else tree_mask(state.tree, key)
-            if state.mode == "prefill" and state.candidates:
-                weights = candidate_head_weights(
-                    module,
-                    query[:, :, -tail:],
-                    key,
-                    heads,
-                    kv_len - tail,
-                    state.block,
-                    state.candidates,
-                    state.sinks,
-                )
-            else:
-                weights = head_weights(
-                    module, query[:, :, -tail:], key, heads, kv_len - tail, allowed=allowed
-                )
+            weights = estimate_weights(state, module, query[:, :, -tail:], key, heads, allowed)
             add_mass(state.history_now, state.groups, module, layer, heads, weights.sum(dim=1))
         return sdpa(module, query, key, value, attention_mask, **kwargs)
     assert state.selected is not None
@@ -833,6 +837,14 @@ def _row_normalised(values: torch.Tensor) -> torch.Tensor:
     return torch.where(totals > 0, values / totals.clamp_min(1e-30), values)
 
 
+def _estimate_keys(state: Round, prior: int, queries: int) -> int:
+    """Keys per key group an estimate of `queries` queries after `prior` cached entries reads:
+    every one, or the candidates' (`candidate_keys_read`)."""
+    if not state.candidates:
+        return prior + queries
+    return candidate_keys_read(prior, queries, state.block, state.candidates, state.sinks)
+
+
 def estimation_heads(layers: int, heads: int, count: int) -> dict[int, list[int]]:
     """`count` (layer, head) pairs spread evenly over the layers (round-robin over heads)."""
     if count <= 0:
@@ -1081,7 +1093,7 @@ class DustinDecoder:
                     history_now=self.history,
                     groups=self.groups,
                     candidates=self.settings.prefill_candidates,
-                    block=self.settings.prefill_block,
+                    block=self.settings.candidate_block,
                     sinks=self.settings.sinks,
                 )
                 self._forward(
@@ -1096,11 +1108,7 @@ class DustinDecoder:
                 trace.draft_forwards += 1
                 if sparse and self.prefill_heads:
                     tail = min(state.tail, width)
-                    keys = width
-                    if state.candidates:
-                        keys = candidate_keys_read(
-                            width - tail, tail, state.block, state.candidates, state.sinks
-                        )
+                    keys = _estimate_keys(state, width - tail, tail)
                     self._count_estimation(trace, keys, tail, self.prefill_heads)
                 self.history = _row_normalised(self.history)
             progress = _Progress(dense_length=width, budget=self.settings.budget)
@@ -1272,7 +1280,7 @@ class DustinDecoder:
                 defer=True,
                 groups=self.groups,
                 candidates=s.refresh_candidates,
-                block=s.prefill_block,
+                block=s.candidate_block,
                 sinks=s.sinks,
             )
             if tree is not None:
@@ -1311,11 +1319,7 @@ class DustinDecoder:
             # the history is needed only if the generation goes on: read the estimation
             # heads' keys now (they are still the dense pass's, before the crop)
             estimate_deferred(state)
-            keys = start + len(inputs)
-            if state.candidates:
-                keys = candidate_keys_read(
-                    start, len(inputs), state.block, state.candidates, state.sinks
-                )
+            keys = _estimate_keys(state, start, len(inputs))
             self._count_estimation(trace, keys, len(inputs), self.est_heads)
         trace.checked += len(tentative)
         trace.check_accepted += min(from_tentative, len(tentative))

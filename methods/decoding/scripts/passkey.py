@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
         default=0,
         help="candidate positions per key-value group of a check's refresh (0: all)",
     )
-    parser.add_argument("--prefill-block", type=int, default=16)
+    parser.add_argument("--candidate-block", type=int, default=16)
     parser.add_argument(
         "--successors", type=int, default=0, help="positions after a scored one it lifts"
     )
@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         prefill_heads=args.prefill_heads,
         prefill_candidates=args.prefill_candidates,
         refresh_candidates=args.refresh_candidates,
-        prefill_block=args.prefill_block,
+        candidate_block=args.candidate_block,
         successors=args.successors,
         fail_budget=args.fail_budget,
         escalate=args.escalate,
