@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from docket.benchmarks.perf.cases import CASES
-from docket.benchmarks.perf.harness import Failed, Result, run_case, table, write
+from docket.benchmarks.perf.harness import Clock, Failed, Result, table, timed_case, write
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -37,14 +37,16 @@ def main(argv: list[str] | None = None) -> int:
         console.print(f"unknown benchmark(s) {', '.join(unknown)}; accepted: {', '.join(CASES)}")
         return 2
     results: list[Result] = []
+    clocks: list[Clock] = []
     for name in args.only or list(CASES):
         console.print(f"[bold]{name}[/bold] ...")
-        result = run_case(name, CASES[name], args.quick)
+        result, clock = timed_case(name, CASES[name], args.quick)
+        clocks.append(clock)
         if isinstance(result, Failed) and result.trace:
             console.print(escape(result.trace.rstrip()), highlight=False)
         results.append(result)
-    json_path, md_path = write(results, args.out)
-    console.print(table(results))
+    json_path, md_path = write(results, args.out, clocks)
+    console.print(table(results, clocks))
     console.print(f"results: {json_path} {md_path}")
     for status in ("failed", "missed"):
         names = [r.name for r in results if r.status == status]

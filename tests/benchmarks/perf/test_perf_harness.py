@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from docket.benchmarks.perf import cases
+from docket.benchmarks.perf import cases, harness
 from docket.benchmarks.perf.__main__ import main
 from docket.benchmarks.perf.harness import (
     CheckFailed,
@@ -25,6 +25,7 @@ from docket.benchmarks.perf.harness import (
     paired_medians,
     require_modules,
     run_case,
+    timed_case,
     write,
 )
 
@@ -34,7 +35,12 @@ def _measurement(docket_s: float, peer_s: float, target: float) -> Measurement:
 
 
 def _rows(out: Path) -> list[dict[str, Any]]:
+    """The rows of `results.json`, each without its case clock (checked to be well formed)."""
     rows: list[dict[str, Any]] = json.loads((out / "results.json").read_text())
+    for row in rows:
+        clock = row.pop("clock")
+        assert set(clock) == {"wall_s", "cpu_s", "load_start", "load_end"}
+        assert clock["wall_s"] >= 0 and clock["cpu_s"] >= 0 and clock["load_start"] >= 0
     return rows
 
 
@@ -155,10 +161,51 @@ def test_result_files(tmp_path: Path) -> None:
         "reason": "no bwrap executable found",
         "status": "skipped",
     }
-    assert "| x | op | 2.00 ms | peer | 1.00 ms | 2.00 | ≤ 3 | ok |" in md_path.read_text()
+    assert "| x | op | 2.00 ms | - | peer | 1.00 ms | - | 2.00 | ≤ 3 |  |  | ok |" in (
+        md_path.read_text()
+    )
     text = markdown(results)
-    assert "| y | skipped (bwrap missing): no bwrap executable found | | | | | | skipped |" in text
-    assert "| z | FAILED: check failed: a\\|b | | | | | | failed |" in text
+    empty = "  |" * 9  # no timings, and no case clock given
+    skipped = "| y | skipped (bwrap missing): no bwrap executable found |" + empty + " skipped |"
+    assert skipped in text
+    assert "| z | FAILED: check failed: a\\|b |" + empty + " failed |" in text
+
+
+def test_a_timed_case_carries_cpu_beside_wall_and_the_load_around_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    used = [0.0]  # a CPU clock the sides advance by known amounts
+    monkeypatch.setattr(harness, "cpu_seconds", lambda: used[0])
+
+    def burn(seconds: float) -> None:
+        used[0] += seconds
+
+    def case(quick: bool) -> Measurement:
+        docket_s, peer_s = paired_medians(lambda: burn(0.5), lambda: burn(0.125), 3)
+        return _measurement(docket_s, peer_s, 3.0)
+
+    def derived(quick: bool) -> Measurement:  # times not taken straight from one paired run
+        docket_s, peer_s = paired_medians(lambda: burn(1.0), lambda: None, 1)
+        return _measurement(docket_s + 1.0, peer_s + 1.0, 3.0)
+
+    result, clock = timed_case("burn", case, True)
+    assert isinstance(result, Measurement)
+    assert (result.docket_cpu_s, result.peer_cpu_s) == (0.5, 0.125)
+    assert clock.cpu_s == 1.875 and clock.wall_s >= 0
+    assert clock.load_start >= 0 and clock.load_end >= 0
+    plain, plain_clock = timed_case("derived", derived, True)
+    assert isinstance(plain, Measurement) and plain.docket_cpu_s is None
+    assert plain_clock.cpu_s == 1.0
+    assert paired_medians(lambda: burn(1.0), lambda: None, 1)  # outside a timed case: no record
+    write([result, plain], tmp_path, [clock, plain_clock])
+    rows = json.loads((tmp_path / "results.json").read_text())
+    assert rows[0]["clock"]["cpu_s"] == 1.875 and rows[1]["clock"]["cpu_s"] == 1.0
+    assert rows[0]["docket_cpu_s"] == 0.5 and rows[1]["docket_cpu_s"] is None
+    with pytest.raises(ValueError, match="1 clocks for 2 results"):
+        write([result, plain], tmp_path, [clock])
+    assert "| 500.00 ms | peer |" in (tmp_path / "results.md").read_text()
+    load = f"| {clock.load_start:.1f} → {clock.load_end:.1f} | ok |"
+    assert load in (tmp_path / "results.md").read_text()
 
 
 # --- the cases' own prerequisite and correctness checks ----------------------------------------
