@@ -2,6 +2,8 @@
 
 - sandbox_exec: one `exec` in the sample's long-lived bwrap sandbox vs Inspect's `local`
   sandbox (no isolation);
+- sandbox_exec_cpu: CPU seconds per exec, the sandbox's own processes counted (from `/proc`),
+  the same pair;
 - sandbox_sample: a sample's whole sandbox lifetime (init, 10 execs, cleanup), the same pair;
 - sandbox_exec_docker, sandbox_sample_docker: the same two against Inspect's docker sandbox
   (`docker_cases.py`);
@@ -30,7 +32,9 @@ fails the case (status `failed`), as does a case that breaks.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
+import statistics
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -44,6 +48,7 @@ from docket.benchmarks.perf.harness import (
     Measurement,
     PrerequisiteMissing,
     check,
+    cpu_seconds,
     paired_medians,
     require_modules,
 )
@@ -130,6 +135,99 @@ def sandbox_exec(quick: bool) -> Measurement:
         target=3.0,
         repeats=repeats,
         note="one round trip to the sample's sandbox: pid namespace, /proc and seccomp per call",
+    )
+
+
+def _tree_cpu_seconds(pid: int) -> float:
+    """CPU seconds of a process tree: each live process's own time plus its reaped children's.
+
+    A child's time moves into its parent's `cutime`/`cstime` when it is reaped, so summing each
+    live process's own and reaped-children times (`/proc/PID/stat` fields 14-17) counts every
+    exec exactly once. A process that ends during the walk is skipped.
+    """
+    import os
+
+    tick = os.sysconf("SC_CLK_TCK")
+    total, pending = 0.0, [pid]
+    while pending:
+        current = pending.pop()
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+            fields = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
+            total += sum(int(value) for value in fields[11:15]) / tick  # utime..cstime
+            for task in Path(f"/proc/{current}/task").iterdir():
+                pending += [int(child) for child in (task / "children").read_text().split()]
+    return total
+
+
+def sandbox_exec_cpu(quick: bool) -> Measurement:
+    """CPU seconds per `exec(['true'])`, both sides' processes counted, bwrap vs Inspect's local.
+
+    docket's side is the evaluator's own CPU (framing, the channel, asyncio) plus the sandbox's
+    process tree read from `/proc` (bwrap, the exec service, and the per-exec helper, pid-1 init
+    and command it reaps); the peer's is the evaluator's CPU plus the subprocess it reaps. `/proc`
+    counts in clock ticks, so each measurement is a batch of execs and the per-exec figure is the
+    batch's CPU over its size; the median of alternating batches is kept. Wall time is
+    `sandbox_exec`; this case is the work done, which a shared machine's load does not change.
+    """
+    from docket.core.inspect_private import LocalSandboxEnvironment
+    from docket.sandboxes.bwrap.sandbox import BwrapSandboxEnvironment
+
+    batch, repeats = (20, 3) if quick else (50, 7)
+    loop = asyncio.new_event_loop()
+    try:
+        _require_bwrap(loop)
+        ours = loop.run_until_complete(BwrapSandboxEnvironment.sample_init("perf", None, {}))
+        theirs = loop.run_until_complete(LocalSandboxEnvironment.sample_init("perf", None, {}))
+        sandbox = ours["default"]
+        assert isinstance(sandbox, BwrapSandboxEnvironment)
+        bwrap_pid = sandbox.session.process.pid
+
+        def per_exec(
+            environments: dict[str, Any], sandbox_cpu: Callable[[], float]
+        ) -> tuple[float, float]:
+            """The evaluator's and the sandbox's CPU seconds per exec over one batch."""
+            own, service = cpu_seconds(), sandbox_cpu()
+            for _ in range(batch):
+                _check(loop.run_until_complete(environments["default"].exec(["true"])))
+            return (cpu_seconds() - own) / batch, (sandbox_cpu() - service) / batch
+
+        def sandbox_tree() -> float:
+            return _tree_cpu_seconds(bwrap_pid)
+
+        def no_service() -> float:
+            return 0.0
+
+        per_exec(ours, sandbox_tree)  # warm both
+        per_exec(theirs, no_service)
+        evaluator: list[float] = []
+        service: list[float] = []
+        peer_cpu: list[float] = []
+        for _ in range(repeats):
+            own, tree = per_exec(ours, sandbox_tree)
+            evaluator.append(own)
+            service.append(tree)
+            peer_cpu.append(sum(per_exec(theirs, no_service)))
+        loop.run_until_complete(BwrapSandboxEnvironment.sample_cleanup("perf", None, ours, False))
+        loop.run_until_complete(LocalSandboxEnvironment.sample_cleanup("perf", None, theirs, False))
+    finally:
+        loop.close()
+    docket_cpu = [own + tree for own, tree in zip(evaluator, service, strict=True)]
+    docket_s, peer_s = statistics.median(docket_cpu), statistics.median(peer_cpu)
+    split = (
+        f"evaluator {statistics.median(evaluator) * 1e3:.2f} ms + sandbox processes "
+        f"{statistics.median(service) * 1e3:.2f} ms per exec"
+    )
+    return Measurement(
+        "sandbox_exec_cpu",
+        f"CPU per exec(['true']), batches of {batch}",
+        "inspect local sandbox",
+        docket_s,
+        peer_s,
+        target=2.0,
+        repeats=repeats,
+        note=f"CPU, not wall: {split}; the peer: evaluator + its reaped child",
+        docket_cpu_s=docket_s,
+        peer_cpu_s=peer_s,
     )
 
 
@@ -870,6 +968,7 @@ def erm_query(quick: bool) -> Measurement:
 
 CASES: dict[str, Case] = {
     "sandbox_exec": sandbox_exec,
+    "sandbox_exec_cpu": sandbox_exec_cpu,
     "sandbox_sample": sandbox_sample,
     **DOCKER_CASES,  # bwrap against Inspect's docker sandbox (benchmarks/perf/docker_cases.py)
     "schema_retrieval": schema_retrieval,
