@@ -9,7 +9,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from docket.benchmarks.perf.cases import CASES
+from docket.benchmarks.perf.cases import CASES, PREPARE
 from docket.benchmarks.perf.harness import Clock, Failed, Result, table, timed_case, write
 
 
@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     clocks: list[Clock] = []
     for name in args.only or list(CASES):
         console.print(f"[bold]{name}[/bold] ...")
-        result, clock = timed_case(name, CASES[name], args.quick)
+        result, clock = timed_case(name, CASES[name], args.quick, PREPARE.get(name))
         clocks.append(clock)
         if isinstance(result, Failed) and result.trace:
             console.print(escape(result.trace.rstrip()), highlight=False)

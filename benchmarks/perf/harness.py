@@ -20,12 +20,13 @@ import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 from rich.markup import escape
 from rich.table import Table
 
 Status = Literal["ok", "missed", "failed", "skipped"]
+_T = TypeVar("_T")
 
 
 class PrerequisiteMissing(Exception):
@@ -185,18 +186,30 @@ def _with_cpu(result: Result, pairs: Mapping[tuple[float, float], tuple[float, f
     return replace(result, docket_cpu_s=cpu[0], peer_cpu_s=cpu[1])
 
 
-def timed_case(name: str, case: Callable[[bool], Measurement], quick: bool) -> tuple[Result, Clock]:
+def timed_case(
+    name: str,
+    case: Callable[[bool], Measurement],
+    quick: bool,
+    prepare: Callable[[], object] | None = None,
+) -> tuple[Result, Clock]:
     """`run_case` with the case's wall time, CPU time and the load average at start and end.
 
     Args:
         name: The case's name in the results.
         case: The case (its argument: `--quick`).
         quick: Few repeats and small inputs.
+        prepare: One-time work the case needs (building a model copy on first use), run before
+            the clock starts; it skips or fails the case as the case itself would.
 
     Returns:
         The case's result (a measurement carries its sides' CPU medians when its times come
         straight from one `paired_medians` run) and its `Clock`.
     """
+    if prepare is not None:
+        prepared = _guarded(name, prepare)
+        if isinstance(prepared, Skipped | Failed):
+            load = os.getloadavg()[0]
+            return prepared, Clock(wall_s=0.0, cpu_s=0.0, load_start=load, load_end=load)
     load_start, cpu_start, wall_start = os.getloadavg()[0], cpu_seconds(), time.perf_counter()
     pairs: dict[tuple[float, float], tuple[float, float]] = {}
     token = _PAIRS.set(pairs)
@@ -213,6 +226,18 @@ def timed_case(name: str, case: Callable[[bool], Measurement], quick: bool) -> t
     return _with_cpu(result, pairs), clock
 
 
+def _guarded(name: str, action: Callable[[], _T]) -> _T | Skipped | Failed:
+    """What `action` returns, or its outcome as `Skipped` or `Failed` when it raised."""
+    try:
+        return action()
+    except PrerequisiteMissing as missing:
+        return Skipped(name, missing.prerequisite, missing.detail)
+    except CheckFailed as failed:
+        return Failed(name, f"check failed: {failed}")
+    except Exception as error:  # one broken case must not lose the others' numbers
+        return Failed(name, f"{type(error).__name__}: {error}", traceback.format_exc())
+
+
 def run_case(name: str, case: Callable[[bool], Measurement], quick: bool) -> Result:
     """Run one case and turn its outcome into a result: only `PrerequisiteMissing` skips.
 
@@ -225,14 +250,7 @@ def run_case(name: str, case: Callable[[bool], Measurement], quick: bool) -> Res
         The case's `Measurement`; `Skipped` when it raised `PrerequisiteMissing`; `Failed` for
         any other exception (a failed check included), with its reason.
     """
-    try:
-        return case(quick)
-    except PrerequisiteMissing as missing:
-        return Skipped(name, missing.prerequisite, missing.detail)
-    except CheckFailed as failed:
-        return Failed(name, f"check failed: {failed}")
-    except Exception as error:  # one broken case must not lose the others' numbers
-        return Failed(name, f"{type(error).__name__}: {error}", traceback.format_exc())
+    return _guarded(name, lambda: case(quick))
 
 
 def paired_medians(

@@ -324,3 +324,32 @@ def test_a_quick_run_writes_results_and_an_unknown_name_is_a_usage_error(tmp_pat
     [row] = _rows(tmp_path)
     assert row["name"] == "schema_retrieval" and row["docket_s"] > 0 and row["peer_s"] > 0
     assert code == (0 if row["met"] else 1)
+
+
+def test_a_case_s_preparation_runs_before_its_clock_and_can_skip_or_fail_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    used = [0.0]
+    monkeypatch.setattr(harness, "cpu_seconds", lambda: used[0])
+
+    def build_copy() -> None:  # a first use's model copy: minutes, not part of the case
+        used[0] += 100.0
+
+    def case(quick: bool) -> Measurement:
+        used[0] += 2.0
+        return _measurement(0.1, 1.0, 3.0)
+
+    def absent() -> None:
+        raise PrerequisiteMissing("Qwen GGUF", "no embedded weights")
+
+    def broken() -> None:
+        raise OSError("disk full")
+
+    result, clock = timed_case("c", case, True, build_copy)
+    assert result.status == "ok" and clock.cpu_s == 2.0 and used[0] == 102.0
+    skipped, _ = timed_case("c", case, True, absent)
+    assert skipped == Skipped("c", "Qwen GGUF", "no embedded weights")
+    failed, failed_clock = timed_case("c", case, True, broken)
+    assert isinstance(failed, Failed) and failed.reason == "OSError: disk full"
+    assert failed_clock.cpu_s == 0.0 and used[0] == 102.0  # the case itself never ran
+    assert cases.PREPARE["local_agent"] is cases._qwen_float32_folder
