@@ -14,7 +14,7 @@ from __future__ import annotations
 import posixpath
 import secrets
 import weakref
-from typing import Literal, overload
+from typing import Literal, TypeVar, overload
 
 from inspect_ai.util import ExecResult, SandboxEnvironment, sandbox
 
@@ -26,6 +26,7 @@ from .bwrap.sandbox import BwrapSandboxEnvironment
 CLEAN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #: Where each scoring room is made (a fresh name per room, mode 0700).
 ROOM_PARENT = "/tmp"
+_ST = TypeVar("_ST", bound=SandboxEnvironment)
 _ENV = "/usr/bin/env"
 _MKDIR = "/bin/mkdir"
 _SHELL = "/bin/sh"
@@ -79,12 +80,12 @@ async def end_agent_processes(sb: SandboxEnvironment | None = None) -> None:
         CleanRoomError: The processes could not be ended (one line).
     """
     sb = sb if sb is not None else sandbox()
-    if isinstance(sb, BwrapSandboxEnvironment):
-        await sb.session.end_processes()
-    elif isinstance(sb, DockerSandboxEnvironment):
+    if (bwrap := _as(sb, BwrapSandboxEnvironment)) is not None:
+        await bwrap.session.end_processes()
+    elif (docker := _as(sb, DockerSandboxEnvironment)) is not None:
         result = await compose_command(
-            ["restart", "-t", "0", sb._service],
-            project=sb._project,
+            ["restart", "-t", "0", docker._service],
+            project=docker._project,
             timeout=_RESTART_TIMEOUT,
         )
         if not result.success:
@@ -97,6 +98,14 @@ async def end_agent_processes(sb: SandboxEnvironment | None = None) -> None:
         if not result.success:
             raise CleanRoomError(f"could not end the agent's processes: {_one_line(result.stderr)}")
     _CLEAN.add(sb)
+
+
+def _as(sb: SandboxEnvironment, cls: type[_ST]) -> _ST | None:
+    """The sandbox as provider class `cls` (seen through Inspect's event proxy), or None."""
+    try:
+        return sb.as_type(cls)
+    except TypeError:
+        return None
 
 
 def _one_line(text: str) -> str:
@@ -214,7 +223,7 @@ class ScoringSandbox:
         """
         await self._ensure_clean()
         pairs = [f"{k}={v}" for k, v in {**self.env, **(env or {})}.items()]
-        if not isinstance(self.sandbox, BwrapSandboxEnvironment):
+        if _as(self.sandbox, BwrapSandboxEnvironment) is None:
             _CLEAN.discard(self.sandbox)  # what it runs may outlive it there
         return await self.sandbox.exec(
             [_ENV, "-i", *pairs, *cmd], input=input, cwd=cwd or self.root, timeout=timeout
