@@ -10,15 +10,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from inspect_ai import eval as inspect_eval
 from inspect_ai.log import EvalLog
 from inspect_ai.model import get_model
 
+from tests.sandboxes.bwrap_support import requires_bwrap
 from tests.sandboxes.cleanroom_probe import AGENTS, NAIVE, probe
 from tests.scores import sample_score
 
-pytestmark = pytest.mark.bwrap
+pytestmark = requires_bwrap
 
 
 def scores(log: EvalLog) -> dict[str, float]:
@@ -30,6 +30,10 @@ def scores(log: EvalLog) -> dict[str, float]:
         assert sample.error is None, sample.error
         found[str(sample.id)] = 1.0 if sample_score(sample, "hidden_check").value == "C" else 0.0
     return found
+
+
+#: The clean room's verdicts: only the honest agent passes.
+CLEAN: dict[str, float] = {name: float(name == "honest") for name in AGENTS}
 
 
 def run_probe(mode: str, kind: str, log_dir: Path) -> dict[str, float]:
@@ -46,5 +50,4 @@ def test_without_the_clean_room_every_attack_passes(tmp_path: Path) -> None:
 
 
 def test_in_the_clean_room_only_the_honest_agent_passes(tmp_path: Path) -> None:
-    expected = {name: float(name == "honest") for name in AGENTS}
-    assert run_probe("clean", "bwrap", tmp_path) == expected
+    assert run_probe("clean", "bwrap", tmp_path) == CLEAN
