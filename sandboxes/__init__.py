@@ -13,6 +13,7 @@ from .cleanroom import (
     CLEAN_PATH,
     CleanRoomError,
     ScoringSandbox,
+    clean_room,
     end_agent_processes,
     scoring_sandbox,
 )
@@ -79,6 +80,7 @@ __all__ = [
     "CleanRoomError",
     "SandboxSpecError",
     "ScoringSandbox",
+    "clean_room",
     "end_agent_processes",
     "image_config",
     "k8s_values",

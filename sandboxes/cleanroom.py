@@ -248,11 +248,10 @@ class ScoringSandbox:
 
 
 async def scoring_sandbox(name: str | None = None, *, live: bool = False) -> ScoringSandbox:
-    """The sample's sandbox, made a clean room for a scorer.
+    """The sample's sandbox, made a clean room for a scorer (`clean_room` of `sandbox(name)`).
 
-    Ends every process the agent started (`end_agent_processes`), then makes a private
-    directory under `/tmp` with a fresh unpredictable name. Call it at the start of a scorer,
-    before its first command, and run every command through the returned object.
+    Call it at the start of a scorer, before its first command, and run every command
+    through the returned object.
 
     Args:
         name: The sandbox's name (default: the sample's default sandbox).
@@ -266,7 +265,26 @@ async def scoring_sandbox(name: str | None = None, *, live: bool = False) -> Sco
     Raises:
         CleanRoomError: The processes could not be ended or the room not made (one line).
     """
-    sb = sandbox(name) if name is not None else sandbox()
+    return await clean_room(sandbox(name) if name is not None else sandbox(), live=live)
+
+
+async def clean_room(sb: SandboxEnvironment, *, live: bool = False) -> ScoringSandbox:
+    """Make a clean room in sandbox `sb`: the step `scoring_sandbox` takes, for any sandbox.
+
+    Ends every process the agent started (`end_agent_processes`, unless `live`), then makes
+    a private directory under `/tmp` with a fresh unpredictable name (`mkdir`, which fails on
+    anything already there, a planted symlink included).
+
+    Args:
+        sb: The sandbox.
+        live: Keep the agent's processes running (see `scoring_sandbox`).
+
+    Returns:
+        The clean room.
+
+    Raises:
+        CleanRoomError: The processes could not be ended or the room not made (one line).
+    """
     if not live:
         await end_agent_processes(sb)
     root = f"{ROOM_PARENT}/docket-score-{secrets.token_hex(16)}"
@@ -281,6 +299,7 @@ __all__ = [
     "CLEAN_PATH",
     "CleanRoomError",
     "ScoringSandbox",
+    "clean_room",
     "end_agent_processes",
     "scoring_sandbox",
 ]

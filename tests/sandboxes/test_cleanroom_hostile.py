@@ -1,0 +1,92 @@
+"""A hostile agent with a shell against the clean room on bwrap (`clean_room`), attempt by attempt.
+
+Beyond the end-to-end attacks of `test_cleanroom`: every path a clean exec trusts is out of the
+agent's reach, nothing the agent planted reaches a clean exec's environment, an exec still in
+flight when scoring starts is ended, a path planted where the room is made is refused, and a
+full disk makes the room fail in one line (an error, never a pass).
+"""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from docket.sandboxes import CleanRoomError, clean_room, end_agent_processes
+from docket.sandboxes import cleanroom as cleanroom_module
+from tests.sandboxes.bwrap_support import bwrap_sandbox, requires_bwrap
+from tests.sandboxes.cleanroom_checks import PLANT_ENVIRONMENT, trusted_writable
+
+pytestmark = requires_bwrap
+
+
+async def test_no_trusted_path_is_writable_by_the_agent() -> None:
+    async with bwrap_sandbox() as sb:
+        assert await trusted_writable(sb) == []
+
+
+async def test_nothing_the_agent_plants_reaches_a_clean_exec() -> None:
+    async with bwrap_sandbox() as sb:
+        assert (await sb.exec(["bash", "-c", PLANT_ENVIRONMENT])).success
+        room = await clean_room(sb)
+        env = await room.exec(["env", "-0"])
+        assert dict(line.split("=", 1) for line in env.stdout.split("\0") if line) == room.env
+        shell = await room.bash('echo "[$BASH_ENV|$ENV|$PROMPT_COMMAND|$-]"; shopt login_shell')
+        assert shell.stdout.splitlines() == ["[|||hBc]", "login_shell    \toff"]
+        python = await room.exec(
+            ["python3", "-c", "import site, sys; print(site.ENABLE_USER_SITE, sys.path[0])"],
+            cwd="/workspace",
+        )
+        assert python.stdout.split()[0] == "False"  # no user site
+        assert python.stdout.split()[1] != ""  # PYTHONSAFEPATH: not the cwd (/workspace)
+
+
+async def test_an_exec_in_flight_when_scoring_starts_is_ended() -> None:
+    """A long command of the agent's (say, one whose tool call timed out on the model's side)
+    keeps forking and writing; ending the agent's processes ends it and all it started."""
+    loop = "while :; do (sleep 30 &); echo x >> /workspace/beat; sleep 0.05; done"
+    async with bwrap_sandbox() as sb:
+        outcome: list[int] = []
+
+        async def agent() -> None:
+            outcome.append((await sb.exec(["bash", "-c", loop], timeout=120)).returncode)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(agent)
+            while not (await sb.exec(["test", "-s", "/workspace/beat"])).success:
+                await anyio.sleep(0.1)
+            with anyio.fail_after(20):
+                await end_agent_processes(sb)
+        assert len(outcome) == 1 and outcome[0] != 0
+        before = await sb.read_file("/workspace/beat")
+        await anyio.sleep(0.5)
+        assert await sb.read_file("/workspace/beat") == before
+
+
+async def test_a_path_planted_where_the_room_is_made_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Were the room's name guessed, a symlink there would redirect the scorer's writes: mkdir
+    refuses any existing path, so the room fails (one line) and nothing is written through."""
+    monkeypatch.setattr(cleanroom_module.secrets, "token_hex", lambda n: "guessed")
+    async with bwrap_sandbox() as sb:
+        plant = "ln -s /workspace/loot /tmp/docket-score-guessed"
+        assert (await sb.exec(["bash", "-c", plant])).success
+        with pytest.raises(CleanRoomError, match="could not make the scoring room"):
+            await clean_room(sb)
+        assert not (await sb.exec(["test", "-e", "/workspace/loot"])).success
+
+
+async def test_a_full_disk_fails_the_room_in_one_line() -> None:
+    """The agent fills the sample's tmpfs (bytes and inodes): the scorer cannot make its room,
+    and says so in one line (the sample errors; it never passes)."""
+    fill = (
+        "head -c 64M /dev/zero > /workspace/fill; "
+        "mkdir /workspace/many && cd /workspace/many && "
+        "for i in $(seq 1 400); do : > $i; done; true"
+    )
+    async with bwrap_sandbox({"max_disk_mb": 8, "max_inodes": 300}) as sb:
+        assert (await sb.exec(["bash", "-c", fill])).success
+        with pytest.raises(CleanRoomError) as caught:
+            room = await clean_room(sb)
+            await room.write_file("check.py", "import sys; sys.exit(0)\n")
+        assert "\n" not in str(caught.value)
