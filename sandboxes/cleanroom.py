@@ -37,6 +37,7 @@ _SWEEP = r"""
 i=0
 while [ $i -lt 50 ]; do
   kill -9 -1 2>/dev/null
+  sleep 0.05
   left=
   for p in /proc/[0-9]*; do
     n=${p#/proc/}

@@ -14,6 +14,7 @@ from inspect_ai.dataset import Sample
 from inspect_ai.scorer import CORRECT, INCORRECT, Score, Scorer, Target, accuracy, scorer, stderr
 from inspect_ai.solver import TaskState
 from inspect_ai.tool import Tool, bash, bash_session, text_editor
+from inspect_ai.util import OutputLimitExceededError
 
 from docket.core.headline import headline
 from docket.core.options import checked, one_of, positive
@@ -82,6 +83,8 @@ async def _check_file(room: ScoringSandbox, path: str, expected: str) -> str | N
         return f"{path} was not created"
     except (UnicodeDecodeError, IsADirectoryError, PermissionError) as ex:
         return f"{path} unreadable: {ex}"
+    except OutputLimitExceededError:
+        return f"{path} is larger than the sandbox's read limit"
     if content.strip() != expected:
         return f"{path} contains {content.strip()!r}; expected {expected!r}"
     return None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
+from docket.benchmarks.smoke.smoke import _check_file
 from docket.sandboxes import CleanRoomError, clean_room, end_agent_processes
 from docket.sandboxes import cleanroom as cleanroom_module
 from tests.sandboxes.bwrap_support import bwrap_sandbox, requires_bwrap
@@ -90,3 +91,40 @@ async def test_a_full_disk_fails_the_room_in_one_line() -> None:
             room = await clean_room(sb)
             await room.write_file("check.py", "import sys; sys.exit(0)\n")
         assert "\n" not in str(caught.value)
+
+
+async def test_the_sweep_for_other_sandboxes_ends_detached_and_renamed_processes() -> None:
+    """The k8s path (`kill -9 -1` until only pid 1 is left), run inside one exec namespace:
+    a setsid'd process and a renamed one end; what is left is pid 1, the sweep and `ps`."""
+    detach = (
+        "setsid sleep 1000 & "
+        "python3 -c \"import ctypes, time; ctypes.CDLL(None).prctl(15, b'init', 0, 0, 0); "
+        'time.sleep(1000)" & '
+        'sleep 0.5; exec sh -c "$SWEEP"'
+    )
+    done = '[ -z "$left" ] && exit 0'  # list what is alive when the sweep is done
+    sweep = cleanroom_module._SWEEP.replace(done, f"{done[:-7]} ps -eo pid=,stat=,comm= && exit 0")
+    assert sweep != cleanroom_module._SWEEP
+    async with bwrap_sandbox() as sb:
+        result = await sb.exec(["bash", "-c", detach], env={"SWEEP": sweep}, timeout=60)
+        assert result.success, result.stderr
+        alive = [line.split() for line in result.stdout.splitlines()]
+        assert [(pid, comm) for pid, stat, comm in alive if not stat.startswith("Z")] == [
+            ("1", "python3"),
+            ("2", "sh"),
+            (alive[-1][0], "ps"),
+        ]
+
+
+async def test_smoke_scorer_on_a_fifo_and_a_huge_file_says_why() -> None:
+    """Files planted where the smoke scorer reads: a FIFO (which would block a reader) and a
+    sparse file past Inspect's read limit are INCORRECT with a reason, at once."""
+    plant = "mkfifo /workspace/hello.txt && truncate -s 200M /workspace/answer.txt"
+    async with bwrap_sandbox() as sb:
+        assert (await sb.exec(["bash", "-c", plant])).success
+        room = await clean_room(sb)
+        with anyio.fail_after(30):
+            fifo = await _check_file(room, "hello.txt", "docket ready")
+            huge = await _check_file(room, "answer.txt", "42")
+        assert fifo is not None and fifo.startswith("hello.txt unreadable")
+        assert huge == "answer.txt is larger than the sandbox's read limit"
