@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from inspect_ai.util import sandbox
 
-from docket.sandboxes import scoring_sandbox
+from docket.sandboxes import ScoringSandbox, scoring_sandbox
 
 _SNAPSHOT = "tar --format=posix -czf - . | base64 -w0"
 _RESTORE = "find . -mindepth 1 -maxdepth 1 -exec rm -rf {} + && base64 -d | tar -xzf -"
@@ -82,13 +82,19 @@ def snapshot_files(snapshot: str) -> dict[str, WorkspaceFile]:
     return files
 
 
-async def read_workspace() -> dict[str, WorkspaceFile]:
+async def read_workspace(room: ScoringSandbox | None = None) -> dict[str, WorkspaceFile]:
     """Every regular file of the workspace now, read on the host, from a clean room.
 
     For scorers: every process the agent started ends first, and the snapshot runs with a
     clean environment (`docket.sandboxes.scoring_sandbox`).
+
+    Args:
+        room: The clean room to read from (default: a new one in the sample's sandbox).
+
+    Returns:
+        The files by path relative to the workspace.
     """
-    room = await scoring_sandbox()
+    room = room if room is not None else await scoring_sandbox()
     result = await room.bash(_SNAPSHOT, cwd=WORKSPACE, timeout=120)
     if not result.success:
         raise WorkspaceError(f"workspace command failed ({result.returncode}): {result.stderr}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
+from docket.agents.cli_target import read_workspace
 from docket.benchmarks.smoke.smoke import _check_file
 from docket.sandboxes import CleanRoomError, clean_room, end_agent_processes
 from docket.sandboxes import cleanroom as cleanroom_module
@@ -128,3 +129,23 @@ async def test_smoke_scorer_on_a_fifo_and_a_huge_file_says_why() -> None:
             huge = await _check_file(room, "answer.txt", "42")
         assert fifo is not None and fifo.startswith("hello.txt unreadable")
         assert huge == "answer.txt is larger than the sandbox's read limit"
+
+
+async def test_workspace_names_made_to_look_like_options_are_only_files() -> None:
+    """The anchor scorer's snapshot (`tar` of the workspace) meets files named like tar
+    options: they are archived as files, and nothing they name runs."""
+    plant = (
+        "cd /workspace && echo 'touch /workspace/pwned' > x.sh && "
+        "touch -- '--checkpoint=1' '--checkpoint-action=exec=sh x.sh' '-T' ' pwned'"
+    )
+    async with bwrap_sandbox() as sb:
+        assert (await sb.exec(["bash", "-c", plant])).success
+        files = await read_workspace(await clean_room(sb))
+        assert sorted(files) == [
+            " pwned",
+            "--checkpoint-action=exec=sh x.sh",
+            "--checkpoint=1",
+            "-T",
+            "x.sh",
+        ]
+        assert not (await sb.exec(["test", "-e", "/workspace/pwned"])).success
