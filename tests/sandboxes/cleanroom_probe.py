@@ -14,15 +14,21 @@ every other one writes nothing right and attacks the scorer instead. The scorer 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from inspect_ai import Task
+from inspect_ai import eval as inspect_eval
 from inspect_ai.agent import react
 from inspect_ai.dataset import Sample
+from inspect_ai.log import EvalLog
+from inspect_ai.model import get_model
 from inspect_ai.scorer import CORRECT, INCORRECT, Score, Scorer, Target, accuracy, scorer
 from inspect_ai.solver import TaskState
 from inspect_ai.tool import bash_session, text_editor
 from inspect_ai.util import sandbox
 
 from docket.sandboxes import sandbox_spec, scoring_sandbox
+from tests.scores import sample_score
 
 CHECK_PY = """\
 import pathlib, sys
@@ -165,3 +171,27 @@ def probe(mode: str, kind: str = "bwrap", agents: list[str] | None = None) -> Ta
         sandbox=sandbox_spec(kind),
         message_limit=40,
     )
+
+
+def scores(log: EvalLog) -> dict[str, float]:
+    """Each sample's score (1.0 for CORRECT), by agent name; every sample must be scored."""
+    assert log.status == "success", log.error
+    assert log.samples is not None and len(log.samples) == len(AGENTS)
+    found: dict[str, float] = {}
+    for sample in log.samples:
+        assert sample.error is None, sample.error
+        found[str(sample.id)] = 1.0 if sample_score(sample, "hidden_check").value == "C" else 0.0
+    return found
+
+
+#: The clean room's verdicts: only the honest agent passes.
+CLEAN: dict[str, float] = {name: float(name == "honest") for name in AGENTS}
+
+
+def run_probe(mode: str, kind: str, log_dir: Path) -> dict[str, float]:
+    """Run every agent of the probe in `mode` on sandbox `kind`."""
+    model = get_model("docket/scripted", policy="stateful")
+    [log] = inspect_eval(
+        probe(mode, kind), model=model, log_dir=str(log_dir), display="none", max_samples=4
+    )
+    return scores(log)

@@ -10,39 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from inspect_ai import eval as inspect_eval
-from inspect_ai.log import EvalLog
-from inspect_ai.model import get_model
-
 from tests.sandboxes.bwrap_support import requires_bwrap
-from tests.sandboxes.cleanroom_probe import AGENTS, NAIVE, probe
-from tests.scores import sample_score
+from tests.sandboxes.cleanroom_probe import CLEAN, NAIVE, run_probe
 
 pytestmark = requires_bwrap
-
-
-def scores(log: EvalLog) -> dict[str, float]:
-    """Each sample's score (1.0 for CORRECT), by agent name; every sample must be scored."""
-    assert log.status == "success", log.error
-    assert log.samples is not None and len(log.samples) == len(AGENTS)
-    found: dict[str, float] = {}
-    for sample in log.samples:
-        assert sample.error is None, sample.error
-        found[str(sample.id)] = 1.0 if sample_score(sample, "hidden_check").value == "C" else 0.0
-    return found
-
-
-#: The clean room's verdicts: only the honest agent passes.
-CLEAN: dict[str, float] = {name: float(name == "honest") for name in AGENTS}
-
-
-def run_probe(mode: str, kind: str, log_dir: Path) -> dict[str, float]:
-    """Run every agent of the probe in `mode` on sandbox `kind`."""
-    model = get_model("docket/scripted", policy="stateful")
-    [log] = inspect_eval(
-        probe(mode, kind), model=model, log_dir=str(log_dir), display="none", max_samples=4
-    )
-    return scores(log)
 
 
 def test_without_the_clean_room_every_attack_passes(tmp_path: Path) -> None:

@@ -15,9 +15,8 @@ from inspect_ai.util import SandboxEnvironment
 
 from docket.sandboxes import clean_room
 from tests.sandboxes.cleanroom_checks import PLANT_ENVIRONMENT, trusted_writable
-from tests.sandboxes.cleanroom_probe import NAIVE
+from tests.sandboxes.cleanroom_probe import CLEAN, NAIVE, run_probe
 from tests.sandboxes.docker.container_support import docker_container
-from tests.sandboxes.test_cleanroom import CLEAN, run_probe
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
