@@ -1,4 +1,5 @@
-"""docket.sandboxes: the `bwrap` sandbox provider and the images shared with docker/k8s."""
+"""docket.sandboxes: the `bwrap` sandbox provider, the images shared with docker/k8s, and the
+clean room scorers run their commands in (`scoring_sandbox`)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,15 @@ from pathlib import Path
 from inspect_ai.util import SandboxEnvironmentSpec
 
 from docket.core.inspect_private import PrerequisiteError
+
+from .cleanroom import (
+    CLEAN_PATH,
+    CleanRoomError,
+    ScoringSandbox,
+    clean_room,
+    end_agent_processes,
+    scoring_sandbox,
+)
 
 #: Sandbox kinds `sandbox_spec` accepts.
 SANDBOX_KINDS = ("bwrap", "docker", "k8s")
@@ -64,4 +74,16 @@ def sandbox_spec(kind: str, name: str = "default") -> SandboxEnvironmentSpec:
     )
 
 
-__all__ = ["SANDBOX_KINDS", "SandboxSpecError", "image_config", "k8s_values", "sandbox_spec"]
+__all__ = [
+    "CLEAN_PATH",
+    "SANDBOX_KINDS",
+    "CleanRoomError",
+    "SandboxSpecError",
+    "ScoringSandbox",
+    "clean_room",
+    "end_agent_processes",
+    "image_config",
+    "k8s_values",
+    "sandbox_spec",
+    "scoring_sandbox",
+]

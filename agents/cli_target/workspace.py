@@ -18,8 +18,12 @@ from dataclasses import dataclass
 
 from inspect_ai.util import sandbox
 
+from docket.sandboxes import ScoringSandbox, scoring_sandbox
+
 _SNAPSHOT = "tar --format=posix -czf - . | base64 -w0"
 _RESTORE = "find . -mindepth 1 -maxdepth 1 -exec rm -rf {} + && base64 -d | tar -xzf -"
+#: The agent's working directory in docket's sandboxes (bwrap, docker and k8s alike).
+WORKSPACE = "/workspace"
 #: Largest file whose text the scorer reads (bytes); larger files are listed with a digest only.
 TEXT_LIMIT = 1 << 20
 
@@ -78,6 +82,20 @@ def snapshot_files(snapshot: str) -> dict[str, WorkspaceFile]:
     return files
 
 
-async def read_workspace() -> dict[str, WorkspaceFile]:
-    """Every regular file of the workspace now, read on the host."""
-    return snapshot_files(await snapshot_workspace())
+async def read_workspace(room: ScoringSandbox | None = None) -> dict[str, WorkspaceFile]:
+    """Every regular file of the workspace now, read on the host, from a clean room.
+
+    For scorers: every process the agent started ends first, and the snapshot runs with a
+    clean environment (`docket.sandboxes.scoring_sandbox`).
+
+    Args:
+        room: The clean room to read from (default: a new one in the sample's sandbox).
+
+    Returns:
+        The files by path relative to the workspace.
+    """
+    room = room if room is not None else await scoring_sandbox()
+    result = await room.bash(_SNAPSHOT, cwd=WORKSPACE, timeout=120)
+    if not result.success:
+        raise WorkspaceError(f"workspace command failed ({result.returncode}): {result.stderr}")
+    return snapshot_files(result.stdout.strip())

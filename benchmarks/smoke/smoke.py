@@ -14,11 +14,11 @@ from inspect_ai.dataset import Sample
 from inspect_ai.scorer import CORRECT, INCORRECT, Score, Scorer, Target, accuracy, scorer, stderr
 from inspect_ai.solver import TaskState
 from inspect_ai.tool import Tool, bash, bash_session, text_editor
-from inspect_ai.util import sandbox as sandbox_env
+from inspect_ai.util import OutputLimitExceededError
 
 from docket.core.headline import headline
 from docket.core.options import checked, one_of, positive
-from docket.sandboxes import sandbox_spec
+from docket.sandboxes import ScoringSandbox, sandbox_spec, scoring_sandbox
 
 PROMPT = (
     "In the current directory, create a file named `{path}` containing exactly: '{content}'. "
@@ -75,14 +75,16 @@ def smoke_dataset(tools: str = "bash") -> list[Sample]:
     ]
 
 
-async def _check_file(path: str, expected: str) -> str | None:
+async def _check_file(room: ScoringSandbox, path: str, expected: str) -> str | None:
     """Why the sandbox's file at `path` is not `expected` (None when it is)."""
     try:
-        content = await sandbox_env().read_file(path)
+        content = await room.read_file(path)
     except FileNotFoundError:
         return f"{path} was not created"
     except (UnicodeDecodeError, IsADirectoryError, PermissionError) as ex:
         return f"{path} unreadable: {ex}"
+    except OutputLimitExceededError:
+        return f"{path} is larger than the sandbox's read limit"
     if content.strip() != expected:
         return f"{path} contains {content.strip()!r}; expected {expected!r}"
     return None
@@ -92,13 +94,19 @@ async def _check_file(path: str, expected: str) -> str | None:
 def file_created() -> Scorer:
     """CORRECT when every file the sample expects exists in the sandbox with its content.
 
+    The files are read in a clean room (`scoring_sandbox`): every process the agent started,
+    Inspect's tool server included, has ended first, so none can change them meanwhile.
+
     Returns:
         A scorer with CORRECT or INCORRECT and the problems found as the explanation.
     """
 
     async def score(state: TaskState, target: Target) -> Score:
         expect = {str(k): str(v) for k, v in dict(state.metadata["expect"]).items()}
-        problems = [p for path, text in expect.items() if (p := await _check_file(path, text))]
+        room = await scoring_sandbox()
+        problems = [
+            p for path, text in expect.items() if (p := await _check_file(room, path, text))
+        ]
         return Score(
             value=INCORRECT if problems else CORRECT,
             explanation="; ".join(problems) or f"{', '.join(expect)} as expected",

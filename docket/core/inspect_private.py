@@ -17,6 +17,8 @@ from inspect_ai.model._generate_config import active_generate_config
 from inspect_ai.model._model import active_model
 from inspect_ai.scorer._classification import max_f1_score
 from inspect_ai.util._sandbox.compose import parse_compose_yaml
+from inspect_ai.util._sandbox.docker.compose import compose_command
+from inspect_ai.util._sandbox.docker.docker import DockerSandboxEnvironment
 from inspect_ai.util._sandbox.environment import deserialize_sandbox_specific_config
 from inspect_ai.util._sandbox.limits import (
     override_max_exec_output_size,
@@ -35,6 +37,8 @@ except ImportError:  # pragma: no cover - older/newer Inspect layouts
     max_subprocesses_context_var = None  # type: ignore[assignment]
 
 __all__ = [
+    "DockerSandboxEnvironment",
+    "compose_command",
     "SANDBOX_CLI",
     "LocalSandboxEnvironment",
     "PrerequisiteError",

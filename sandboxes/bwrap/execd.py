@@ -677,6 +677,8 @@ class Service:
         self.limits: dict[str, Any] = {}
         self.staging = ""
         self.agent_cgroup_fd = -1
+        #: `end` requests waiting for the namespaces they killed to be reaped: (id, entries)
+        self.ending: list[tuple[int, list[_Exec]]] = []
         wake_read, wake_write = os.pipe()
         os.set_blocking(wake_read, False)
         os.set_blocking(wake_write, False)
@@ -762,6 +764,10 @@ class Service:
                 self.spare = self.try_prepare()
         elif op == "seal":
             self.seal(message, fds)
+        elif op == "end":
+            for fd in fds:
+                os.close(fd)
+            self.end_all(int(message["id"]))
         elif op == "kill":
             target = self.execs.get(int(message["id"]))
             if target is not None:
@@ -809,6 +815,29 @@ class Service:
             entry.setup, entry.busy = f"cannot pass the command its pipes: {ex}", True
         entry.requests.close()
         entry.requests = None
+
+    def end_all(self, id: int) -> None:
+        """SIGKILL the namespace init of every exec still alive, detached ones (Inspect's tool
+        server and everything its shells started) included; answer `id` once all are reaped,
+        so nothing any exec started is alive when the answer arrives."""
+        self.read_unclaimed_inits()
+        entries = list(self.execs.values())
+        for entry in entries:
+            entry.kill_requested = True  # an init not announced yet is killed when it is
+            self.kill(entry)
+        self.ending.append((id, entries))
+        self.answer_ended()
+
+    def answer_ended(self) -> None:
+        """Answer each `end` request whose namespaces have all been reaped."""
+        waiting = []
+        for id, entries in self.ending:
+            left = [entry for entry in entries if entry.id in self.execs]
+            if left:
+                waiting.append((id, left))
+            else:
+                send_message(self.sock, {"op": "exit", "id": id, "code": 0, "ended": len(entries)})
+        self.ending = waiting
 
     def refuse(self, id: int, why: str) -> None:
         """Report exec `id` as not started for want of a kernel resource."""
@@ -864,6 +893,8 @@ class Service:
         if entry.id is None:
             return
         self.execs.pop(entry.id, None)
+        if self.ending:
+            self.answer_ended()
         if entry.reported:
             return
         entry.reported = True

@@ -473,6 +473,22 @@ class SandboxSession:
         outcome = await self._wait_exit(id)
         return None if outcome.get("code") == 0 else str(outcome.get("setup", outcome))
 
+    async def end_processes(self) -> int:
+        """End every process any exec started, Inspect's tool server and its shells included.
+
+        The exec service SIGKILLs the pid namespace init of every exec still alive (the
+        kernel then kills everything in that namespace) and answers once it has reaped them.
+
+        Returns:
+            How many exec namespaces were ended.
+        """
+        if self._gone is not None:
+            raise self._mark_gone(self._gone)
+        id = next(self._ids)
+        await self._send({"op": "end", "id": id})
+        outcome = await self._wait_exit(id)
+        return int(outcome.get("ended", 0))
+
     async def _kill(self, id: int, outcome: dict[str, Any]) -> None:
         """Kill exec `id`'s namespace and wait (bounded) until the service reports it gone."""
         if outcome or self._gone is not None:
