@@ -5,6 +5,7 @@
 - sandbox_exec_cpu: CPU seconds per exec, the sandbox's own processes counted (from `/proc`),
   the same pair;
 - sandbox_sample: a sample's whole sandbox lifetime (init, 10 execs, cleanup), the same pair;
+- sandbox_score: the scorer's clean-room step against one plain exec in the same sandbox;
 - sandbox_exec_docker, sandbox_sample_docker: the same two against Inspect's docker sandbox
   (`docker_cases.py`);
 - schema_retrieval: `SchemaCache.retrieve` (top 5, SQLite hotness update) vs bare `bm25s`;
@@ -260,6 +261,47 @@ def sandbox_sample(quick: bool) -> Measurement:
         target=10.0,
         repeats=repeats,
         note="starting bwrap and its exec service, and killing it, once per sample",
+    )
+
+
+def sandbox_score(quick: bool) -> Measurement:
+    """The scorer's clean-room step (`docket.sandboxes.clean_room`: end every agent process,
+    make a fresh private room) vs one plain `exec(['true'])`, in the same bwrap sandbox.
+
+    Paid once per sample before its scorer's first command; the ratio says how many plain execs
+    it costs."""
+    from docket.sandboxes.bwrap.sandbox import BwrapSandboxEnvironment
+    from docket.sandboxes.cleanroom import clean_room
+
+    loop = asyncio.new_event_loop()
+    try:
+        _require_bwrap(loop)
+        envs = loop.run_until_complete(BwrapSandboxEnvironment.sample_init("perf", None, {}))
+        sb = envs["default"]
+
+        def step() -> object:
+            return loop.run_until_complete(clean_room(sb))
+
+        def plain() -> object:
+            result = loop.run_until_complete(sb.exec(["true"]))
+            _check(result)
+            return result
+
+        step(), plain()  # warm both
+        repeats = 5 if quick else 40
+        docket_s, peer_s = paired_medians(step, plain, repeats)
+        loop.run_until_complete(BwrapSandboxEnvironment.sample_cleanup("perf", None, envs, False))
+    finally:
+        loop.close()
+    return Measurement(
+        "sandbox_score",
+        "clean_room(): end the agent's processes + a fresh room",
+        "one exec(['true']) in the same sandbox",
+        docket_s,
+        peer_s,
+        target=3.0,
+        repeats=repeats,
+        note="the exec service's end request (reaps every live exec namespace) and one mkdir",
     )
 
 
@@ -994,6 +1036,7 @@ CASES: dict[str, Case] = {
     "sandbox_exec": sandbox_exec,
     "sandbox_exec_cpu": sandbox_exec_cpu,
     "sandbox_sample": sandbox_sample,
+    "sandbox_score": sandbox_score,
     **DOCKER_CASES,  # bwrap against Inspect's docker sandbox (benchmarks/perf/docker_cases.py)
     "schema_retrieval": schema_retrieval,
     "greedy_decode": greedy_decode,

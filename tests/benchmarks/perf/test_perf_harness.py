@@ -220,7 +220,8 @@ def test_bwrap_is_skipped_only_when_its_probe_says_so(monkeypatch: pytest.Monkey
         raise PrerequisiteError("The bwrap sandbox cannot run here (no bwrap executable found).")
 
     monkeypatch.setattr(probe, "ensure_bwrap", no_bwrap)
-    for case in (cases.sandbox_exec, cases.sandbox_exec_cpu, cases.sandbox_sample):
+    bwrap_cases = (cases.sandbox_exec, cases.sandbox_exec_cpu, cases.sandbox_sample)
+    for case in (*bwrap_cases, cases.sandbox_score):
         result = run_case("sandbox", case, True)
         assert result == Skipped(
             "sandbox", "bwrap", "The bwrap sandbox cannot run here (no bwrap executable found)."
