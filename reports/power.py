@@ -69,7 +69,12 @@ def normal_detectable(
     second_moment: float, n: int, alpha: float, power: float = POWER, scale: float = 1.0
 ) -> float:
     """Minimum detectable drop of a bootstrapped headline: (z_alpha + z_power) sigma / sqrt(n),
-    at least what an unchanged run can bound (`no_change_bound`)."""
+    at least what an unchanged run can bound (`no_change_bound`).
+
+    The closed form of a one-sided one-sample z-test's detectable effect, which statsmodels'
+    `NormalIndPower(ratio=0).solve_power` finds by root search (to about 1e-8); the closed form
+    keeps `needed_n`'s bisection exact.
+    """
     spread = (z_upper(alpha) + z_upper(1 - power)) * math.sqrt(second_moment / n)
     return max(spread, no_change_bound(n, alpha, scale).high)
 
@@ -155,6 +160,8 @@ def needed_n(
 
 def icc_anova(values: Mapping[str, float], clusters: Mapping[str, str]) -> float | None:
     """One-way ANOVA intra-cluster correlation of per-sample values, clipped to [0, 1].
+
+    Hand-written: neither scipy nor statsmodels computes ICC(1) for unequal cluster sizes.
 
     Args:
         values: Per-sample values.

@@ -11,7 +11,6 @@ upper confidence bound a non-inferiority test compares with the tolerance.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -40,20 +39,25 @@ def is_binary(values: Sequence[float]) -> bool:
 
 
 def wilson_interval(successes: float, n: int, z: float = Z95) -> Interval:
-    """Wilson score interval for a proportion (honest at 0/n and n/n, unlike the normal one)."""
+    """Wilson score interval for a proportion (honest at 0/n and n/n, unlike the normal one),
+    from statsmodels' `proportion_confint(method="wilson")` at the two-sided level of `z`."""
+    from statsmodels.stats.proportion import proportion_confint
+
     if n <= 0:
         raise ValueError("wilson_interval needs n > 0")
-    p = successes / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return Interval(max(0.0, centre - half), min(1.0, centre + half), "wilson")
+    low, high = proportion_confint(successes, n, alpha=2 * float(sps.norm.sf(z)), method="wilson")
+    return Interval(max(0.0, float(low)), min(1.0, float(high)), "wilson")
 
 
 def bootstrap_mean_interval(
     values: Sequence[float], resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0
 ) -> Interval:
-    """Percentile bootstrap 95 % CI of a mean."""
+    """Percentile bootstrap 95 % CI of a mean.
+
+    Hand-written on purpose: `scipy.stats.bootstrap` computes the same interval from another
+    resampling stream, so every published interval would move; the paired tests and the gate's
+    bounds also need the replicates themselves (`paired_bootstrap_means`), drawn the same way.
+    """
     data = np.asarray(values, dtype=float)
     rng = np.random.default_rng(seed)
     means = data[rng.integers(0, len(data), size=(resamples, len(data)))].mean(axis=1)
@@ -92,7 +96,8 @@ def mcnemar_p(
 ) -> float:
     """Exact McNemar test on shared 0/1 samples (binomial test of the discordant pairs).
 
-    "greater": H1 is that a scores 1 more often than b; "two-sided": they differ.
+    "greater": H1 is that a scores 1 more often than b; "two-sided": they differ. scipy's
+    `binomtest` on the discordant pairs (statsmodels' `mcnemar` has no one-sided alternative).
     """
     ids = shared_ids(a, b)
     a_only = sum(1 for k in ids if a[k] == 1.0 and b[k] == 0.0)
@@ -153,15 +158,13 @@ def paired_mean_test(
 
 
 def holm(pvalues: Sequence[float]) -> list[float]:
-    """Holm-Bonferroni adjusted p-values (step-down, monotone, capped at 1)."""
-    order = sorted(range(len(pvalues)), key=lambda i: pvalues[i])
-    adjusted = [1.0] * len(pvalues)
-    running = 0.0
-    m = len(pvalues)
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (m - rank) * pvalues[i]))
-        adjusted[i] = running
-    return adjusted
+    """Holm-Bonferroni adjusted p-values (step-down, monotone, capped at 1), from statsmodels'
+    `multipletests(method="holm")`."""
+    from statsmodels.stats.multitest import multipletests
+
+    if not pvalues:
+        return []
+    return [float(p) for p in multipletests(list(pvalues), method="holm")[1]]
 
 
 def pairwise_ranks(
@@ -223,11 +226,13 @@ def clopper_pearson(successes: int, n: int, alpha: float) -> Interval:
     Returns:
         `low` (0 at 0/n) and `high` (1 at n/n) from the beta quantiles.
     """
+    from statsmodels.stats.proportion import proportion_confint
+
     if n <= 0 or not 0 <= successes <= n:
         raise ValueError("clopper_pearson needs 0 <= successes <= n and n > 0")
-    low = 0.0 if successes == 0 else float(sps.beta.ppf(alpha, successes, n - successes + 1))
-    high = 1.0 if successes == n else float(sps.beta.ppf(1 - alpha, successes + 1, n - successes))
-    return Interval(low, high, "clopper-pearson")
+    # statsmodels' "beta" method is Clopper-Pearson, two-sided: alpha on each side is 2 alpha
+    low, high = proportion_confint(successes, n, alpha=2 * alpha, method="beta")
+    return Interval(float(low), float(high), "clopper-pearson")
 
 
 def paired_binary_bounds(worse: int, better: int, n: int, alpha: float) -> Interval:
