@@ -402,6 +402,24 @@ def _regular_or_fail(mode: int) -> None:
         raise PermissionError(errno.EPERM, f"not a regular file ({kind})")
 
 
+#: Linux rlimits Python's `resource` module does not name (the same number on every arch).
+_RLIMIT_NUMBERS = {"RLIMIT_LOCKS": 10}
+
+
+def set_rlimits(limits: dict[str, int]) -> None:
+    """Set each limit as soft = hard (ValueError naming the limit when the kernel refuses)."""
+    for name, value in limits.items():
+        number = getattr(resource, name, None)
+        number = _RLIMIT_NUMBERS[name] if number is None else number
+        try:
+            resource.setrlimit(number, (value, value))
+        except (ValueError, OSError) as ex:
+            hard = resource.getrlimit(number)[1]
+            raise ValueError(
+                f"cannot set {name} to {value} (the hard limit docket runs under is {hard}: {ex})"
+            ) from None
+
+
 #: errnos that mean a kernel resource ran out (for now): that exec fails alone, with exit 126.
 _RESOURCE_ERRNOS = frozenset(
     (errno.EAGAIN, errno.ENOMEM, errno.EMFILE, errno.ENFILE, errno.ENOSPC, errno.ETOOMANYREFS)
@@ -449,8 +467,7 @@ def _prepared_command(requests: socket.socket, report_fd: int, limits: dict[str,
         step = "dumpable"
         _check(_libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0), "set dumpable")  # own /proc/self
         step = "rlimits"
-        for name, value in limits.get("rlimits", {}).items():
-            resource.setrlimit(getattr(resource, name), (value, value))
+        set_rlimits(limits.get("rlimits", {}))
         step = "privileges"
         _drop_privileges(limits.get("seccomp", []), limits.get("bounding", range(64)))
     except BaseException as ex:
@@ -691,6 +708,7 @@ class Service:
             "bounding": _bounding_set(),
             "agent_cgroup_fd": self.agent_cgroup_fd,
         }
+        set_rlimits(init.get("service_rlimits", {}))  # before anything it forks
         _fresh_session_keyring()
         _setup_mounts(init["mounts"])
         self.staging = init["mounts"]["staging"]
