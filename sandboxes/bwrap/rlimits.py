@@ -65,8 +65,11 @@ def agent_rlimits(config: BwrapConfig, cgroup_limits: bool) -> dict[str, int]:
         limits["RLIMIT_AS"] = config.memory_mb << 20
     if config.max_file_size_mb:
         limits["RLIMIT_FSIZE"] = config.max_file_size_mb << 20
-    if config.max_processes and (nproc_per_sample() or not cgroup_limits):
-        limits["RLIMIT_NPROC"] = config.max_processes
+    if config.max_processes and cgroup_limits and nproc_per_sample():
+        # the sample's whole count, as its cgroup's pids.max: the agent's pids.max binds first
+        limits["RLIMIT_NPROC"] = config.max_processes + SERVICE_TASKS
+    elif config.max_processes and not cgroup_limits:
+        limits["RLIMIT_NPROC"] = config.max_processes  # the only bound on tasks
     return limits
 
 
@@ -86,6 +89,6 @@ def service_rlimits(config: BwrapConfig, cgroup_limits: bool) -> dict[str, int]:
     limits.pop("RLIMIT_AS", None)
     limits.pop("RLIMIT_FSIZE", None)
     limits["RLIMIT_NOFILE"] = min(config.max_open_files + SERVICE_FILES, 1 << 20)
-    if "RLIMIT_NPROC" in limits:
-        limits["RLIMIT_NPROC"] += SERVICE_TASKS
+    if config.max_processes and "RLIMIT_NPROC" in limits:
+        limits["RLIMIT_NPROC"] = config.max_processes + SERVICE_TASKS
     return limits
