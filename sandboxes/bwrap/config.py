@@ -54,7 +54,8 @@ class BwrapConfig(BaseModel):
     where one is available; also the address-space limit (RLIMIT_AS) of each process."""
 
     max_processes: int | None = Field(default=256, gt=0)
-    """Processes/threads of the sample (cgroup pids.max where available, else RLIMIT_NPROC)."""
+    """Processes/threads of the agent (cgroup pids.max where available, else RLIMIT_NPROC;
+    with a cgroup, RLIMIT_NPROC bounds the whole sample at this plus the exec service's 64)."""
 
     max_file_size_mb: int | None = Field(default=1024, gt=0)
     """Largest file a sandbox process may write (RLIMIT_FSIZE), in MiB."""
