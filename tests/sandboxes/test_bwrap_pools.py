@@ -14,6 +14,13 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+import yaml
+from inspect_ai import Task, eval
+from inspect_ai.dataset import Sample
+from inspect_ai.model import get_model
+from inspect_ai.solver import Generate, Solver, TaskState, solver
+from inspect_ai.tool import bash_session
+from inspect_ai.util import SandboxEnvironmentSpec, sandbox
 
 from docket.sandboxes.bwrap.cgroup import detect
 from docket.sandboxes.bwrap.config import BwrapConfig
@@ -283,31 +290,73 @@ async def test_every_process_of_a_sample_runs_under_explicit_limits() -> None:
         assert result.returncode == 0
         own = {name: _limits_line(result.stdout, name) for name in COMMAND_LIMITS}
         assert own == {name: (value, value) for name, value in COMMAND_LIMITS.items()}
-        assert sb.uid is not None
-        # from the host: the exec service, its namespace inits and its spare command (not
-        # bwrap's own process outside the sandbox's namespaces, which runs nothing of the agent)
-        sample = [
-            entry.name
-            for entry in os.scandir("/proc")
-            if entry.name.isdigit()
-            and _real_uid(entry.name) == sb.uid.uid
-            and entry.name != str(sb.session.process.pid)
-        ]
-        assert str(sb.session.child_pid) in sample and len(sample) >= 3
-        ceiling = {
-            **COMMAND_LIMITS,
-            "Max open files": str(POOLS.max_open_files + SERVICE_FILES),
-            "Max processes": str(MAX_PROCESSES + SERVICE_TASKS),
-        }
-        for pid in sample:
-            with contextlib.suppress(FileNotFoundError, ProcessLookupError):
-                limits = _limits(pid)
-                for name, value in ceiling.items():
-                    if name in ("Max file size", "Max address space"):
-                        continue  # the service unpacks Inspect's tools; its cgroup bounds it
-                    soft, hard = limits[name]
-                    assert hard != "unlimited" and int(hard) <= int(value), (pid, name, hard)
-                    assert soft == hard, (pid, name)
+        # the exec service, its namespace inits and its spare command
+        assert len(_over_the_ceiling(sb)) >= 3
+
+
+def _over_the_ceiling(sb: BwrapSandboxEnvironment) -> list[str]:
+    """The sample's processes, seen from the host (asserting that none has a limit above the
+    exec service's): every process of its host uid but bwrap's own outside its namespaces,
+    which runs nothing of the agent."""
+    assert sb.uid is not None
+    sample = [
+        entry.name
+        for entry in os.scandir("/proc")
+        if entry.name.isdigit()
+        and _real_uid(entry.name) == sb.uid.uid
+        and entry.name != str(sb.session.process.pid)
+    ]
+    assert str(sb.session.child_pid) in sample
+    ceiling = {
+        **COMMAND_LIMITS,
+        "Max open files": str(POOLS.max_open_files + SERVICE_FILES),
+        "Max processes": str(MAX_PROCESSES + SERVICE_TASKS),
+    }
+    for pid in sample:
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+            limits = _limits(pid)
+            for name, value in ceiling.items():
+                if name in ("Max file size", "Max address space"):
+                    continue  # the service unpacks Inspect's tools; its cgroup bounds it
+                soft, hard = limits[name]
+                assert hard != "unlimited" and int(hard) <= int(value), (pid, name, hard)
+                assert soft == hard, (pid, name)
+    return sample
+
+
+@solver
+def _limits_through_the_tool_server() -> Solver:
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        shell = bash_session()
+        seen = await shell(action="type_submit", input="cat /proc/self/limits")
+        env = sandbox().as_type(BwrapSandboxEnvironment)
+        state.metadata["seen"] = str(seen)
+        state.metadata["processes"] = len(_over_the_ceiling(env))
+        return state
+
+    return solve
+
+
+def test_the_tool_server_and_its_shells_run_under_the_same_limits(tmp_path: Path) -> None:
+    # Inspect unpacks its tool bundle with an exec of the agent's: files of more than 3 MiB
+    tools = POOLS.model_copy(update={"max_file_size_mb": 64})
+    config = tmp_path / "bwrap.yaml"
+    config.write_text(yaml.safe_dump(tools.model_dump(mode="json", exclude_defaults=True)))
+    task = Task(
+        dataset=[Sample(input="go")],
+        solver=_limits_through_the_tool_server(),
+        sandbox=SandboxEnvironmentSpec("bwrap", str(config)),
+    )
+    [log] = eval(task, model=get_model("docket/scripted", policy="refuse"), log_dir=str(tmp_path))
+    assert log.status == "success", log.error
+    [sample] = log.samples or []
+    assert sample.error is None, sample.error
+    seen = sample.metadata["seen"]
+    expected = {**COMMAND_LIMITS, "Max file size": str(64 << 20)}
+    own = {name: _limits_line(seen, name) for name in expected}
+    assert own == {name: (value, value) for name, value in expected.items()}
+    # the service, its spare, and the tool server's namespace: its init, server, shell, cat
+    assert sample.metadata["processes"] >= 6
 
 
 def _limits_line(text: str, name: str) -> tuple[str, str]:
