@@ -490,6 +490,29 @@ import os
 os.rename("/tmp/ready.tmp", "/tmp/ready")
 time.sleep(60)
 """
+#: A: 60 UDP receivers that never read (8 MiB buffers each), flooded; says how many MiB the
+#: kernel holds for UDP then (/proc/net/sockstat: the host's count, in pages).
+UDP_BUFFERS = """
+import os, socket, time
+held = []
+for _ in range(60):
+    receiver = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    receiver.bind(("127.0.0.1", 0))
+    receiver.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 24)
+    sender = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sender.setblocking(False)
+    held.append((receiver, sender))
+    for _ in range(300):
+        try:
+            sender.sendto(bytes(60000), receiver.getsockname())
+        except OSError:
+            break
+udp = next(line for line in open("/proc/net/sockstat") if line.startswith("UDP:"))
+with open("/tmp/ready.tmp", "w") as out:
+    out.write(str(int(udp.split()[-1]) * 4096 >> 20))
+os.rename("/tmp/ready.tmp", "/tmp/ready")
+time.sleep(60)
+"""
 TCP_CHECK = """
 import socket
 server = socket.socket(); server.bind(("127.0.0.1", 0)); server.listen(1)
@@ -501,14 +524,20 @@ print("ok")
 """
 
 
+#: Past memory_mb (cgroup v2: memory.max; v1: memory.kmem.tcp.limit_in_bytes) every socket is
+#: under memory pressure. TCP: each connection still queues its minimum (tens of KiB; at most
+#: 60 x 0.2 MiB). UDP: the kernel drops what it cannot charge; the host's other UDP sockets
+#: hold a few pages (4 MiB of margin). With no bound: the 300 MiB cap, and 60 x 8 MiB.
+SOCKETS = {"tcp": (TCP_BUFFERS, 12), "udp": (UDP_BUFFERS, 4)}
+
+
 @pytest.mark.skipif(not detect().available, reason=f"no usable cgroup: {detect().reason}")
-async def test_socket_buffers_count_in_the_samples_memory() -> None:
+@pytest.mark.parametrize("kind", sorted(SOCKETS))
+async def test_socket_buffers_count_in_the_samples_memory(kind: str) -> None:
+    script, margin = SOCKETS[kind]
     small = POOLS.model_copy(update={"memory_mb": 64})
     async with bwrap_sandbox(small) as sample_a, bwrap_sandbox(POOLS) as sample_b:
-        async with lingering(sample_a, TCP_BUFFERS, "socket buffers") as report:
-            # past memory_mb (cgroup v2: memory.max; v1: memory.kmem.tcp.limit_in_bytes) every
-            # socket is under memory pressure and queues at most its minimum (tens of KiB):
-            # 64 MiB and 60 x 0.2 MiB at most; with no bound, the 300 MiB cap
-            assert int(report) <= 64 + 12, report
+        async with lingering(sample_a, script, f"{kind} buffers") as report:
+            assert int(report) <= 64 + margin, report
             result = await sample_b.exec(["python3", "-c", TCP_CHECK])
             assert (result.returncode, result.stdout) == (0, "ok\n")
