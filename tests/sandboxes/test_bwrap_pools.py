@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import resource
 import textwrap
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -20,7 +21,7 @@ from inspect_ai.dataset import Sample
 from inspect_ai.model import get_model
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.tool import bash_session
-from inspect_ai.util import SandboxEnvironmentSpec, sandbox
+from inspect_ai.util import SandboxEnvironmentSpec, SandboxUnavailableError, sandbox
 
 from docket.sandboxes.bwrap.cgroup import detect
 from docket.sandboxes.bwrap.config import BwrapConfig
@@ -541,3 +542,17 @@ async def test_socket_buffers_count_in_the_samples_memory(kind: str) -> None:
             assert int(report) <= 64 + margin, report
             result = await sample_b.exec(["python3", "-c", TCP_CHECK])
             assert (result.returncode, result.stdout) == (0, "ok\n")
+
+
+async def test_a_limit_above_the_evaluators_hard_limit_is_one_line_at_start() -> None:
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard == resource.RLIM_INFINITY or hard >= 1 << 20:
+        pytest.skip(f"the evaluator's hard RLIMIT_NOFILE ({hard}) leaves no room above it")
+    with pytest.raises(SandboxUnavailableError) as raised:
+        async with bwrap_sandbox(POOLS.model_copy(update={"max_open_files": hard + 1})):
+            pass
+    assert str(raised.value) == (
+        f"bwrap could not start the sandbox: ValueError: cannot set RLIMIT_NOFILE to {hard + 1}: "
+        f"the hard limit docket runs under is {hard} (lower the sandbox option, or raise the "
+        "evaluator's hard limit)"
+    )
