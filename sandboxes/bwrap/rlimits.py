@@ -52,7 +52,9 @@ def agent_rlimits(config: BwrapConfig, cgroup_limits: bool) -> dict[str, int]:
         `resource` constant name -> value (soft and hard).
     """
     limits = {
-        "RLIMIT_CORE": 0,
+        # 1, not 0: no core fits in one byte, and for a core_pattern piped to a program the
+        # kernel ignores the limit except 1, which it reads as "no dump"
+        "RLIMIT_CORE": 1,
         "RLIMIT_NOFILE": config.max_open_files,
         "RLIMIT_MEMLOCK": config.max_locked_memory_kb << 10,
         "RLIMIT_SIGPENDING": config.max_pending_signals,

@@ -279,7 +279,7 @@ COMMAND_LIMITS = {
     "Max file locks": str(POOLS.max_file_locks),
     "Max file size": str(3 << 20),
     "Max address space": str(512 << 20),
-    "Max core file size": "0",
+    "Max core file size": "1",
     "Max nice priority": "0",
     "Max realtime priority": "0",
 }
@@ -396,7 +396,7 @@ async def test_the_agent_cannot_raise_a_hard_limit() -> None:
             "MEMLOCK": POOLS.max_locked_memory_kb << 10,
             "SIGPENDING": POOLS.max_pending_signals,
             "MSGQUEUE": POOLS.max_msgqueue_kb << 10,
-            "CORE": 0,
+            "CORE": 1,
             "RTPRIO": 0,
             "NICE": 0,
         }

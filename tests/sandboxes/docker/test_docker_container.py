@@ -119,7 +119,7 @@ async def test_container_is_hardened_like_bwrap(docker_engine: str) -> None:
         "NOFILE": [defaults.max_open_files] * 2,
         "MEMLOCK": [defaults.max_locked_memory_kb << 10] * 2,
         "FSIZE": [defaults.max_file_size_mb << 20] * 2,
-        "CORE": [0, 0],
+        "CORE": [1, 1],
         "RTPRIO": [0, 0],
         "NICE": [0, 0],
     }
