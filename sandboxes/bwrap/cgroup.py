@@ -2,7 +2,8 @@
 
 Each sample gets a child cgroup of the evaluator's own (so every limit the evaluator is already
 under still applies): `memory_mb` caps everything the sample holds in RAM, its processes,
-its tmpfs files and memfds alike, and `max_processes` caps its tasks. cgroup v1 needs write
+its tmpfs files and memfds alike (and, on v1, its TCP buffers separately), and
+`max_processes` caps its tasks. cgroup v1 needs write
 access to the evaluator's memory and pids cgroups (root, as on CI). cgroup v2 needs a
 delegated directory with the memory and pids controllers enabled for its children: the
 evaluator's own cgroup when that is so, or the one named by `$DOCKET_CGROUP`. Without either,
@@ -195,6 +196,9 @@ class SampleCgroup:
                     _write(path / "memory.limit_in_bytes", memory)
                     with contextlib.suppress(OSError):  # no swap accounting on this kernel
                         _write(path / "memory.memsw.limit_in_bytes", memory)
+                    # v1 charges socket buffers only once this is set (v2: to memory.max)
+                    with contextlib.suppress(OSError):
+                        _write(path / "memory.kmem.tcp.limit_in_bytes", memory)
             elif tasks:
                 _write(path / "pids.max", tasks)
 

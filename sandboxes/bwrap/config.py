@@ -54,7 +54,8 @@ class BwrapConfig(BaseModel):
     where one is available; also the address-space limit (RLIMIT_AS) of each process."""
 
     max_processes: int | None = Field(default=256, gt=0)
-    """Processes/threads of the sample (cgroup pids.max where available, else RLIMIT_NPROC)."""
+    """Processes/threads of the agent (cgroup pids.max where available, else RLIMIT_NPROC;
+    with a cgroup, RLIMIT_NPROC bounds the whole sample at this plus the exec service's 64)."""
 
     max_file_size_mb: int | None = Field(default=1024, gt=0)
     """Largest file a sandbox process may write (RLIMIT_FSIZE), in MiB."""
@@ -65,6 +66,24 @@ class BwrapConfig(BaseModel):
 
     max_inodes: int | None = Field(default=65536, gt=0)
     """Files and directories the sample's tmpfs can hold (its `nr_inodes`)."""
+
+    max_open_files: int = Field(default=1024, gt=0, le=1 << 20)
+    """Open files of each sandbox process (RLIMIT_NOFILE), and the fds the sample may keep in
+    flight over unix sockets. A sample holds at most `max_open_files` x `max_processes` file
+    handles through fds."""
+
+    max_locked_memory_kb: int = Field(default=64, ge=0)
+    """Memory each process may lock (RLIMIT_MEMLOCK: mlock, and SHM_LOCK for the sample), KiB."""
+
+    max_pending_signals: int = Field(default=1024, gt=0)
+    """Signals the sample may have queued at once (RLIMIT_SIGPENDING, counted per sample)."""
+
+    max_msgqueue_kb: int = Field(default=800, ge=0)
+    """Bytes of POSIX message queues the sample may create (RLIMIT_MSGQUEUE), KiB."""
+
+    max_file_locks: int = Field(default=1024, gt=0)
+    """RLIMIT_LOCKS of each process (set for completeness: Linux no longer enforces it; the
+    sample's locks are kernel memory counted in its cgroup)."""
 
     seccomp: str = "default"
     """`default` (docket's profile, modelled on Docker's), `none`, or a path to a

@@ -402,6 +402,48 @@ def _regular_or_fail(mode: int) -> None:
         raise PermissionError(errno.EPERM, f"not a regular file ({kind})")
 
 
+#: Linux rlimits Python's `resource` module does not name (the same number on every arch).
+_RLIMIT_NUMBERS = {"RLIMIT_LOCKS": 10}
+
+
+def _rlimit_number(name: str) -> int:
+    number = getattr(resource, name, None)
+    return _RLIMIT_NUMBERS[name] if number is None else int(number)
+
+
+def set_rlimits(limits: dict[str, int], headroom: bool = False) -> None:
+    """Set each limit as soft = hard (ValueError naming the limit when the kernel refuses).
+
+    With `headroom` (the exec service's own), a value above the hard limit docket runs under
+    is lowered to it instead.
+    """
+    for name, value in limits.items():
+        number = _rlimit_number(name)
+        hard = resource.getrlimit(number)[1]
+        if headroom and hard != resource.RLIM_INFINITY:
+            value = min(value, hard)
+        try:
+            resource.setrlimit(number, (value, value))
+        except (ValueError, OSError):
+            raise ValueError(_over_hard(name, value, hard)) from None
+
+
+def check_rlimits(limits: dict[str, int]) -> None:
+    """ValueError naming the first limit above this process's hard limit (which nothing in the
+    sandbox can raise)."""
+    for name, value in limits.items():
+        hard = resource.getrlimit(_rlimit_number(name))[1]
+        if hard != resource.RLIM_INFINITY and value > hard:
+            raise ValueError(_over_hard(name, value, hard))
+
+
+def _over_hard(name: str, value: int, hard: int) -> str:
+    return (
+        f"cannot set {name} to {value}: the hard limit docket runs under is {hard} "
+        "(lower the sandbox option, or raise the evaluator's hard limit)"
+    )
+
+
 #: errnos that mean a kernel resource ran out (for now): that exec fails alone, with exit 126.
 _RESOURCE_ERRNOS = frozenset(
     (errno.EAGAIN, errno.ENOMEM, errno.EMFILE, errno.ENFILE, errno.ENOSPC, errno.ETOOMANYREFS)
@@ -449,8 +491,7 @@ def _prepared_command(requests: socket.socket, report_fd: int, limits: dict[str,
         step = "dumpable"
         _check(_libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0), "set dumpable")  # own /proc/self
         step = "rlimits"
-        for name, value in limits.get("rlimits", {}).items():
-            resource.setrlimit(getattr(resource, name), (value, value))
+        set_rlimits(limits.get("rlimits", {}))
         step = "privileges"
         _drop_privileges(limits.get("seccomp", []), limits.get("bounding", range(64)))
     except BaseException as ex:
@@ -693,6 +734,8 @@ class Service:
             "bounding": _bounding_set(),
             "agent_cgroup_fd": self.agent_cgroup_fd,
         }
+        set_rlimits(init.get("service_rlimits", {}), headroom=True)  # before it forks
+        check_rlimits(self.limits["rlimits"])  # the agent's: refused at start, not per exec
         _fresh_session_keyring()
         _setup_mounts(init["mounts"])
         self.staging = init["mounts"]["staging"]

@@ -31,6 +31,7 @@ from .config import BwrapConfig, BwrapConfigError, load_config, parse_config
 from .fileops import FILE_TOO_LARGE, file_error
 from .layout import SANDBOX_UID, SANDBOX_USER, base_env, resolve_path
 from .probe import ensure_bwrap, host_limits, run_as_uid
+from .rlimits import agent_rlimits, service_rlimits
 from .session import ExecFailed, RawResult, SandboxSession, StreamLimitExceeded
 from .toolsupport import is_tool_bundle
 from .uids import UidLease, check_uid_support, lease_uid
@@ -60,18 +61,6 @@ def _check_bind_source(host: str, run_as: int | None) -> None:
             "which the sandbox runs as when Inspect runs as root (make it world-readable or "
             "set host_uid)"
         )
-
-
-def _rlimits(config: BwrapConfig, cgroup_limits: bool) -> dict[str, int]:
-    """Per-process limits of every command (NPROC only where no cgroup counts tasks)."""
-    limits = {"RLIMIT_CORE": 0}
-    if config.memory_mb:
-        limits["RLIMIT_AS"] = config.memory_mb << 20
-    if config.max_file_size_mb:
-        limits["RLIMIT_FSIZE"] = config.max_file_size_mb << 20
-    if config.max_processes and not cgroup_limits:
-        limits["RLIMIT_NPROC"] = config.max_processes
-    return limits
 
 
 @sandboxenv(name="bwrap")
@@ -129,7 +118,8 @@ class BwrapSandboxEnvironment(SandboxEnvironment):
                 run_as=uid.uid,
                 seccomp=limits.seccomp,
                 cgroups=limits.cgroups,
-                rlimits=_rlimits(resolved, limits.cgroups.available),
+                rlimits=agent_rlimits(resolved, limits.cgroups.available),
+                service_rlimits=service_rlimits(resolved, limits.cgroups.available),
             )
         except BaseException:
             uid.release()

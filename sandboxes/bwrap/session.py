@@ -31,6 +31,7 @@ from . import execd
 from .cgroup import CgroupSupport, SampleCgroup
 from .config import BwrapConfig
 from .layout import WORKSPACE, BwrapBinary, launch_plan
+from .rlimits import SERVICE_TASKS
 
 logger = logging.getLogger(__name__)
 
@@ -38,9 +39,6 @@ logger = logging.getLogger(__name__)
 _HOST_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
 _START_TIMEOUT = 30.0
 _KILL_WAIT = 10.0
-#: Tasks the sample's cgroup allows beyond `max_processes` (which bounds the agent's own child
-#: cgroup): the exec service, its prepared spare (2) and one namespace init per running exec.
-_SERVICE_TASKS = 64
 _SERVICE_SOURCE = Path(execd.__file__).read_bytes()
 
 
@@ -127,6 +125,7 @@ class SandboxSession:
         seccomp: tuple[bytes, ...],
         cgroups: CgroupSupport,
         rlimits: dict[str, int] | None = None,
+        service_rlimits: dict[str, int] | None = None,
     ) -> SandboxSession:
         """Start a sandbox and wait until its service is ready (SandboxUnavailableError if not)."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -192,7 +191,9 @@ class SandboxSession:
         session._status_fd = status_read  # bwrap writes its pid 1's exit code there at the end
         try:
             with anyio.fail_after(_START_TIMEOUT):
-                await session._handshake(config, seccomp, rlimits or {}, plan.late_binds)
+                await session._handshake(
+                    config, seccomp, (rlimits or {}, service_rlimits or {}), plan.late_binds
+                )
         except BaseException as ex:
             with anyio.CancelScope(shield=True):
                 await session.close()
@@ -207,7 +208,7 @@ class SandboxSession:
         self,
         config: BwrapConfig,
         seccomp: tuple[bytes, ...],
-        rlimits: dict[str, int],
+        rlimits: tuple[dict[str, int], dict[str, int]],
         late_binds: list[tuple[str, str]],
     ) -> None:
         from .layout import PTY_MAX, STAGING, WRITABLE
@@ -226,7 +227,12 @@ class SandboxSession:
         agent_fd = self.cgroup.agent_procs_fd() if self.cgroup is not None else None
         try:
             await self._send(
-                {**init, "rlimits": rlimits, "agent_cgroup": agent_fd is not None},
+                {
+                    **init,
+                    "rlimits": rlimits[0],
+                    "service_rlimits": rlimits[1],
+                    "agent_cgroup": agent_fd is not None,
+                },
                 [agent_fd] if agent_fd is not None else None,
             )
         finally:
@@ -549,7 +555,7 @@ class SandboxSession:
 
 
 def _tasks_limit(max_processes: int | None) -> int | None:
-    return max_processes + _SERVICE_TASKS if max_processes else None
+    return max_processes + SERVICE_TASKS if max_processes else None
 
 
 def _pack_fds(fds: list[int]) -> bytes:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import os
 import subprocess
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -33,6 +36,11 @@ skip_without_bwrap = pytest.mark.skipif(
     bwrap_problem() is not None, reason=f"bwrap unavailable: {bwrap_problem()}"
 )
 requires_bwrap = [pytest.mark.bwrap, skip_without_bwrap]
+#: Marks for tests that need each sample to lease a host uid of its own (docket run as root).
+requires_own_uids = [
+    *requires_bwrap,
+    pytest.mark.skipif(os.geteuid() != 0, reason="samples get host uids of their own as root"),
+]
 
 
 @asynccontextmanager
@@ -59,3 +67,49 @@ async def processes_gone(marker: str, within_s: float = 5.0) -> bool:
             return False
         await anyio.sleep(0.1)
     return True
+
+
+#: A lingering attack: `{body}` defines `exhaust()`, which takes what it can (keeping it in
+#: `held`) and says how far it got (`fail(errno, count)`: "EMFILE after 200"); the script then
+#: writes that to /tmp/ready and waits.
+LINGERING_ATTACK = """
+import ctypes, errno, mmap, os, time
+libc = ctypes.CDLL(None, use_errno=True)
+held = []
+
+def fail(code, count):
+    return f"{errno.errorcode[code]} after {count}"
+
+{body}
+
+report = exhaust()
+with open("/tmp/ready.tmp", "w") as out:
+    out.write(report)
+os.rename("/tmp/ready.tmp", "/tmp/ready")
+time.sleep(60)
+"""
+
+
+def ready_file(sb: BwrapSandboxEnvironment) -> Path:
+    """A sample's /tmp/ready, seen from the host through its pid 1's root."""
+    return Path(f"/proc/{sb.session.child_pid}/root/tmp/ready")
+
+
+@asynccontextmanager
+async def lingering(sb: BwrapSandboxEnvironment, script: str, what: str) -> AsyncIterator[str]:
+    """A python `script` running in `sb` until the block ends; yields what it wrote to
+    /tmp/ready (it must write that file, atomically, once it holds what it took, then wait)."""
+    async with anyio.create_task_group() as tg:
+
+        async def linger() -> None:
+            with contextlib.suppress(TimeoutError):
+                await sb.exec(["python3", "-c", script], timeout=60)
+
+        tg.start_soon(linger)
+        report = ready_file(sb)
+        deadline = time.monotonic() + 30
+        while not report.exists():
+            assert time.monotonic() < deadline, f"the {what} attack never got ready"
+            await anyio.sleep(0.05)
+        yield report.read_text()
+        tg.cancel_scope.cancel()

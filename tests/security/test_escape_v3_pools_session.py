@@ -21,6 +21,7 @@ from inspect_ai.tool import bash_session
 from inspect_ai.util import sandbox
 
 from docket.sandboxes.bwrap.sandbox import BwrapSandboxEnvironment
+from tests.sandboxes.bwrap_support import ready_file
 from tests.security.test_escape_v3_pools import (
     _ATTACK,
     ATTACKS,
@@ -28,7 +29,6 @@ from tests.security.test_escape_v3_pools import (
     EXPECTED_CHECK,
     LIMITS,
     pytestmark,  # noqa: F401  (root and bwrap only)
-    ready_file,
 )
 
 #: The pools A exhausts together, and the errno each attack must end with (epoll has its own

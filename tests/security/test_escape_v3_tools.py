@@ -133,7 +133,11 @@ def test_wrapper_attack_scores_zero_and_the_tools_keep_working(tmp_path: Path) -
 
 def _bundle() -> bytes:
     arch = {"x86_64": "amd64", "aarch64": "arm64"}.get(platform.machine(), platform.machine())
-    found = sorted(toolsupport.bundle_dir().glob(f"inspect-sandbox-tools-{arch}-v*"))
+    found = sorted(  # not the plain-tar copy Inspect may keep beside it (`...-v35.tar`)
+        path
+        for path in toolsupport.bundle_dir().glob(f"inspect-sandbox-tools-{arch}-v*")
+        if not path.name.endswith(".tar")
+    )
     if not found:
         pytest.skip(f"Inspect ships no tool-support bundle for {arch} here")
     return found[-1].read_bytes()

@@ -80,3 +80,54 @@ async def test_container_matches_bwrap_defaults(docker_engine: str) -> None:
     assert seen["interfaces"] == ["lo"]
     assert seen["connect"] == 101  # ENETUNREACH: no route off loopback
     assert seen["resolve"] == "gaierror"
+
+
+#: Run inside the container: its rlimits, capabilities, and which paths take writes (and how big).
+HARDENING = r"""
+import json, os, resource
+limits = {name: resource.getrlimit(getattr(resource, "RLIMIT_" + name))
+          for name in ("NOFILE", "MEMLOCK", "FSIZE", "CORE", "RTPRIO", "NICE")}
+status = dict(line.split(":\t", 1) for line in open("/proc/self/status").read().splitlines()
+              if ":\t" in line)
+writable = {}
+for path in ("/", "/etc", "/usr", "/workspace", "/tmp", "/var/tmp", "/home/agent", "/dev/shm"):
+    try:
+        with open(os.path.join(path, ".probe"), "w") as out:
+            out.write("x")
+        os.unlink(os.path.join(path, ".probe"))
+        stat = os.statvfs(path)
+        writable[path] = stat.f_blocks * stat.f_frsize >> 20
+    except OSError as error:
+        writable[path] = os.strerror(error.errno)
+print(json.dumps({"limits": limits, "cap_eff": status["CapEff"].strip(),
+                  "no_new_privs": status["NoNewPrivs"].strip(), "writable": writable}))
+"""
+
+
+async def test_container_is_hardened_like_bwrap(docker_engine: str) -> None:
+    defaults = BwrapConfig()
+    assert defaults.max_file_size_mb is not None
+    async with docker_container("docket-docker-hardened") as env:
+        result = await env.exec(["python3", "-c", HARDENING])
+        assert result.success, result.stderr
+        seen = json.loads(result.stdout)
+        as_root = await env.exec(["sh", "-c", "grep CapEff /proc/self/status"], user="root")
+        for path in ("answer.txt", "/tmp/answer.txt", "/home/agent/answer.txt"):
+            await env.write_file(path, "42\n")
+            assert await env.read_file(path) == "42\n"
+    assert seen["limits"] == {
+        "NOFILE": [defaults.max_open_files] * 2,
+        "MEMLOCK": [defaults.max_locked_memory_kb << 10] * 2,
+        "FSIZE": [defaults.max_file_size_mb << 20] * 2,
+        "CORE": [1, 1],
+        "RTPRIO": [0, 0],
+        "NICE": [0, 0],
+    }
+    assert (seen["cap_eff"], seen["no_new_privs"]) == ("0000000000000000", "1")
+    assert as_root.stdout.split() == ["CapEff:", "0000000000000000"]  # root, but no capability
+    read_only = "Read-only file system"
+    written = seen["writable"]
+    assert (written["/"], written["/etc"], written["/usr"]) == (read_only,) * 3
+    assert (written["/var/tmp"], written["/dev/shm"]) == (256, 64)  # sized tmpfs mounts
+    for path in ("/workspace", "/tmp", "/home/agent"):  # volumes of the project (docker cp)
+        assert isinstance(written[path], int), path

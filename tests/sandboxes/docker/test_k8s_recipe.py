@@ -37,6 +37,8 @@ TEMPLATE_LINES = (
     "{{- if $service.resources }}",
     "{{- toYaml $service.resources | nindent 10 }}",
     "{{- with $service.securityContext }}",
+    "{{- with $service.volumeMounts }}",
+    "-  {{- toYaml . | nindent 10 }}",  # a volume given as an object goes in as it is
 )
 
 
@@ -65,6 +67,8 @@ def render_default_container(values: dict[str, Any]) -> dict[str, Any]:
         "workingDir": service.get("workingDir"),
         "resources": service.get("resources") or {"limits": fallback, "requests": fallback},
         "securityContext": service.get("securityContext") or None,
+        "volumeMounts": service.get("volumeMounts") or [],
+        "volumes": [volume for volume in service.get("volumes", []) if isinstance(volume, dict)],
     }
 
 
@@ -104,21 +108,22 @@ def test_rendered_spec_matches_compose_and_bwrap_defaults() -> None:
     assert container["runtimeClassName"] == "gvisor"
 
 
-def test_no_network_beyond_the_pods_own_services() -> None:
-    values = _values()
-    assert values["networkPolicy"]["enabled"] is True  # else the chart enforces nothing
-    for key in ("allowDomains", "allowDomainsPorts", "allowEntities", "allowCIDR"):
-        assert not values.get(key), key
-    policy = (CHART / "templates" / "network-policy.yaml").read_text()
-    assert "kind: CiliumNetworkPolicy" in policy
-    assert '- matchPattern: "*.{{ .Release.Namespace }}.svc.cluster.local"' in policy
-
-
-def test_compose_file_is_refused_by_the_converter_hence_the_values_file() -> None:
-    from k8s_sandbox.compose._converter import (
-        ComposeConverterError,
-        convert_compose_to_helm_values,
-    )
-
-    with pytest.raises(ComposeConverterError, match="pids_limit"):
-        convert_compose_to_helm_values(Path(image_config()))
+def test_read_only_root_with_sized_writable_places_like_compose() -> None:
+    compose = yaml.safe_load(Path(image_config()).read_text())["services"]["default"]
+    container = render_default_container(_values())
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert compose["read_only"] is True
+    sizes = {volume["name"]: volume["emptyDir"]["sizeLimit"] for volume in container["volumes"]}
+    mounted = {mount["mountPath"]: sizes[mount["name"]] for mount in container["volumeMounts"]}
+    # compose's tmpfs sizes where it has them; its volumes have none (docker cp cannot read a
+    # tmpfs), so here the workspace and /tmp get bwrap's max_disk_mb
+    tmpfs = dict(entry.split(":", 1) for entry in compose["tmpfs"])
+    assert mounted == {
+        "/var/tmp": tmpfs["/var/tmp"].split(",")[0].removeprefix("size=").replace("m", "Mi"),
+        "/dev/shm": compose["shm_size"].replace("m", "Mi"),
+        "/workspace": f"{BwrapConfig().max_disk_mb}Mi".replace("1024Mi", "1Gi"),
+        "/tmp": "1Gi",
+        "/home/agent": "256Mi",
+    }
+    volumes = {entry.split(":")[1] for entry in compose["volumes"]}
+    assert volumes == {"/workspace", "/tmp", "/home/agent"}
