@@ -377,6 +377,10 @@ def _suite(console: Console, args: argparse.Namespace) -> int:
     stops = suite.check_prerequisites(plans)  # `docket doctor`'s blocking lines
     if not stops:
         stops = suite.check_endpoints(plans)
+    if not stops:  # agent tasks: does each network model that gets tools return tool calls?
+        from docket.probe import check_tool_calls
+
+        stops = check_tool_calls(plans)
     if not stops:
         stops = suite.fit_image_tasks(
             plans, lambda line: console.print(f"[yellow]{escape(line)}[/yellow]", soft_wrap=True)
