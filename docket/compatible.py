@@ -107,6 +107,11 @@ def command_line_models(params: dict[str, Any]) -> list[tuple[str, str | None]]:
     return [(name, base) for name, base in found if name]
 
 
+#: The models of the `inspect eval` command line that loaded docket (set by
+#: `shape_command_line_models`; `docket.retry_notice` is enabled when one is a network model).
+COMMAND_LINE_MODELS: list[str] = []
+
+
 def shape_command_line_models() -> list[str]:
     """Give the models of the running `inspect eval` command the plain chat shape.
 
@@ -125,6 +130,7 @@ def shape_command_line_models() -> list[str]:
             pairs = command_line_models(context.params)
         else:
             pairs = [(name, None) for name, _ in _names(os.environ.get("INSPECT_EVAL_MODEL", ""))]
+        COMMAND_LINE_MODELS[:] = [name for name, _ in pairs]
         return [name for name, url in pairs if plain_chat_shape(name, url)]
     except Exception:  # noqa: BLE001 - an entry point that raises loses every docket task
         return []
