@@ -8,7 +8,8 @@ chat completions with `system`/`user` roles and `max_tokens` instead.
 
 `docket suite` registers its own models; `docket._registry` (Inspect's entry point, loaded
 before Inspect builds the first model of any run) registers the models of the `inspect eval` /
-`inspect eval-set` command line that loaded it, so the plain line works too:
+`inspect eval-set` command line that loaded it (or of the logs `inspect eval-retry` retries),
+so the plain line works too:
 
     OPENAI_BASE_URL=http://127.0.0.1:8080/v1 inspect eval docket/smoke --model openai/qwen
 """
@@ -107,6 +108,31 @@ def command_line_models(params: dict[str, Any]) -> list[tuple[str, str | None]]:
     return [(name, base) for name, base in found if name]
 
 
+def retried_models(log_files: tuple[str, ...] | list[str]) -> list[tuple[str, str | None]]:
+    """The models `inspect eval-retry LOG...` builds again: each log's model and role models.
+
+    Args:
+        log_files: The logs to retry (a log that cannot be read is skipped: Inspect says why).
+
+    Returns:
+        (model, base_url or None) pairs.
+    """
+    from inspect_ai.log import read_eval_log
+
+    found: list[tuple[str, str | None]] = []
+    for path in log_files:
+        try:
+            spec = read_eval_log(path, header_only=True).eval
+        except Exception:  # noqa: BLE001 - Inspect names the unreadable log itself
+            continue
+        url = spec.model_base_url or spec.model_args.get("base_url")
+        found.append((spec.model, url if isinstance(url, str) else None))
+        for value in (spec.model_roles or {}).values():
+            configs = value if isinstance(value, list) else [value]
+            found.extend((c.model, c.base_url) for c in configs)
+    return found
+
+
 #: The models of the `inspect eval` command line that loaded docket (set by
 #: `shape_command_line_models`; `docket.retry_notice` is enabled when one is a network model).
 COMMAND_LINE_MODELS: list[str] = []
@@ -128,6 +154,8 @@ def shape_command_line_models() -> list[str]:
         context = click.get_current_context(silent=True)
         if context is not None and context.command.name in EVAL_COMMANDS:
             pairs = command_line_models(context.params)
+        elif context is not None and context.command.name == "eval-retry":
+            pairs = retried_models(context.params.get("log_files") or ())
         else:
             pairs = [(name, None) for name, _ in _names(os.environ.get("INSPECT_EVAL_MODEL", ""))]
         COMMAND_LINE_MODELS[:] = [name for name, _ in pairs]

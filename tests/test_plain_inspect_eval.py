@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from inspect_ai.log import list_eval_logs, read_eval_log
+from inspect_ai.log import list_eval_logs, read_eval_log, write_eval_log
 from inspect_ai.model import (
     ChatMessage,
     ChatMessageSystem,
@@ -181,3 +181,22 @@ def test_an_unreadable_command_line_never_breaks_the_entry_point(
     assert compatible.shape_command_line_models() == ["openai/env-named-5"]
     monkeypatch.setattr(compatible, "_names", lambda _: 1 / 0)
     assert compatible.shape_command_line_models() == []
+
+
+def test_eval_retry_reads_the_models_from_its_logs(tmp_path: Path) -> None:
+    from inspect_ai import Task
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.dataset import Sample
+
+    (log,) = inspect_eval(
+        Task(dataset=[Sample(input="hi")], name="tiny"),
+        model="docket/scripted",
+        model_args={"policy": "comply"},
+        log_dir=str(tmp_path),
+        display="none",
+    )
+    header = read_eval_log(log.location, header_only=True)
+    header.eval.model, header.eval.model_base_url = "openai/retried-3", "http://127.0.0.1:1/v1"
+    write_eval_log(header, log.location)
+    found = compatible.retried_models((log.location, str(tmp_path / "missing.eval")))
+    assert found == [("openai/retried-3", "http://127.0.0.1:1/v1")]
