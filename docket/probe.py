@@ -11,6 +11,7 @@ it names; a reply without a structured call stops with one line naming the fix.
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import TYPE_CHECKING
 
 from inspect_ai.model import (
@@ -119,6 +120,8 @@ def probe_model(model: str, base_url: str | None = None, **args: object) -> Mode
     Returns:
         The model, its client's own retries off.
     """
+    if base_url is None and model.startswith("openai/"):  # named in the probe's line
+        base_url = os.environ.get("OPENAI_BASE_URL") or None
     compatible.plain_chat_shape(model, base_url)
     probe_args = endpoints.probe_args(model, dict(args))
     return get_model(model, base_url=base_url, memoize=False, **probe_args)

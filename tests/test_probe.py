@@ -76,6 +76,13 @@ def test_a_dead_server_is_the_endpoint_line() -> None:
     assert line == f"{url}: connection refused"
 
 
+def test_doctor_names_the_url_of_a_dead_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    monkeypatch.setenv("OPENAI_BASE_URL", url)
+    [finding] = probe.tool_findings(["openai/qwen", "docket/scripted"])
+    assert finding.line() == f"fail openai/qwen tool calls: {url}: connection refused"
+
+
 def test_control_characters_in_the_reply_never_reach_the_line() -> None:
     with fake_openai(chat_only(lambda _: (200, completion("\x1b[2Jcall\x07 me"))), None) as s:
         line = probe.tool_call_problem(probe.probe_model("openai/qwen", s.base_url))
