@@ -9,6 +9,8 @@ its line here and its tests. Inspect only logs a warning when an entry-point imp
 
 # ruff: noqa: F401, I001
 from docket._models import docket_model_api
+from docket.compatible import shape_command_line_models
+from docket.retry_notice import RetryNotice
 from docket.benchmarks.presets import benchmark_folders, listed_task_names
 from docket.sandboxes.bwrap.sandbox import BwrapSandboxEnvironment
 
@@ -30,5 +32,11 @@ from docket.benchmarks.toy_math.toy_math import toy_math, toy_math_sar
 REGISTERED: dict[str, list[str]] = {
     "modelapi": ["docket/docket"],
     "sandboxenv": ["docket/bwrap"],
+    "hooks": ["docket/retry_notice"],
     "task": listed_task_names(benchmark_folders(globals().values())),
 }
+
+# `inspect eval docket/<task> --model openai/<name>` against a compatible server: Inspect loads
+# this module before it builds the run's first model, so its `openai/` models get the plain chat
+# shape the suite gives them (docket/compatible.py).
+shape_command_line_models()

@@ -1,8 +1,9 @@
 """The `docket` command: what docket registers, suite runs, leaderboard reports, regression gates.
 
 Exit codes: 0 ok (regress: every row passed); 1 unreadable logs (report) or a shown regression
-(regress) or a failed eval (suite); 2 bad input: a missing or empty log directory, a bad flag or
-file, runs that cannot be compared, or (regress) a row the data cannot decide.
+(regress) or a failed eval (suite) or an errored sample or unfinished run (check); 2 bad input:
+a missing or empty log directory, a bad flag or file, runs that cannot be compared, or (regress)
+a row the data cannot decide.
 """
 
 from __future__ import annotations
@@ -305,6 +306,25 @@ def _generate(console: Console, args: argparse.Namespace) -> int:
     return 0
 
 
+def _check(console: Console, log_dir: Path) -> int:
+    from docket.check import check
+
+    if not log_dir.is_dir():
+        return _error(console, f"{log_dir}: no such directory")
+    runs = check(log_dir)
+    if not runs:
+        return _error(console, f"{log_dir}: no Inspect logs in it")
+    lines = [line for run in runs for line in run.lines()]
+    for line in lines:
+        console.print(f"[red]error:[/red] {escape(line)}", soft_wrap=True)
+    samples = sum(run.samples for run in runs)
+    if lines:
+        console.print(f"{len(lines)} problem(s) in {len(runs)} run(s)", soft_wrap=True)
+        return 1
+    console.print(f"ok: {len(runs)} run(s) finished, {samples} samples, none errored")
+    return 0
+
+
 def _role_flags(values: list[str] | None) -> dict[str, str]:
     roles: dict[str, str] = {}
     for value in values or []:
@@ -357,6 +377,10 @@ def _suite(console: Console, args: argparse.Namespace) -> int:
     stops = suite.check_prerequisites(plans)  # `docket doctor`'s blocking lines
     if not stops:
         stops = suite.check_endpoints(plans)
+    if not stops:  # agent tasks: does each network model that gets tools return tool calls?
+        from docket.probe import check_tool_calls
+
+        stops = check_tool_calls(plans)
     if not stops:
         stops = suite.fit_image_tasks(
             plans, lambda line: console.print(f"[yellow]{escape(line)}[/yellow]", soft_wrap=True)
@@ -523,6 +547,12 @@ def _parser() -> argparse.ArgumentParser:
         "--sandbox", default="bwrap", choices=("bwrap", "docker", "k8s"), help="sandbox (bwrap)"
     )
     doctor.add_argument("--model", action="append", default=[], help="model to check (repeatable)")
+    check = commands.add_parser(
+        "check",
+        help="exit 1 when a run in LOGDIR did not finish or a sample errored (for CI: "
+        "inspect eval ... && docket check logs)",
+    )
+    check.add_argument("log_dir", metavar="LOGDIR", help="directory of Inspect logs")
     generate = commands.add_parser(
         "generate", help="write a private test split from a secret seed (run it with -T data=DIR)"
     )
@@ -552,6 +582,8 @@ def main(argv: list[str] | None = None) -> int:
         return _report(console, args)
     if args.command == "generate":
         return _generate(console, args)
+    if args.command == "check":
+        return _check(console, Path(args.log_dir))
     if args.command == "doctor":
         from docket.doctor import doctor
 

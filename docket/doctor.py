@@ -4,6 +4,8 @@ Each check returns a `Finding`: `ok`, `warn` (the run goes on, weaker or slower)
 and the sandboxes or models it blocks (`blocks`). `docket doctor --sandbox KIND --model M`
 prints every finding and exits 1 when one that blocks KIND or M failed. `check_run(sandbox,
 models)` returns just those blocking lines, for `docket suite` to stop with before a run.
+Each network model named with `--model` also gets `docket.probe`'s request with two tools: a
+reply without a structured tool call (or a dead endpoint) is a `fail` that blocks that model.
 """
 
 from __future__ import annotations
@@ -511,6 +513,13 @@ def check_run(sandbox: str, models: Sequence[str]) -> list[str]:
 OFFLINE_MODELS = ("docket/smollm2", "docket/qwen")
 
 
+def _tool_findings(found: list[Finding], models: Sequence[str]) -> list[Finding]:
+    """The tool-call probe (`docket.probe`) of each network model no finding already stops."""
+    from docket.probe import tool_findings
+
+    return tool_findings([m for m in models if not any(f.stops("", [m]) for f in found)])
+
+
 def doctor(sandbox: str, models: Sequence[str], echo: Callable[[str], None] = print) -> int:
     """Print every finding for all sandboxes and the offline models, then the verdict.
 
@@ -523,6 +532,7 @@ def doctor(sandbox: str, models: Sequence[str], echo: Callable[[str], None] = pr
         0 when `sandbox` and `models` can run, 1 otherwise.
     """
     every = findings(SANDBOXES, [*OFFLINE_MODELS, *models])
+    every.extend(_tool_findings(every, models))
     for finding in every:
         echo(finding.line())
     stopping = [f for f in every if f.stops(sandbox, models)]

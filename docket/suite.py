@@ -32,7 +32,7 @@ from inspect_ai.model import GenerateConfig, Model, get_model
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from rich.console import Console
 
-from docket import endpoints
+from docket import compatible, endpoints
 from docket.agents.scripted.policy import load_policies
 from docket.benchmarks.presets import listed_tasks, preset_path
 from docket.core.errored import UNANSWERED_PREFIX, last_model_error, unanswered_reason
@@ -243,25 +243,9 @@ def known_roles() -> set[str]:
     }
 
 
-#: Hosts of OpenAI's own API (where the Responses API exists).
-OPENAI_HOSTS = ("api.openai.com",)
-
-
-#: The request shape an `openai/` model off OpenAI's servers gets (Inspect's `ModelInfo.family`):
-#: a plain chat model. Unregistered, Inspect takes an unknown name (`qwen2.5-coder-...`) for an
-#: unreleased frontier model and sends system prompts as `developer` messages, drops
-#: `temperature` and renames `max_tokens`, which compatible servers do not expect.
-COMPATIBLE_FAMILY = "gpt-4.1"
-
-
 def _off_openai(spec: ModelSpec) -> bool:
     """Whether `spec` is an `openai/` model on a server other than OpenAI's."""
-    import os
-
-    if not spec.model.startswith("openai/"):
-        return False
-    url = spec.base_url or spec.args.get("base_url") or os.environ.get("OPENAI_BASE_URL")
-    return bool(url) and not any(host in str(url) for host in OPENAI_HOSTS)
+    return compatible.off_openai(spec.model, spec.base_url or spec.args.get("base_url"))
 
 
 def _chat_completions(spec: ModelSpec) -> ModelSpec:
@@ -273,18 +257,13 @@ def _chat_completions(spec: ModelSpec) -> ModelSpec:
 
 
 def plain_chat_shape(spec: ModelSpec) -> None:
-    """Make Inspect shape an off-OpenAI `openai/` model's requests as a plain chat model's.
-
-    Registers `COMPATIBLE_FAMILY` as the model's family (`set_model_info`) unless its model
-    info is already known (a family the user registered, or a real OpenAI model name).
+    """Make Inspect shape an off-OpenAI `openai/` model's requests as a plain chat model's
+    (`docket.compatible.plain_chat_shape`).
 
     Args:
         spec: A model of the suite (under test or a role).
     """
-    from inspect_ai.model import ModelInfo, get_model_info, set_model_info
-
-    if _off_openai(spec) and get_model_info(spec.model) is None:
-        set_model_info(spec.model, ModelInfo(family=COMPATIBLE_FAMILY))
+    compatible.plain_chat_shape(spec.model, spec.base_url or spec.args.get("base_url"))
 
 
 def _under_test(spec: ModelSpec, args: dict[str, Any], base_url: str | None) -> ModelSpec:

@@ -12,7 +12,9 @@ Every number here is read from the log itself (`EvalSample.events`, `.scores`, `
   metadata, or a truthy `unparsed` in its value dict, as DocVAL's scorers give), tool-call
   errors (tool events with an `error`, tool calls with a `parse_error`), refusals (`refused:
   true` in a score's metadata, or a reply stopped by the provider's `content_filter`), samples
-  that hit the message or token limit, replies cut at `max_tokens`;
+  that hit the message or token limit, replies cut at `max_tokens`, samples whose model was
+  offered tools and never made a structured tool call (its calls came back as text: a server
+  that does not parse tool calls, or a model that never tried);
 - why a headline has no value: per-sample failure flags in a score's value dict or metadata
   (`judge_failure`, `auditor_failure`, `no_alternatives`, any key ending in `_failure` or
   `_unparsed`, or starting with `no_`), model calls that asked for logprobs and got none.
@@ -90,6 +92,16 @@ class SampleHealth:
     failures: set[str] = field(default_factory=set)
     #: The sample carries scores (an error written after scoring, e.g. by `docket suite`).
     scored: bool = False
+    #: Successful calls of the model under test that offered tools, those whose reply carried a
+    #: structured tool call, and the first text reply of one that carried none.
+    tool_offers: int = 0
+    tool_calls: int = 0
+    tool_text: str | None = None
+
+    @property
+    def no_tool_call(self) -> bool:
+        """Offered tools, the model under test never made a structured tool call."""
+        return self.tool_offers > 0 and self.tool_calls == 0
 
     @property
     def model_events(self) -> int:
@@ -145,6 +157,13 @@ def _score_flags(health: SampleHealth, sample: EvalSample) -> None:
                     health.failures.add(str(key))
 
 
+def _count_tool_call(health: SampleHealth, calls: list[Any] | None, text: str) -> None:
+    health.tool_offers += 1
+    health.tool_calls += int(bool(calls))
+    if not calls and health.tool_text is None and text.strip():
+        health.tool_text = text
+
+
 def sample_health(sample: EvalSample) -> SampleHealth:
     """The health of one sample epoch.
 
@@ -183,6 +202,8 @@ def sample_health(sample: EvalSample) -> SampleHealth:
             health.tool_errors += sum(
                 1 for call in choice.message.tool_calls or [] if call.parse_error
             )
+            if role == UNDER_TEST and event.tools:
+                _count_tool_call(health, choice.message.tool_calls, choice.message.text)
         elif event.event == "tool" and event.error is not None:
             health.tool_errors += 1
     _score_flags(health, sample)
@@ -239,6 +260,10 @@ class RunHealth:
     failures: dict[str, int] = field(default_factory=dict)
     #: max_tokens values the calls carried, per role.
     max_tokens: dict[str, list[int]] = field(default_factory=dict)
+    #: Scored sample epochs whose model was offered tools and never made a structured tool
+    #: call, and the first text it answered with instead.
+    no_tool_calls: int = 0
+    no_tool_calls_text: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready counts (the leaderboard's `health`)."""
@@ -284,6 +309,9 @@ def summarise(samples: list[SampleHealth]) -> RunHealth:
         run.tool_errors += s.tool_errors
         run.tool_error_samples += int(s.tool_errors > 0)
         run.refusals += int(s.refused)
+        run.no_tool_calls += int(s.no_tool_call)
+        if s.no_tool_call and run.no_tool_calls_text is None:
+            run.no_tool_calls_text = s.tool_text
         run.truncated += int(sum(s.truncated.values()) > 0)
         truncated.update(s.truncated)
         run.no_logprobs += int(s.no_logprobs > 0)
@@ -310,7 +338,7 @@ def behaviour_parts(health: RunHealth) -> list[str]:
         E.g. `["unparsed 2/5", "tool-call errors 3 (2/5 samples)", "message limit 1/5"]`.
     """
     n = health.samples - health.errored
-    parts = []
+    parts = [text] if (text := no_tool_call_part(health)) else []
     if health.unparsed:
         parts.append(f"unparsed {health.unparsed}/{n}")
     if health.tool_errors:
@@ -327,6 +355,32 @@ def behaviour_parts(health: RunHealth) -> list[str]:
             f"(replies: {_roles_text(health.truncated_by_role)})"
         )
     return parts
+
+
+def no_tool_call_part(health: RunHealth) -> str | None:
+    """Why an agent's 0 may not be a wrong answer: it never made a structured tool call.
+
+    Args:
+        health: A run's summed health.
+
+    Returns:
+        E.g. `no structured tool call 3/3 (replies were text, e.g. "functions.submit:"; a
+        server that does not parse tool calls cannot run agent tasks)`, or None.
+    """
+    if not health.no_tool_calls:
+        return None
+    n = health.samples - health.errored
+    said = health.no_tool_calls_text
+    example = f'replies were text, e.g. "{_shown(said)}"' if said else "replies were empty"
+    return (
+        f"no structured tool call {health.no_tool_calls}/{n} ({example}; a server that does "
+        "not parse tool calls cannot run agent tasks)"
+    )
+
+
+def _shown(text: str, width: int = 40) -> str:
+    flat = "".join(c if c.isprintable() else " " for c in " ".join(text.split()))
+    return flat[:width] + ("..." if len(flat) > width else "")
 
 
 def failure_parts(health: RunHealth) -> list[str]:

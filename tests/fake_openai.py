@@ -37,6 +37,55 @@ def completion(text: str, model: str = "fake") -> dict[str, Any]:
     }
 
 
+def tool_call_completion(
+    calls: list[tuple[str, dict[str, Any]]], model: str = "fake"
+) -> dict[str, Any]:
+    """A chat-completions response body whose one choice carries structured tool calls.
+
+    Args:
+        calls: (function name, arguments) of each call.
+        model: The model name the body reports.
+
+    Returns:
+        The body, `finish_reason` `tool_calls`.
+    """
+    body = completion("", model)
+    body["choices"][0]["message"]["tool_calls"] = [
+        {
+            "id": f"call_{i}",
+            "type": "function",
+            "function": {"name": name, "arguments": json.dumps(arguments)},
+        }
+        for i, (name, arguments) in enumerate(calls)
+    ]
+    body["choices"][0]["finish_reason"] = "tool_calls"
+    return body
+
+
+def chat_only(respond: Callable[[dict[str, Any]], Reply]) -> Callable[[dict[str, Any]], Reply]:
+    """`respond` behind a strict compatible server's checks (llama.cpp's, vLLM's).
+
+    Any path but `/chat/completions` (the Responses API among them) is a 404, and a request
+    with a `developer`-role message is a 500, as llama.cpp's server answers one.
+
+    Args:
+        respond: What the server answers a well-formed chat-completions request.
+
+    Returns:
+        The checked responder.
+    """
+
+    def checked(request: dict[str, Any]) -> Reply:
+        if not str(request.get("_path", "")).endswith("/chat/completions"):
+            return 404, error_body(f"File Not Found: {request.get('_path')}", "not_found_error")
+        roles = [m.get("role") for m in request.get("messages") or []]
+        if "developer" in roles:
+            return 500, error_body("Unsupported role: developer", "server_error")
+        return respond(request)
+
+    return checked
+
+
 def error_body(message: str, kind: str = "invalid_request_error") -> dict[str, Any]:
     """An OpenAI-style error body carrying the server's reason."""
     return {"error": {"message": message, "type": kind, "code": None}}

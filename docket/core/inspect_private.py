@@ -15,6 +15,7 @@ from inspect_ai._util.registry import RegistryType, registry_lookup
 from inspect_ai.log._samples import active_samples, sample_active
 from inspect_ai.model._generate_config import active_generate_config
 from inspect_ai.model._model import active_model
+from inspect_ai.model._model_info import _get_model_info_direct as model_info_direct
 from inspect_ai.scorer._classification import max_f1_score
 from inspect_ai.util._sandbox.compose import parse_compose_yaml
 from inspect_ai.util._sandbox.docker.compose import compose_command
@@ -50,6 +51,7 @@ __all__ = [
     "inspect_logger",
     "max_f1_score",
     "max_subprocesses_context_var",
+    "model_info_direct",
     "override_max_exec_output_size",
     "override_max_read_file_size",
     "parse_cli_args",
