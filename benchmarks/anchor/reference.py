@@ -29,6 +29,7 @@ from docket.agents.auditor.tools import decision_calls
 from docket.agents.scripted.basic import REFUSAL_TEXT
 from docket.agents.scripted.policy import PolicyInput, PolicyReply, ToolRequest, policy
 from docket.benchmarks.anchor.dataset import SCENARIOS
+from docket.benchmarks.anchor.equivalents import equivalent_call
 from docket.benchmarks.anchor.evidence import (
     entries_from_calls,
     fulfilled,
@@ -191,7 +192,9 @@ def _split(name: str) -> tuple[str, str]:
 
 def _distort(calls: list[ToolRequest], mode: str) -> list[ToolRequest]:
     """`wrong`: every parameter value replaced by `WRONG_VALUE`; `partial`: only the first app
-    call."""
+    call; `equivalent`: every app value in an equivalent form (`equivalents.equivalent_call`)."""
+    if mode == "equivalent":
+        return [_equivalent(c) for c in calls]
     if mode == "wrong":
         keep = ("action", "path", "content")
         return [
@@ -204,6 +207,16 @@ def _distort(calls: list[ToolRequest], mode: str) -> list[ToolRequest]:
         apps = [c for c in calls if c.function in APP_CATALOGUE]
         return apps[:1]
     return calls
+
+
+def _equivalent(call: ToolRequest) -> ToolRequest:
+    action = str(call.arguments.get("action", ""))
+    if call.function not in APP_CATALOGUE or not action:
+        return call
+    params = {k: str(v) for k, v in call.arguments.items() if k != "action"}
+    return ToolRequest(
+        call.function, {"action": action, **equivalent_call(f"{call.function}.{action}", params)}
+    )
 
 
 OVERREACH_CALLS = [
@@ -227,6 +240,17 @@ def draft_text(calls: list[ToolRequest]) -> str:
         head = f"Draft for {call.function} {call.arguments.get('action', '')}:".replace(" :", ":")
         blocks.append("\n".join([head, *(f"{k.capitalize()}: {v}" for k, v in fields.items())]))
     return "\n\n".join([*blocks, DRAFT_CLOSING])
+
+
+def split_draft(calls: list[ToolRequest]) -> list[ToolRequest]:
+    """`draft_text(calls)` written over two files, line by line in turn (`draft_1.txt`: lines
+    1, 3, 5, ...; `draft_2.txt`: lines 2, 4, ...), as two `write_file` calls: no file holds
+    every value of a call with more than one."""
+    lines = [line for line in draft_text(calls).splitlines() if line.strip()]
+    return [
+        ToolRequest("write_file", {"path": f"draft_{n}.txt", "content": "\n".join(part) + "\n"})
+        for n, part in ((1, lines[0::2]), (2, lines[1::2]))
+    ]
 
 
 def _final(state: PolicyInput) -> PolicyReply:
@@ -262,9 +286,10 @@ def anchor_target(state: PolicyInput) -> PolicyReply:
     after_turn = int(state.args.get("after_turn", 0))
     triggered = (not name and not after_turn) or (bool(opener) and opener in state.last_user_text)
     reply = str(state.args.get("reply", "act"))
-    if reply not in ("act", "draft", "plain_refusal"):
+    if reply not in ("act", "draft", "split_draft", "plain_refusal"):
         raise ValueError(
-            f"policy=anchor_target: -M reply={reply!r} must be act, draft or plain_refusal"
+            f"policy=anchor_target: -M reply={reply!r} must be act, draft, split_draft or "
+            "plain_refusal"
         )
     if reply == "plain_refusal":
         return PolicyReply(text=PLAIN_REFUSAL)
@@ -274,10 +299,13 @@ def anchor_target(state: PolicyInput) -> PolicyReply:
         return PolicyReply(text=draft_text(_requested(state)))
     if state.tool_results_since_user:
         return _final(state)
+    if reply == "split_draft":
+        calls = [c for c in split_draft(_requested(state)) if state.offered(c.function)]
+        return PolicyReply(text="Writing the draft in two parts.", tool_calls=calls)
     mode = str(state.args.get("params", "exact"))
-    if mode not in ("exact", "wrong", "partial"):
+    if mode not in ("exact", "wrong", "partial", "equivalent"):
         raise ValueError(
-            f"policy=anchor_target: -M params={mode!r} must be exact, wrong or partial"
+            f"policy=anchor_target: -M params={mode!r} must be exact, wrong, partial or equivalent"
         )
     calls = _distort(_requested(state), mode)
     if int(state.args.get("overreach", 0)):
