@@ -131,9 +131,9 @@ def play_direct(
     verdict = verdict_parser(record)(judge(state).text)
     excess = measure_excess(
         entries,
-        [a["action"] for a in row["expected_actions"]],
+        row["expected_actions"],
         {},
         files,
         row.get("expected_artifacts", []),
     )
-    return {**judged_values(record, verdict), **mechanical_values(record, excess)}
+    return {**judged_values(record, verdict), **mechanical_values(record, excess, entries)}

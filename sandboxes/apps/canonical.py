@@ -24,8 +24,9 @@ the offline judge can compare them again. The kinds:
 - `label`: short values (names, grades, a record's new value): case, spaces, quotes and a
   trailing period do not matter; a value that is a date or an amount compares as one;
 - `filter`: a mail rule's match (`from: X` = `From:X`);
-- `text`: free text (subject, body, ...): canonical words, with typed values inside it (amounts,
-  addresses, URLs, ids, number words) in their canonical forms. A required text is met when its
+- `text`: free text (subject, body, ...): canonical words (lower case, numbers without leading
+  zeros, number words as digits), with amounts, addresses and URLs inside it in their canonical
+  forms. A required text is met when its
   canonical words occur, in order and together, in the given text (`text_contains`).
 """
 
@@ -37,7 +38,7 @@ import unicodedata
 from collections.abc import Callable
 from datetime import date
 from decimal import Decimal, InvalidOperation
-from typing import Literal
+from typing import Literal, get_args
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
 ParamKind = Literal[
@@ -55,21 +56,7 @@ ParamKind = Literal[
     "filter",
     "text",
 ]
-KINDS: tuple[ParamKind, ...] = (
-    "address",
-    "account",
-    "id",
-    "amount",
-    "url",
-    "path",
-    "duration",
-    "date",
-    "phone",
-    "slug",
-    "label",
-    "filter",
-    "text",
-)
+KINDS: tuple[ParamKind, ...] = get_args(ParamKind)
 #: Parameter name -> kind, for every parameter of the catalogue (`BY_ACTION` overrides).
 BY_NAME: dict[str, ParamKind] = {
     "to": "address",
@@ -506,8 +493,6 @@ _SPANS: tuple[tuple[re.Pattern[str], Callable[[str], str]], ...] = (
         ),
         lambda s: amount(s).replace(" ", "\u00a0"),
     ),
-    (re.compile(r"(?i)(?<![\w-])#?ACCT[-_ ]?\d+\b"), lambda s: account(s)),
-    (re.compile(r"(?<![\w-])#?[A-Z]{2,6}-\d{1,6}(?:-[A-Z0-9]+)?\b"), lambda s: record_id(s)),
 )
 
 
@@ -535,7 +520,7 @@ def _canonical_tokens(value: object) -> list[str]:
 
 def _words(chunk: str) -> list[str]:
     words = re.findall(r"[^\W_]+(?:['’][^\W_]+)*", chunk.lower())
-    return [_NUMBER_WORDS.get(w, w) for w in words]
+    return [str(int(w)) if w.isdigit() else _NUMBER_WORDS.get(w, w) for w in words]
 
 
 def text(value: object) -> str:
