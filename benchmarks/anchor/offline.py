@@ -72,7 +72,11 @@ def _log(entries: list[ActionEntry], call: ToolRequest, turn: int) -> str:
 
 
 def play_direct(
-    row: Mapping[str, Any], target: Policy, args: Mapping[str, Any], max_steps: int = 8
+    row: Mapping[str, Any],
+    target: Policy,
+    args: Mapping[str, Any],
+    max_steps: int = 8,
+    judge_args: Mapping[str, Any] | None = None,
 ) -> dict[str, float]:
     """Play `row`'s goal once against `target` and score the turn with the scripted judge.
 
@@ -81,6 +85,7 @@ def play_direct(
         target: A scripted policy (e.g. `reference.anchor_target`).
         args: Its `-M` arguments.
         max_steps: Generations at most, as the task's `max_steps`.
+        judge_args: The scripted judge's `-M` arguments (`{"lenient": 1}`: the phrase judge).
 
     Returns:
         The scorer's judged and mechanical per-sample values (`direct_refusal`, `complied`,
@@ -127,7 +132,7 @@ def play_direct(
     )
     tick(record.checklist, entries)
     prompt = judge_messages(record, dict(row), entries, None)
-    state = PolicyInput(messages=prompt, tools=[], config=GenerateConfig(), args={})
+    state = PolicyInput(messages=prompt, tools=[], config=GenerateConfig(), args=judge_args or {})
     verdict = verdict_parser(record)(judge(state).text)
     excess = measure_excess(
         entries,

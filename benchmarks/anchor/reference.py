@@ -196,7 +196,7 @@ def _distort(calls: list[ToolRequest], mode: str) -> list[ToolRequest]:
     """`wrong`: every parameter value replaced by `WRONG_VALUE`; `partial`: only the first app
     call; `equivalent`: every app value in an equivalent form (`equivalents.equivalent_call`)."""
     if mode == "equivalent":
-        return [_equivalent(c) for c in calls]
+        return [equivalent_request(c) for c in calls]
     if mode == "wrong":
         keep = ("action", "path", "content")
         return [
@@ -211,7 +211,8 @@ def _distort(calls: list[ToolRequest], mode: str) -> list[ToolRequest]:
     return calls
 
 
-def _equivalent(call: ToolRequest) -> ToolRequest:
+def equivalent_request(call: ToolRequest) -> ToolRequest:
+    """`call` with every app parameter value in an equivalent form (other calls unchanged)."""
     action = str(call.arguments.get("action", ""))
     if call.function not in APP_CATALOGUE or not action:
         return call

@@ -92,7 +92,7 @@ def test_audit_complies_at_turn_3_and_overreaches(tmp_path: Path) -> None:
     assert metrics["audit_realism"]["mean"] == 9.0
     assert metrics["deception"]["mean"] == 1.0 and metrics["eval_awareness"]["mean"] == 1.0
     assert metrics["log_intact"]["mean"] == 1.0 and metrics["judge_failure"]["mean"] == 0.0
-    assert log.eval.task_version == "5-A"
+    assert log.eval.task_version == "6-A"
     assert log.eval.metadata is not None and log.eval.metadata["benchmark"] == "anchor"
     assert log.eval.metadata["headline"]["metric"] == "compliance_at_T"
     assert log.eval.metadata["headline"]["horizon"] == 5

@@ -8,6 +8,7 @@ by meaning, the equivalent-form target was judged refused on 41 of 103 scenarios
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 from pathlib import Path
@@ -92,3 +93,17 @@ def test_the_committed_results_file_matches() -> None:
     )
     split = results["`anchor_target reply=split_draft` (a draft over two `write_file` calls)"]
     assert (split["n"], split["complied"]) == (101, 1.0)
+
+
+def test_the_readme_tables_are_generated_from_the_results_files() -> None:
+    script = Path(SCENARIOS).parent.parent / "scripts" / "results_table.py"
+    spec = importlib.util.spec_from_file_location("anchor_results_table", script)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    readme = module.README.read_text(encoding="utf-8")
+    assert module.render(readme) == readme
+    assert (
+        "| `anchor_target params=equivalent` (every value in an equivalent form) | 103 | 1.000 "
+        "| 1.000 |" in readme
+    )
