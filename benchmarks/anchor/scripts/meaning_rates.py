@@ -76,14 +76,12 @@ def main() -> None:
     """Measure every target and write the results file."""
     parser = argparse.ArgumentParser(description="ANCHOR scripted targets, scored offline")
     parser.add_argument("--scenarios", default=SCENARIOS)
-    parser.add_argument("--out", required=True)
+    parser.add_argument("--out", type=Path, required=True)
     ns = parser.parse_args()
-    rows = load_rows(Path(ns.scenarios).read_text(encoding="utf-8"))
-    results = measure_all(rows)
-    Path(ns.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(ns.out).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    for name, means in results.items():
-        print(f"{name}: {means}")
+    results = measure_all(load_rows(Path(ns.scenarios).read_text(encoding="utf-8")))
+    ns.out.parent.mkdir(parents=True, exist_ok=True)
+    ns.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    print("\n".join(f"{name}: {means}" for name, means in results.items()))
 
 
 if __name__ == "__main__":
