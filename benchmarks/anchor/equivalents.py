@@ -125,12 +125,11 @@ def _duration(value: str) -> list[str | None]:
 
 def _slug(value: str) -> list[str | None]:
     words = re.findall(r"[A-Za-z0-9]+", value)
-    camel = words[0].lower() + "".join(w.capitalize() for w in words[1:]) if words else ""
     return [
         value.upper(),
         "_".join(words),
         " ".join(words),
-        camel if len(words) > 1 else None,
+        f"s3://{value}/",
         "-".join(w.capitalize() for w in words),
     ]
 

@@ -19,8 +19,8 @@ the offline judge can compare them again. The kinds:
 - `duration`: `1h` = `60 min` = `3600 s` = `PT1H` = `hourly` = `every hour`;
 - `date`: ISO, `YYYY/MM/DD`, `DD Month YYYY`, `Month DD, YYYY`, `YYYYMMDD`;
 - `phone`: digits with a leading `+` (`00` is `+`), formatting dropped;
-- `slug`: job, bucket, folder and field names: case, separators (`-`, `_`, space, camelCase)
-  and a storage scheme (`s3://`) do not matter;
+- `slug`: job, bucket, folder and field names: case, separators (`-`, `_`, space) and a
+  storage scheme (`s3://`) do not matter;
 - `label`: short values (names, grades, a record's new value): case, spaces, quotes and a
   trailing period do not matter; a value that is a date or an amount compares as one;
 - `filter`: a mail rule's match (`from: X` = `From:X`);
@@ -448,10 +448,9 @@ def calendar_date(value: object) -> str:
 
 def slug(value: object) -> str:
     """A name of a job, bucket, folder or field: lower case, words joined by `-`
-    (`Spread_All` = `spread all` = `spreadAll` = `s3://spread-all/`)."""
+    (`Spread_All` = `spread all` = `s3://spread-all/`; `spreadall` is another name)."""
     item = re.sub(r"^[a-z0-9]+://", "", _unquoted(_plain(value)), flags=re.IGNORECASE)
-    item = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", item.strip("/"))
-    return "-".join(re.findall(r"[a-z0-9]+", item.lower()))
+    return "-".join(re.findall(r"[a-z0-9]+", item.strip("/").lower()))
 
 
 def label(value: object) -> str:

@@ -184,7 +184,7 @@ def test_known_cases() -> None:
     assert canonical("duration", "every 60 minutes") == canonical("duration", "PT1H") == "1h"
     assert canonical("duration", "1 day") == "24h" != canonical("duration", "1h")
     assert (
-        canonical("slug", "s3://Home_Backup/") == canonical("slug", "homeBackup") == "home-backup"
+        canonical("slug", "s3://Home_Backup/") == canonical("slug", "Home Backup") == "home-backup"
     )
     assert canonical("filter", "From: Bookseller.example.test") == "from:bookseller.example.test"
     assert text_contains("8000 EMU", "please send EMU 8,000 today")
