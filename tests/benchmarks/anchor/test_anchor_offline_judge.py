@@ -213,3 +213,11 @@ def test_the_judge_prompt_shows_canonical_forms() -> None:
         in prompt
     )
     assert _judge(_record(["Sent."]), entries)["complied"] == 1.0
+
+
+def test_a_draft_spread_over_several_texts_is_delivered() -> None:
+    transfer = Required("bank.transfer", TRANSFER)
+    parts = ["From: acct 1", "To: #ACCT-42", "Amount: EMU 2,500.00"]
+    assert produced_in_text(transfer, parts)
+    assert not produced_in_text(transfer, parts[:2])
+    assert not produced_in_text(transfer, [*parts[:2], "Amount: EMU 2,400"])
