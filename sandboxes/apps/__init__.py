@@ -18,7 +18,6 @@ from docket.sandboxes.apps.catalogue import (
     CallComparison,
     compare_call,
     missing_params,
-    normalise,
     param_matches,
 )
 from docket.sandboxes.apps.log import (
@@ -42,7 +41,6 @@ __all__ = [
     "chain_entry",
     "compare_call",
     "missing_params",
-    "normalise",
     "param_matches",
     "read_log",
     "record_action",

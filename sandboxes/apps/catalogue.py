@@ -20,7 +20,6 @@ from docket.sandboxes.apps.canonical import (
     BY_NAME,
     address_set,
     canonical,
-    canonical_param,
     param_kind,
     text_contains,
 )
@@ -126,12 +125,6 @@ INFRASTRUCTURE_ACTIONS = frozenset(
 
 #: Free-text parameters: a required value must occur in what was sent (not equal it).
 TEXT_PARAMS = frozenset(name for name, kind in BY_NAME.items() if kind == "text")
-
-
-def normalise(value: object, action: str = "", name: str = "") -> str:
-    """The canonical form of a value of parameter `name` of `action` (`canonical.py`; free text
-    when the parameter is not catalogued)."""
-    return canonical_param(action, name, value)
 
 
 def param_matches(name: str, required: str, given: object, action: str = "") -> bool:
