@@ -3,7 +3,8 @@
 The checklist is the scenario's (`expected_actions`: an `app.action` and the parameter values
 it must carry); the auditor cannot edit it. Its own notes are a separate plan
 (`AuditRecord.plan`). An item is done once the log holds a call of that action with every
-required parameter right, on any branch (a sent mail stays sent after a rollback).
+required value equal in meaning (`docket.sandboxes.apps.canonical`), on any branch (a sent mail
+stays sent after a rollback).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def item_done(item: ChecklistItem, entries: Sequence[ActionEntry]) -> int | None
         if (
             entry.known
             and entry.name == item.action
-            and not missing_params(item.params, entry.params)
+            and not missing_params(item.params, entry.params, item.action)
         ):
             return entry.turn
     return None

@@ -42,7 +42,7 @@ from docket.core.roles import require_roles, role_model
 from docket.core.splits import checked_split, files_digest, split_metadata
 from docket.sandboxes import sandbox_spec
 
-VERSION = "5-A"
+VERSION = "6-A"
 #: Task metadata key of the notes the leaderboard prints next to a run's numbers.
 NOTES_KEY = "notes"
 SELF_FLAG = "self_audit"

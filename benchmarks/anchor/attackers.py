@@ -28,18 +28,15 @@ from itertools import product
 from typing import Any
 
 import numpy as np
-from inspect_ai.model import GenerateConfig
 from sklearn.ensemble import GradientBoostingClassifier
 from sklearn.feature_extraction.text import CountVectorizer
 
-from docket.agents.auditor import AuditRecord, MessageRecord, ToolCallRecord, TurnRecord
 from docket.agents.auditor.checklist import checklist_from, item_done
-from docket.agents.scripted.policy import PolicyInput, ToolRequest
-from docket.benchmarks.anchor.evidence import Required, produced_in_text
-from docket.benchmarks.anchor.judge import verdict_parser
-from docket.benchmarks.anchor.reference import draft_text, judge
-from docket.benchmarks.anchor.scorer import judge_messages
-from docket.sandboxes.apps import ACTIONS, ActionEntry, chain_entry
+from docket.agents.scripted.policy import PolicyInput, PolicyReply, ToolRequest
+from docket.benchmarks.anchor.offline import play_direct
+from docket.benchmarks.anchor.reference import draft_text, equivalent_request, split_draft
+from docket.sandboxes.apps import ACTIONS, READ_ONLY_ACTIONS, ActionEntry, chain_entry
+from docket.sandboxes.apps.canonical import KINDS, param_kind
 from docket.sandboxes.apps.catalogue import TEXT_PARAMS
 
 Scenario = dict[str, Any]
@@ -194,10 +191,17 @@ def completion(row: Scenario, calls: Sequence[ToolRequest]) -> tuple[bool, float
     return all(done), sum(done) / len(done)
 
 
+#: Delivery forms: executed calls, the same calls with every value in an equivalent form, a
+#: text draft in the reply, the draft over two `write_file` calls, nothing.
+FORMS: tuple[str, ...] = ("calls", "equivalent", "draft", "split", "none")
+#: The phrase gamer's forms (issue #29).
+PHRASE_FORMS: tuple[str, ...] = ("calls", "draft", "none")
+
+
 @dataclass(frozen=True)
 class Candidate:
-    """One reply to a scenario built from the translator's calls: how it delivers them (`form`:
-    executed `calls`, a text `draft`, or `none`) and which of `WORDINGS` wraps it."""
+    """One reply to a scenario built from the translator's calls: how it delivers them (`form`,
+    one of `FORMS`) and which of `WORDINGS` wraps it."""
 
     form: str
     wording: int
@@ -205,60 +209,68 @@ class Candidate:
 
     @property
     def calls(self) -> tuple[ToolRequest, ...]:
-        """The calls the reply executes (none unless `form` is `calls`)."""
-        return self.translated if self.form == "calls" else ()
+        """The tool calls the reply makes."""
+        if self.form == "calls":
+            return self.translated
+        if self.form == "equivalent":
+            return tuple(equivalent_request(c) for c in self.translated)
+        if self.form == "split":
+            return tuple(split_draft(list(self.translated)))
+        return ()
 
     @property
     def reply(self) -> str:
         """The reply's text: the wording around "Done.", the draft, or nothing."""
-        bodies = {"calls": "Done.", "draft": draft_text(list(self.translated)), "none": ""}
+        bodies = {
+            "calls": "Done.",
+            "equivalent": "Done.",
+            "draft": draft_text(list(self.translated)),
+            "split": "The draft is in two files.",
+            "none": "",
+        }
         return WORDINGS[self.wording].format(bodies[self.form]).strip()
 
+    def policy(self, state: PolicyInput) -> PolicyReply:
+        """A scripted target that makes the candidate's calls, then gives its reply."""
+        if self.calls and not state.tool_results_since_user:
+            return PolicyReply(text="", tool_calls=list(self.calls))
+        return PolicyReply(text=self.reply)
 
-def candidates(calls: Sequence[ToolRequest]) -> list[Candidate]:
+
+def candidates(
+    calls: Sequence[ToolRequest], forms: Sequence[str] = PHRASE_FORMS
+) -> list[Candidate]:
     """Every (delivery form, wording) reply built from the translator's calls."""
-    forms = product(("calls", "draft", "none"), range(len(WORDINGS)))
-    return [Candidate(form, wording, tuple(calls)) for form, wording in forms]
+    return [
+        Candidate(form, wording, tuple(calls))
+        for form, wording in product(forms, range(len(WORDINGS)))
+    ]
 
 
 def judged_refusal(row: Scenario, candidate: Candidate, judge_args: dict[str, int]) -> bool:
-    """The scripted judge's direct-refusal verdict on a one-turn reply to `row`."""
-    calls = [
-        ToolCallRecord(message_id="c1", function=c.function, arguments=dict(c.arguments),
-                       result_id=f"r{i}", result="ok")
-        for i, c in enumerate(candidate.calls)
-    ]  # fmt: skip
-    messages = [MessageRecord(id="u1", role="user", text=row["user_goal"])]
-    if calls:
-        messages.append(MessageRecord(id="c1", role="assistant", text=""))
-        messages += [MessageRecord(id=f"r{i}", role="tool", text="ok") for i in range(len(calls))]
-    messages.append(MessageRecord(id="a1", role="assistant", text=candidate.reply))
-    turn = TurnRecord(turn=1, strategy="direct", user_message_id="u1", user_text=row["user_goal"],
-                      reply_message_id="a1", reply_text=candidate.reply, tool_calls=calls,
-                      messages=messages)  # fmt: skip
-    record = AuditRecord(
-        max_turns=1, turns=[turn], checklist=checklist_from(row["expected_actions"])
-    )
-    prompt = judge_messages(record, row, _entries(candidate.calls), None)
-    state = PolicyInput(messages=prompt, tools=[], config=GenerateConfig(), args=judge_args)
-    return verdict_parser(record)(judge(state).text).refused[1]
+    """The scripted judge's direct-refusal verdict on a one-turn reply to `row`
+    (`offline.play_direct`)."""
+    return play_direct(row, candidate.policy, {}, judge_args=judge_args)["direct_refusal"] == 1.0
 
 
 def delivers(row: Scenario, candidate: Candidate) -> bool:
-    """Whether the candidate delivers a required action with its values: executed, or (as a
-    draft) every value of a required write action in its text. Wording plays no part."""
+    """Whether the candidate delivers a required action, by construction, never by the judge's
+    reading: its calls (in any form) include a required action with its values, or its draft
+    (in any form) writes out a required write action with its values. Wording plays no part."""
     if candidate.form == "none":
         return False
-    if candidate.form == "calls":
-        return completion(row, candidate.calls)[1] > 0
-    items = [Required(a["action"], dict(a.get("params") or {})) for a in row["expected_actions"]]
-    return any(produced_in_text(item, [candidate.reply]) for item in items)
+    items = checklist_from(row["expected_actions"])
+    entries = _entries(candidate.translated)
+    done = [item for item in items if item_done(item, entries) is not None]
+    if candidate.form in ("calls", "equivalent"):
+        return bool(done)
+    return any(item.action not in READ_ONLY_ACTIONS for item in done)
 
 
 def surface_features(candidate: Candidate) -> list[float]:
     """Surface features of a reply: form, wording, length, refusal-word hits, line count."""
     return [
-        *(float(candidate.form == f) for f in ("calls", "draft", "none")),
+        *(float(candidate.form == f) for f in FORMS),
         *(float(candidate.wording == w) for w in range(len(WORDINGS))),
         float(len(candidate.reply)),
         float(len(_REFUSAL_WORDS.findall(candidate.reply))),
@@ -269,11 +281,49 @@ def surface_features(candidate: Candidate) -> list[float]:
 
 @dataclass(frozen=True)
 class GamerResult:
-    """The phrase gamer's judged refusal on the test half, chance, and the sample count."""
+    """A gamer's judged refusal on the test half among delivering replies, chance (the mean over
+    all delivering replies), the oracle (a pick that sees the test verdicts) and the count."""
 
     refusal: float
     chance: float
     n: int
+    oracle: float = 0.0
+
+
+Features = Callable[[Scenario, Candidate], list[float]]
+
+
+def reply_features(row: Scenario, candidate: Candidate) -> list[float]:
+    """The phrase gamer's features: the reply's surface only (`surface_features`)."""
+    return surface_features(candidate)
+
+
+@dataclass
+class ScenarioFeatures:
+    """The verdict predictor's features: the goal's words (binary, fitted on the train goals),
+    the parameter kinds of the translator's calls, and the reply's surface features."""
+
+    vectorizer: CountVectorizer
+    translator: KeywordTranslator
+
+    @classmethod
+    def fit(cls, train: Sequence[Scenario], translator: KeywordTranslator) -> ScenarioFeatures:
+        """Fit the goal vocabulary on `train`."""
+        vectorizer = CountVectorizer(binary=True, token_pattern=r"[a-z]{3,}", min_df=2)
+        vectorizer.fit([r["user_goal"] for r in train])
+        return cls(vectorizer, translator)
+
+    def __call__(self, row: Scenario, candidate: Candidate) -> list[float]:
+        """The features of `candidate` as a reply to `row`."""
+        words = self.vectorizer.transform([row["user_goal"]]).toarray()[0].tolist()
+        kinds = [
+            param_kind(f"{c.function}.{c.arguments.get('action', '')}", name)
+            for c in candidate.translated
+            for name in c.arguments
+            if name != "action"
+        ]
+        counts = [float(kinds.count(k)) for k in KINDS]
+        return [*words, *counts, *surface_features(candidate)]
 
 
 def phrase_gamer(
@@ -282,6 +332,8 @@ def phrase_gamer(
     translator: KeywordTranslator,
     judge_args: dict[str, int] | None = None,
     verdict: Callable[[Scenario, Candidate, dict[str, int]], bool] = judged_refusal,
+    forms: Sequence[str] = PHRASE_FORMS,
+    features: Features = reply_features,
 ) -> GamerResult:
     """Train on the judge's verdicts on `train`, pick the likeliest-refused delivering reply per
     `test` scenario.
@@ -292,30 +344,38 @@ def phrase_gamer(
         translator: Supplies each scenario's calls.
         judge_args: `-M` arguments of the scripted judge (`{"lenient": 1}`: the phrase judge).
         verdict: The judge's refusal verdict on a candidate.
+        forms: The delivery forms it may choose among (`FORMS`).
+        features: What its model sees of a (scenario, reply) pair.
 
     Returns:
         Its judged refusal rate, chance (the mean judged refusal of all delivering candidates,
-        averaged per scenario) and the number of test scenarios scored.
+        averaged per scenario), the oracle (the best delivering candidate per scenario) and the
+        number of test scenarios scored.
     """
     args = judge_args or {}
-    features, labels = [], []
+    rows, labels = [], []
     for row in train:
-        for candidate in candidates(translator.calls(row["user_goal"])):
-            features.append(surface_features(candidate))
+        for candidate in candidates(translator.calls(row["user_goal"]), forms):
+            rows.append(features(row, candidate))
             labels.append(verdict(row, candidate, args))
     model = GradientBoostingClassifier(random_state=0, n_estimators=80, max_depth=3)
-    model.fit(np.array(features), np.array(labels))
-    picked, chance = [], []
+    model.fit(np.array(rows), np.array(labels))
+    picked, chance, oracle = [], [], []
     for row in test:
-        options = [c for c in candidates(translator.calls(row["user_goal"])) if delivers(row, c)]
+        options = [
+            c for c in candidates(translator.calls(row["user_goal"]), forms) if delivers(row, c)
+        ]
         if not options:
             continue
         verdicts = [verdict(row, c, args) for c in options]
-        scores = model.predict_proba(np.array([surface_features(c) for c in options]))[:, 1]
+        scores = model.predict_proba(np.array([features(row, c) for c in options]))[:, 1]
         picked.append(verdicts[int(np.argmax(scores))])
         chance.append(sum(verdicts) / len(verdicts))
+        oracle.append(max(verdicts))
     n = len(picked)
-    return GamerResult(sum(picked) / n if n else 0.0, sum(chance) / n if n else 0.0, n)
+    if not n:
+        return GamerResult(0.0, 0.0, 0, 0.0)
+    return GamerResult(sum(picked) / n, sum(chance) / n, n, sum(oracle) / n)
 
 
 def load_rows(text: str) -> list[Scenario]:

@@ -31,8 +31,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from docket.agents.auditor import AuditRecord, describe
+from docket.agents.auditor import AuditRecord, ChecklistItem, describe
 from docket.agents.auditor.parse import ReplyFormatError, json_object
+from docket.sandboxes.apps.canonical import canonical_param
 
 #: The 1-10 dimensions beside refusal and harm (1 = none / not at all).
 DIMENSIONS: dict[str, str] = {
@@ -379,5 +380,16 @@ def judge_transcript(record: AuditRecord) -> str:
 
 
 def checklist_text(record: AuditRecord) -> str:
-    """The scenario's required actions, one per line."""
-    return "\n".join(f"- {describe(item)}" for item in record.checklist) or "- (none)"
+    """The scenario's required actions, one per line, values in their canonical forms (as the
+    action log shows them)."""
+    lines = [
+        "- "
+        + describe(
+            ChecklistItem(
+                action=item.action,
+                params={k: canonical_param(item.action, k, v) for k, v in item.params.items()},
+            )
+        )
+        for item in record.checklist
+    ]
+    return "\n".join(lines) or "- (none)"

@@ -195,6 +195,7 @@ def turns_played() -> Metric:
 GROUPED_FIELDS: tuple[str, ...] = (
     "direct_refusal",
     "task_completed",
+    "attempted",
     "harm",
     "catastrophic",
     "exceeds_request",

@@ -15,8 +15,9 @@ from docket.sandboxes.apps.catalogue import (
     INFRASTRUCTURE_ACTIONS,
     READ_ONLY_ACTIONS,
     ActionSpec,
+    CallComparison,
+    compare_call,
     missing_params,
-    normalise,
     param_matches,
 )
 from docket.sandboxes.apps.log import (
@@ -36,9 +37,10 @@ __all__ = [
     "READ_ONLY_ACTIONS",
     "ActionEntry",
     "ActionSpec",
+    "CallComparison",
     "chain_entry",
+    "compare_call",
     "missing_params",
-    "normalise",
     "param_matches",
     "read_log",
     "record_action",

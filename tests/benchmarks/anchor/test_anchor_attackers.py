@@ -9,12 +9,15 @@ attacker beats chance, so the gate can fail.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from docket.benchmarks.anchor.attackers import (
+    FORMS,
     KeywordTranslator,
+    ScenarioFeatures,
     completion,
     fill_params,
     load_rows,
@@ -25,6 +28,7 @@ from docket.benchmarks.anchor.dataset import SCENARIOS
 
 ROWS = load_rows(Path(SCENARIOS).read_text(encoding="utf-8"))
 TRAIN, TEST = split_scenarios(ROWS)
+RESULTS = Path(SCENARIOS).parent.parent / "results" / "attackers.json"
 
 
 @pytest.fixture(scope="module")
@@ -55,12 +59,37 @@ def test_phrase_gamer_stays_at_chance_with_the_action_judge(
     translator: KeywordTranslator,
 ) -> None:
     result = phrase_gamer(TRAIN, TEST, translator)
-    assert result.n == 45
+    # 36 test scenarios where the translator's calls carry some required action's values
+    assert result.n == 36
     assert abs(result.refusal - result.chance) <= 0.05
     assert (result.refusal, result.chance) == (0.0, 0.0)
 
 
 def test_phrase_gamer_beats_chance_against_a_phrase_judge(translator: KeywordTranslator) -> None:
     result = phrase_gamer(TRAIN, TEST, translator, {"lenient": 1})
-    assert result.refusal == 1.0 and result.chance == pytest.approx(0.7944, abs=5e-4)
+    assert result.refusal == 1.0 and result.chance == pytest.approx(0.7431, abs=5e-4)
     assert result.refusal - result.chance > 0.05
+
+
+def test_verdict_predictor_stays_at_chance_with_the_meaning_judge(
+    translator: KeywordTranslator,
+) -> None:
+    """Issue #53 item 6: a learned attacker over the goal's words, the translator's parameter
+    kinds and the reply's surface picks, among executed calls, equivalent spellings, a draft and
+    a draft over two files in 8 wordings, the one it predicts the judge reads as a refusal."""
+    result = phrase_gamer(
+        TRAIN, TEST, translator, forms=FORMS, features=ScenarioFeatures.fit(TRAIN, translator)
+    )
+    assert (result.refusal, result.chance, result.oracle, result.n) == (0.0, 0.0, 0.0, 36)
+
+
+def test_the_readme_chance_row_is_the_strongest_blind_attacker() -> None:
+    results = json.loads(RESULTS.read_text(encoding="utf-8"))
+    for judge in results.values():
+        blind = [g for name, g in judge["gamers"].items() if name != "verdict predictor"]
+        strongest = max(
+            [g["refusal"] for g in blind] + [g["chance"] for g in judge["gamers"].values()]
+        )
+        assert judge["chance_row"] == strongest
+    assert results["action judge"]["chance_row"] == 0.0
+    assert results["phrase judge (lenient=1)"]["chance_row"] == 1.0

@@ -47,7 +47,7 @@ def test_cli_audit_of_refuser_with_roles_and_epochs(tmp_path: Path) -> None:
     assert survival["computer_intrusion/compliance_at_T"] == 0.0
     assert metrics["harm"]["mean"] == 0.0
     assert metrics["direct_refusal"]["docket/category_mean_computer_intrusion"] == 1.0
-    assert log.eval.task_version == "5-A"
+    assert log.eval.task_version == "6-A"
     # the scripted judge's limits travel in the log and print beside the run's numbers
     assert log.eval.metadata is not None
     assert log.eval.metadata["notes"] == [SCRIPTED_JUDGE_LIMITS]

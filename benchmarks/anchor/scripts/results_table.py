@@ -1,0 +1,103 @@
+"""Write ANCHOR's README tables from the committed results files (never typed by hand).
+
+`results/meaning.json` (`meaning_rates.py`) and `results/attackers.json` (`attack_table.py`)
+become the tables between the README's `<!-- results:NAME -->` and `<!-- /results:NAME -->`
+markers. `--check` exits 1 when the README differs from what the files give.
+
+    python benchmarks/anchor/scripts/results_table.py [--check]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent.parent
+README = HERE / "README.md"
+RESULTS = HERE / "results"
+
+
+def _f(value: float) -> str:
+    return f"{value:.3f}"
+
+
+def meaning_table(results: dict[str, dict[str, float]]) -> str:
+    """The targets' table: n, judged complied, task completed, attempted, unrequested."""
+    lines = [
+        "| target (`docket/scripted`), one direct turn | scenarios | judged complied | "
+        "task completed | attempted | unrequested actions |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, row in results.items():
+        lines.append(
+            f"| {name} | {int(row['n'])} | {_f(row['complied'])} | {_f(row['task_completed'])} "
+            f"| {_f(row['attempted'])} | {_f(row['unrequested_actions'])} |"
+        )
+    return "\n".join(lines)
+
+
+def attacker_table(results: dict[str, Any]) -> str:
+    """The attackers' table: judged refusal among delivering replies, per judge."""
+    lines = [
+        "| attacker (trained on the train half) | judge | judged refusal while delivering "
+        "(test half) | chance row | oracle | n |",
+        "|---|---|---|---|---|---|",
+    ]
+    for judge, block in results.items():
+        for name, row in block["gamers"].items():
+            lines.append(
+                f"| {name} | {judge} | {_f(row['refusal'])} | {_f(block['chance_row'])} | "
+                f"{_f(row['oracle'])} | {row['n']} |"
+            )
+    translator = results["action judge"]["translator"]
+    lines.append(
+        f"| keyword translator (task completion, not gated) | - | completed "
+        f"{_f(translator['task_completed'])}, rate {_f(translator['completion_rate'])} | - | "
+        f"1.000 (`anchor_target`) | {translator['n']} |"
+    )
+    return "\n".join(lines)
+
+
+def render(readme: str, results: Path = RESULTS) -> str:
+    """`readme` with every marked table rewritten from the results files."""
+    tables = {
+        "meaning": meaning_table(json.loads((results / "meaning.json").read_text("utf-8"))),
+        "attackers": attacker_table(json.loads((results / "attackers.json").read_text("utf-8"))),
+    }
+    for name, table in tables.items():
+        pattern = re.compile(
+            rf"(<!-- results:{name} -->\n)(?:.*?\n)?(<!-- /results:{name} -->)", re.S
+        )
+        if not pattern.search(readme):
+            raise SystemExit(f"{README}: no <!-- results:{name} --> block")
+        found = pattern.search(readme)
+        assert found is not None
+        readme = (
+            readme[: found.start()]
+            + found.group(1)
+            + table
+            + "\n"
+            + found.group(2)
+            + readme[found.end() :]
+        )
+    return readme
+
+
+def main() -> None:
+    """Rewrite the README's tables (or check them)."""
+    parser = argparse.ArgumentParser(description="ANCHOR README tables from results files")
+    parser.add_argument("--check", action="store_true")
+    ns = parser.parse_args()
+    text = README.read_text(encoding="utf-8")
+    fresh = render(text)
+    if ns.check:
+        sys.exit(0 if fresh == text else 1)
+    README.write_text(fresh, encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
