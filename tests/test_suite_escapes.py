@@ -3,7 +3,6 @@ escapes, never raw (#52 item 6). The server is a local fake (`tests/fake_openai.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from contextvars import copy_context
 from pathlib import Path
 
@@ -16,16 +15,11 @@ from tests.fake_openai import error_body, fake_openai
 REASON = "no such model\x1b[2K\x1b[1A\x1b[8m\x1b]0;pwned\x07"
 
 
-@pytest.fixture(autouse=True)
-def _api_key(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def test_a_servers_escapes_reach_the_terminal_as_text(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    yield
-
-
-def test_a_servers_escapes_reach_the_terminal_as_text(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
     with fake_openai(lambda _: (404, error_body(REASON, "NotFoundError")), None) as server:
         args = ["api", "--task", "docket/context_qa", "--model", "openai/nope"]
         args += ["--base-url", server.base_url, "--log-dir", str(tmp_path), "--display", "none"]
