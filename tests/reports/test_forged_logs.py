@@ -23,6 +23,8 @@ FUTURE = "2099-01-01T00:00:00+00:00"
 
 
 def _flip(value: Any) -> Any:
+    if isinstance(value, dict):  # synth_gate's dict scores: flip the headline key
+        return {k: _flip(v) if k == "correct" else v for k, v in value.items()}
     return {"C": "I", "I": "C"}.get(value, value) if isinstance(value, str) else 1 - value
 
 
@@ -42,12 +44,10 @@ def forge(genuine: Path, out: Path, **eval_fields: Any) -> Path:
     return out
 
 
-@pytest.fixture()
-def genuine(tmp_path: Path, smoke_logs: Path) -> tuple[Path, Path]:
-    """The smoke comply log (accuracy 1.0) alone in a folder, and a baseline written from it."""
+def _alone(tmp_path: Path, source: Path) -> tuple[Path, Path]:
+    """`source` alone in a folder, and a baseline written from it."""
     logs = tmp_path / "logs"
     logs.mkdir()
-    [source] = [p for p in smoke_logs.glob("*.eval") if _accuracy(p) == 1.0]
     shutil.copy2(source, logs / source.name)
     baseline = tmp_path / "baseline.json"
     assert (
@@ -56,32 +56,44 @@ def genuine(tmp_path: Path, smoke_logs: Path) -> tuple[Path, Path]:
     return logs / source.name, baseline
 
 
+@pytest.fixture()
+def genuine(tmp_path: Path, smoke_logs: Path) -> tuple[Path, Path]:
+    """The smoke comply log (accuracy 1.0, 3 samples) and a baseline written from it."""
+    [source] = [p for p in smoke_logs.glob("*.eval") if _accuracy(p) == 1.0]
+    return _alone(tmp_path, source)
+
+
+@pytest.fixture()
+def gate_genuine(tmp_path: Path, gate_logs: Path) -> tuple[Path, Path]:
+    """The synth_gate log (accuracy 0.9 on 20 samples) and a baseline written from it."""
+    [source] = gate_logs.glob("*.eval")
+    return _alone(tmp_path, source)
+
+
 def _accuracy(path: Path) -> float:
     log = read_eval_log(str(path), header_only=True)
     assert log.results is not None
     return float(log.results.scores[0].metrics["accuracy"].value)
 
 
-def _headlines(logs: Path) -> list[tuple[str, float | None]]:
-    return [(Path(r.log).name, r.headline_value) for r in build_runs(load_logs(logs))]
-
-
 def test_a_future_dated_forgery_does_not_replace_the_genuine_run(
-    genuine: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+    gate_genuine: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    log, baseline = genuine
+    log, baseline = gate_genuine
     regress = ["regress", "--baseline", str(baseline), "--logs", str(log.parent)]
     clean = main(regress)
     capsys.readouterr()
     forged = forge(log, log.parent / "forged.eval", created=FUTURE, eval_id="forgedforged")
-    assert _accuracy(forged) == 0.0
+    assert _accuracy(forged) == pytest.approx(0.1)
     loaded = load_logs(log.parent)
-    # before: the forged log was the newest run (accuracy 0.0) and regress went to exit 1
-    assert [(Path(r.log).name, r.headline_value) for r in build_runs(loaded)] == [(log.name, 1.0)]
+    # before: the forged log was the newest run (accuracy 0.1) and regress went to exit 1
+    assert [(Path(r.log).name, r.headline_value) for r in build_runs(loaded)] == [
+        (log.name, pytest.approx(0.9))
+    ]
     [warning] = loaded.warnings
     assert warning.path.endswith("forged.eval")
     assert warning.message.startswith("left out: created 2099-01-01T00:00:00+00:00, later than now")
-    assert clean == 2  # the genuine run alone: 1.0 against 1.0 on few samples cannot decide
+    assert clean == 2  # the genuine run alone: 0.9 against 0.9 on 20 samples cannot decide
     assert main(regress) == clean
     err = capsys.readouterr().err
     assert err.count("warning: ") == 1 and "forged.eval: left out: created 2099" in err
