@@ -2,11 +2,11 @@
 
 Inspect decompresses a member whole (`header.json` for a header, each sample for its events),
 so a log of a few MB whose `header.json` inflates to GBs (a zip bomb) would take that much
-memory. `oversized_member` reads the zip's central directory and refuses a member that declares
-more than `MEMBER_LIMIT`; since a declared size can lie, a member that could inflate past the
-limit is also decompressed as a stream (nothing kept) and refused when it yields more than it
-declares. Deflate inflates at most ~1032:1, so members whose compressed size bounds them under
-the limit are not streamed.
+memory. `oversized_member` reads the zip's central directory and refuses a member that
+declares more than `MEMBER_LIMIT` (`SAMPLE_LIMIT` for a sample); since a declared size can
+lie, a member that could inflate past its limit is also decompressed as a stream (nothing
+kept) and refused when it yields more than it declares. Deflate inflates at most ~1032:1, so
+members whose compressed size bounds them under the limit are not streamed.
 """
 
 from __future__ import annotations
@@ -17,8 +17,11 @@ import zlib
 from pathlib import Path
 from typing import IO, BinaryIO, cast
 
-#: Largest decompressed member a report reads (bytes).
-MEMBER_LIMIT = 256 << 20
+#: Largest decompressed member a report reads (bytes): the header, summaries, reductions. Parsing
+#: JSON takes ~5 times its size in memory, so a report reading one stays under ~500 MB RSS.
+MEMBER_LIMIT = 48 << 20
+#: Largest decompressed sample (`samples/...`): a transcript with images can be large.
+SAMPLE_LIMIT = 256 << 20
 #: Deflate's largest expansion (a stream of one repeated byte): ~1032 output bytes per input byte.
 DEFLATE_MAX_RATIO = 1032
 _ZSTD = 93
@@ -30,12 +33,15 @@ def _mib(size: int) -> str:
     return f"{size / (1 << 20):,.1f} MiB"
 
 
-def oversized_member(path: str | Path, limit: int = MEMBER_LIMIT) -> str | None:
+def oversized_member(
+    path: str | Path, limit: int = MEMBER_LIMIT, sample_limit: int = SAMPLE_LIMIT
+) -> str | None:
     """Why a member of the `.eval` zip at `path` is too large to read, or None when none is.
 
     Args:
         path: A local `.eval` log.
         limit: Largest decompressed size allowed per member, in bytes.
+        sample_limit: The same for a sample (`samples/...`).
 
     Returns:
         One line naming the member and its size, or None (also when the file is no zip at all:
@@ -45,9 +51,11 @@ def oversized_member(path: str | Path, limit: int = MEMBER_LIMIT) -> str | None:
         archive = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError):
         return None
+    member_limit = limit
     with archive, open(path, "rb") as raw:
         for info in archive.infolist():
             name = info.filename
+            limit = sample_limit if name.startswith("samples/") else member_limit
             if info.file_size > limit or info.compress_size > limit:
                 size = max(info.file_size, info.compress_size)
                 return f"zip member {name!r} declares {_mib(size)}, over the {_mib(limit)} limit"

@@ -219,7 +219,7 @@ def test_a_zip_bomb_log_is_one_line_not_gigabytes(
     errors = [line for line in output.splitlines() if line.startswith("error:")]
     assert errors == [
         f"error: {bomb}: not read: zip member 'header.json' declares 1,536.0 MiB, over the "
-        "256.0 MiB limit"
+        "48.0 MiB limit"
     ]
 
 
@@ -240,10 +240,10 @@ def test_a_member_that_lies_about_its_size_is_streamed_and_refused(
     bomb.write_bytes(bytes(data))
     with zipfile.ZipFile(bomb) as archive:
         assert archive.getinfo("header.json").file_size == 1000
-    assert oversized_member(bomb, limit=_MIB) == (
+    assert oversized_member(bomb, limit=_MIB, sample_limit=_MIB) == (
         "zip member 'header.json' inflates past the 0.0 MiB it declares (stopped at 1.0 MiB)"
     )
-    assert oversized_member(log, limit=_MIB) is None
+    assert oversized_member(log, limit=_MIB, sample_limit=_MIB) is None
 
 
 # -- terminal and Markdown injection --------------------------------------------------------
