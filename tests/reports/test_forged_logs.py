@@ -282,3 +282,16 @@ def test_escapes_and_html_in_names_reach_neither_terminal_nor_markdown(
     assert "docket/&lt;img src=x onerror=alert(1)&gt;" in markdown
     assert "\x1b" not in markdown and "smoke\\x1b[2K" in markdown
     assert HTML not in (tmp_path / "out" / "index.html").read_text()
+
+
+def test_power_reads_the_genuine_run_and_names_the_forgery(
+    gate_genuine: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    log, _ = gate_genuine
+    assert main(["power", "--logs", str(log.parent)]) == 0
+    clean = capsys.readouterr().out
+    forge(log, log.parent / "forged.eval", created=FUTURE, eval_id="forgedforged")
+    assert main(["power", "--logs", str(log.parent)]) == 0
+    shown = capsys.readouterr()
+    assert shown.out == clean  # before: the forged run's numbers (0.1, not 0.9) were used
+    assert shown.err.count("warning: ") == 1 and "forged.eval: left out: created 2099" in shown.err
