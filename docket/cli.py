@@ -10,19 +10,31 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 import docket
+from docket.core.text import printable
+
+if TYPE_CHECKING:
+    from docket.reports.trust import LogWarning
 
 EXIT_BAD_INPUT = 2
 
 
 def _error(console: Console, message: object) -> int:
-    console.print(f"[red]error:[/red] {escape(str(message))}", soft_wrap=True)
+    console.print(f"[red]error:[/red] {escape(printable(message))}", soft_wrap=True)
     return EXIT_BAD_INPUT
+
+
+def _warn_logs(warnings: list[LogWarning]) -> None:
+    """One `warning:` line on stderr per log left out or in doubt (`docket.reports.trust`)."""
+    stderr = Console(stderr=True)
+    for warning in warnings:
+        stderr.print(f"warning: {printable(warning)}", soft_wrap=True, markup=False)
 
 
 def _first_doc_line(obj: object) -> str:
@@ -145,6 +157,7 @@ def _report(console: Console, args: argparse.Namespace) -> int:
     ) as ex:
         return _error(console, ex)
     print_summary(console, files.data)
+    _warn_logs(files.warnings)
     for error in files.errors:
         _error(console, error)
     console.print(f"Markdown: {files.markdown}\nJSON: {files.json}", soft_wrap=True)
@@ -174,6 +187,7 @@ def _regress(console: Console, args: argparse.Namespace) -> int:
     if loaded.files == 0:
         return _error(console, f"{args.logs}: no Inspect logs (*.eval or Inspect-named *.json)")
     runs = build_runs(loaded, flags)
+    _warn_logs(loaded.warnings)
     if args.write_baseline:
         for error in loaded.errors:
             _error(console, error)
@@ -181,7 +195,7 @@ def _regress(console: Console, args: argparse.Namespace) -> int:
             console.print("[red]baseline not written: fix or remove the unreadable logs[/red]")
             return EXIT_BAD_INPUT
         for line in regress.left_out(runs):
-            console.print(f"left out: {line}", soft_wrap=True, markup=False)
+            console.print(f"left out: {printable(line)}", soft_wrap=True, markup=False)
         regress.print_errored(console, runs, args.max_errors)
         if regress.errored_count(runs) > args.max_errors:
             return _error(
@@ -215,7 +229,11 @@ def _regress(console: Console, args: argparse.Namespace) -> int:
     regress.print_comparisons(console, comparisons, loaded.errors)
     regress.print_errored(console, runs, args.max_errors)
     return regress.exit_code(
-        comparisons, loaded.errors, regress.errored_count(runs), args.max_errors
+        comparisons,
+        loaded.errors,
+        regress.errored_count(runs),
+        args.max_errors,
+        regress.blocking_warnings(loaded.warnings),
     )
 
 
@@ -241,6 +259,7 @@ def _power(console: Console, args: argparse.Namespace) -> int:
             for error in loaded.errors:
                 _error(console, error)
             runs = build_runs(loaded, parse_flags(args.headline))
+            _warn_logs(loaded.warnings)
             entries = [regress.baseline_entry(run) for run in runs if run.scored]
             source = args.logs
     except (FileNotFoundError, HeadlineError, regress.BaselineError) as ex:
@@ -255,8 +274,8 @@ def _power(console: Console, args: argparse.Namespace) -> int:
     for row in rows:
         clusters = f"{row.clusters} (deff {row.deff:.2f})" if row.cluster_field else "–"
         table.add_row(
-            escape(row.task),
-            escape(row.model),
+            escape(printable(row.task)),
+            escape(printable(row.model)),
             row.kind,
             str(row.n),
             clusters,
@@ -267,7 +286,7 @@ def _power(console: Console, args: argparse.Namespace) -> int:
         console = Console(width=max(console.width, 160))
     console.print(table)
     for line in power.power_lines(rows, args.tolerance, args.alpha):
-        console.print(line, soft_wrap=True, markup=False)
+        console.print(printable(line), soft_wrap=True, markup=False)
     return 0
 
 
@@ -392,7 +411,7 @@ def _suite(console: Console, args: argparse.Namespace) -> int:
         return 1
     ok, problems = suite.run_plan(plans, preset.budget_minutes, display=args.display)
     for line in problems:
-        console.print(f"[yellow]{escape(line)}[/yellow]", soft_wrap=True)
+        console.print(f"[yellow]{escape(printable(line))}[/yellow]", soft_wrap=True)
     out = Path(args.out).resolve() if args.out else log_dir.parent / f"{log_dir.name}-report"
     if not log_dir.is_dir():
         _error(console, f"no task wrote a log to {log_dir}: nothing to report")

@@ -25,6 +25,8 @@ from inspect_ai.model import (
     Model,
 )
 
+from docket.core.text import printable
+
 #: Providers that run in this process (or start their own server): never probed.
 LOCAL_PROVIDERS = frozenset(
     {
@@ -119,7 +121,8 @@ def server_reason(body: Any) -> str | None:
 
 
 def _one_line(text: str) -> str:
-    return " ".join(text.split())
+    """The server's text on one line, its control characters (ESC, ...) shown as escapes."""
+    return printable(" ".join(text.split()))
 
 
 def error_line(error: BaseException, endpoint: str, model: str) -> str:

@@ -36,6 +36,7 @@ from docket import compatible, endpoints
 from docket.agents.scripted.policy import load_policies
 from docket.benchmarks.presets import listed_tasks, preset_path
 from docket.core.errored import UNANSWERED_PREFIX, last_model_error, unanswered_reason
+from docket.core.text import printable
 from docket.reports.files import load_document
 
 SUITE_FORMAT = "docket-suite/1"
@@ -664,7 +665,7 @@ def run_plan(
             )
         except Exception as ex:  # noqa: BLE001 - the suite goes on with the other tasks
             line = str(ex).strip().splitlines()[0] if str(ex).strip() else ""
-            problems.append(f"{item.task} / {item.stage}: {type(ex).__name__}: {line}")
+            problems.append(printable(f"{item.task} / {item.stage}: {type(ex).__name__}: {line}"))
             console.print(f"[red]{problems[-1]}[/red]", soft_wrap=True, markup=False)
             ok = False
             continue

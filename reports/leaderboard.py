@@ -16,6 +16,7 @@ and why scored samples have no value. A model-free task's runs form one method t
 
 from __future__ import annotations
 
+import html
 import itertools
 import json
 import shutil
@@ -32,6 +33,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from docket.core.headline import HeadlineSpec
+from docket.core.text import printable
 from docket.reports import plots, survival
 from docket.reports.headline import MEAN_METRICS
 from docket.reports.health import behaviour_parts, errored_text, failure_parts
@@ -41,6 +43,7 @@ from docket.reports.overrides import apply_overrides, read_overrides
 from docket.reports.power import needed_n, value_scale
 from docket.reports.prices import PriceTable, load_prices
 from docket.reports.regress import (
+    blocking_warnings,
     compare,
     errored_count,
     errored_runs,
@@ -59,6 +62,7 @@ from docket.reports.stats import (
     pairwise_ranks,
     stderr_interval,
 )
+from docket.reports.trust import LogWarning
 
 TEMPLATES = Path(__file__).parent / "templates"
 ALPHA = 0.05
@@ -94,6 +98,8 @@ class ReportFiles:
     json: Path
     bundle: Path | None
     errors: list[LogError] = field(default_factory=list)
+    #: Logs left out or in doubt (`docket.reports.trust`), also shown in the report.
+    warnings: list[LogWarning] = field(default_factory=list)
     baseline_exit: int | None = None
     #: The report data (`leaderboard_data` plus comparison and history), for `print_summary`.
     data: dict[str, Any] = field(default_factory=dict)
@@ -748,11 +754,29 @@ def render_markdown(data: dict[str, Any]) -> str:
         lines.append("")
     if data["notes"]:
         lines += ["## Notes", ""] + [f"- {n}" for n in data["notes"]] + [""]
+    if data.get("log_warnings"):
+        lines += ["## Logs left out or in doubt", ""]
+        lines += [f"- `{w['path']}`: {w['message']}" for w in data["log_warnings"]]
+        lines.append("")
     if data["errors"]:
         lines += ["## Unreadable logs", ""]
         lines += [f"- `{e['path']}`: {e['message']}" for e in data["errors"]]
         lines.append("")
-    return "\n".join(lines)
+    return markdown_safe("\n".join(lines))
+
+
+def markdown_safe(text: str) -> str:
+    """Markdown whose text (task and model names, reasons, notes: anything a log wrote) can
+    carry no HTML and no control character: `<`, `>` and `&` become entities, so a name like
+    `<img src=x onerror=...>` shows as text wherever the Markdown is rendered.
+
+    Args:
+        text: The rendered Markdown.
+
+    Returns:
+        The same Markdown, safe to post.
+    """
+    return html.escape(printable(text, lines=True), quote=False)
 
 
 def print_summary(console: Console, data: dict[str, Any]) -> None:
@@ -772,22 +796,21 @@ def print_summary(console: Console, data: dict[str, Any]) -> None:
                 row = f"{e['model']} (method)" if t["kind"] == "method" else e["model"]
                 health = "; ".join([health_text(e), missing_text(e)]).strip("; ")
                 table.add_row(
-                    escape(t["task"]),
-                    escape(row),
-                    f"{t['headline']['name']} {_fmt(e['value'])}",
+                    escape(printable(t["task"])),
+                    escape(printable(row)),
+                    escape(printable(f"{t['headline']['name']} {_fmt(e['value'])}")),
                     str(e["n"]),
                     str(e["errored"]),
-                    escape(health),
+                    escape(printable(health)),
                 )
     if not console.is_terminal:
         console = Console(width=max(console.width, 160))
     console.print(table)
     for line in data["errored"]["runs"]:
-        console.print(f"errored: {line}", soft_wrap=True, markup=False)
+        console.print(f"errored: {printable(line)}", soft_wrap=True, markup=False)
     for u in data["unscored"]:
-        console.print(
-            f"no score: {u['task']} / {u['model']}: {u['reason']}", soft_wrap=True, markup=False
-        )
+        line = f"no score: {u['task']} / {u['model']}: {u['reason']}"
+        console.print(printable(line), soft_wrap=True, markup=False)
 
 
 def flip_lines_json(comparison: dict[str, Any]) -> list[str]:
@@ -899,6 +922,7 @@ def build_report(
     runs = build_runs(loaded, opts.headline_flags)
     override_notes = apply_overrides(runs, overrides)
     data = leaderboard_data(runs, loaded.errors, prices, tolerance=opts.tolerance)
+    data["log_warnings"] = [{"path": w.path, "message": w.message} for w in loaded.warnings]
     data["notes"] = override_notes + data["notes"]
     if baseline_file is not None and baseline_file.assumed:
         data["notes"] = [baseline_file.assumed, *data["notes"]]
@@ -909,13 +933,18 @@ def build_report(
         json=out / "leaderboard.json",
         bundle=None,
         errors=loaded.errors,
+        warnings=loaded.warnings,
     )
     if baseline is not None:
         comparisons = compare(
             baseline, runs, tolerance=opts.tolerance, headline_flags=opts.headline_flags
         )
         files.baseline_exit = exit_code(
-            comparisons, loaded.errors, errored_count(runs), opts.max_errors
+            comparisons,
+            loaded.errors,
+            errored_count(runs),
+            opts.max_errors,
+            blocking_warnings(loaded.warnings),
         )
         data["comparison"] = {
             "baseline": str(opts.baseline),

@@ -1,6 +1,9 @@
 """Read Inspect logs into pandas frames through `inspect_ai.analysis`, one file at a time.
 
 A corrupted or truncated log becomes one `LogError` naming the file; every other log is still read.
+An `.eval` zip whose members would inflate past `docket.reports.logzip.MEMBER_LIMIT` is such an
+error before Inspect reads it (a zip bomb). Future-dated logs and disputed eval ids are left out
+with a `LogWarning` each (`docket.reports.trust`).
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from inspect_ai.analysis import (
 )
 
 from docket.reports.health import SampleHealth, read_health
+from docket.reports.logzip import oversized_member
+from docket.reports.trust import LogWarning, screen
 
 #: Inspect names JSON logs `<ISO timestamp>_<task>_<id>.json`; other JSON files (eval-set.json,
 #: logs.json, baselines) in a log directory are not logs.
@@ -78,6 +83,8 @@ class LoadedLogs:
     counters: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: Per eval id, the health of each (sample id, epoch) read from its events.
     health: dict[str, dict[tuple[str, int], SampleHealth]] = field(default_factory=dict)
+    #: Logs left out or in doubt (future-dated, a disputed eval id, the same run twice).
+    warnings: list[LogWarning] = field(default_factory=list)
 
 
 def method_counters(path: str | Path) -> dict[str, dict[str, Any]]:
@@ -145,6 +152,10 @@ def load_logs(log_dir: str | Path) -> LoadedLogs:
     errors: list[LogError] = []
     paths = find_log_files(log_dir)
     for path in paths:
+        oversized = oversized_member(path) if path.suffix == ".eval" else None
+        if oversized is not None:
+            errors.append(LogError(str(path), f"not read: {oversized}"))
+            continue
         try:
             evals = evals_df(str(path), columns=[*EvalColumns, *EXTRA_EVAL_COLUMNS], quiet=True)
             samples = samples_df(str(path), quiet=True)
@@ -160,9 +171,11 @@ def load_logs(log_dir: str | Path) -> LoadedLogs:
             sample_frames.append(samples)
     evals_all = pd.concat(eval_frames, ignore_index=True) if eval_frames else pd.DataFrame()
     samples_all = pd.concat(sample_frames, ignore_index=True) if sample_frames else pd.DataFrame()
+    evals_all, samples_all, warnings = screen(evals_all, samples_all)
     return LoadedLogs(
         evals=evals_all,
         samples=samples_all,
+        warnings=warnings,
         errors=errors,
         files=len(paths),
         counters=counters,

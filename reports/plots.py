@@ -22,7 +22,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.text import Text  # noqa: E402
 
+from docket.core.text import printable  # noqa: E402
 from docket.reports.survival import SurvivalCurve  # noqa: E402
 
 plt.rcParams["svg.hashsalt"] = "docket"  # stable SVG ids, so reports are reproducible
@@ -31,6 +33,8 @@ STYLES = ("-", "--", "-.", ":")
 
 
 def _svg(fig: Figure) -> str:
+    for artist in fig.findobj(Text):  # titles, labels, ticks, legends: names from logs
+        artist.set_text(printable(artist.get_text(), lines=True))
     buffer = io.StringIO()
     fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
     plt.close(fig)

@@ -24,10 +24,11 @@ get one of three verdicts from the paired samples they share:
 - cannot decide (exit 2): anything else, printed with the drop, its 1 - 2 alpha interval and the
   paired samples that would decide a drop of the tolerance's size (`power.needed_n`).
 
-A regression anywhere wins (exit 1); else any row that did not pass, an unreadable log, or more
-errored samples than `--max-errors` is exit 2; exit 0 only when every row passed. Model-free
-rows are stored and matched as `(model-free)`, whatever model ran them. Every comparison lists
-the samples that flipped.
+A regression anywhere wins (exit 1); else any row that did not pass, an unreadable log, a log
+left out or in doubt (`docket.reports.trust`: future-dated, a disputed eval id, two logs claiming
+one run), or more errored samples than `--max-errors` is exit 2; exit 0 only when every row
+passed. Model-free rows are stored and matched as `(model-free)`, whatever model ran them.
+Every comparison lists the samples that flipped.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from docket.core.headline import HeadlineSpec
+from docket.core.text import printable
 from docket.reports import survival
 from docket.reports.headline import flag_for
 from docket.reports.health import errored_text
@@ -61,6 +63,7 @@ from docket.reports.stats import (
     paired_bootstrap_means,
     paired_mean_test,
 )
+from docket.reports.trust import LogWarning
 
 BASELINE_FORMAT = "docket-baseline/3"
 #: The previous format: read, with one line saying what is assumed about what it lacks.
@@ -757,11 +760,28 @@ def _model_free_mismatch(entry: dict[str, Any], runs: list[Run]) -> Comparison |
     )
 
 
+def blocking_warnings(warnings: list[LogWarning]) -> list[LogWarning]:
+    """The log warnings a gate cannot pass with: a log left out (future-dated, a disputed
+    eval id) or two logs claiming one run (`docket.reports.trust`); a copy counted once is not.
+
+    Args:
+        warnings: `LoadedLogs.warnings` after `build_runs`.
+
+    Returns:
+        Those that block.
+    """
+    return [w for w in warnings if w.blocking]
+
+
 def exit_code(
-    comparisons: list[Comparison], errors: list[LogError], errored: int = 0, max_errors: int = 0
+    comparisons: list[Comparison],
+    errors: list[LogError],
+    errored: int = 0,
+    max_errors: int = 0,
+    doubts: list[LogWarning] | None = None,
 ) -> int:
-    """1 when any row regressed; else 2 when any row is not a pass, a log is unreadable or more
-    samples errored than allowed; else 0.
+    """1 when any row regressed; else 2 when any row is not a pass, a log is unreadable or in
+    doubt, or more samples errored than allowed; else 0.
 
     A shown regression wins over rows that cannot be decided or compared (a CI step that treats
     exit 2 as "needs more samples" must never hide a regression); exit 0 needs every row to pass.
@@ -771,6 +791,8 @@ def exit_code(
         errors: Logs that could not be read.
         errored: Errored sample epochs of the current runs (excluded from their metrics).
         max_errors: Errored sample epochs allowed before the gate is exit 2.
+        doubts: Blocking log warnings (`blocking_warnings`): a log was left out or two logs
+            claim one run, so the runs compared may not be the genuine ones.
 
     Returns:
         The process exit code: 0 (every row passed), 1 (a regression) or 2 (cannot decide,
@@ -779,7 +801,7 @@ def exit_code(
     """
     if any(c.verdict == "regression" for c in comparisons):
         return EXIT_REGRESSION
-    if errors or errored > max_errors or any(c.verdict != "pass" for c in comparisons):
+    if errors or doubts or errored > max_errors or any(c.verdict != "pass" for c in comparisons):
         return EXIT_NOT_COMPARABLE
     return EXIT_OK
 
@@ -810,7 +832,7 @@ def print_errored(console: Console, runs: list[Run], max_errors: int) -> None:
     if not total:
         return
     for line in errored_runs(runs):
-        console.print(f"errored: {line}", soft_wrap=True, markup=False)
+        console.print(f"errored: {printable(line)}", soft_wrap=True, markup=False)
     verdict = "exceeds" if total > max_errors else "within"
     console.print(
         f"{total} errored samples (left out of every metric) {verdict} --max-errors {max_errors}",
@@ -840,9 +862,9 @@ def print_comparisons(
         arrow = {"higher": " ↑", "lower": " ↓"}.get(c.direction or "", " ?")
         needed = "" if c.n is None else f"{c.n} / {c.n_needed if c.n_needed else '–'}"
         table.add_row(
-            escape(c.task),
-            escape(c.model),
-            c.headline + arrow,
+            escape(printable(c.task)),
+            escape(printable(c.model)),
+            escape(printable(c.headline)) + arrow,
             _num(c.baseline_value),
             _num(c.current_value),
             _num(c.drop),
@@ -856,13 +878,13 @@ def print_comparisons(
     console.print(table)
     for c in comparisons:
         line = f"{c.verdict}: {c.task} / {c.model}: {c.detail or c.verdict}"
-        console.print(line, soft_wrap=True, markup=False)
+        console.print(printable(line), soft_wrap=True, markup=False)
         if c.test:
-            console.print(f"  test: {c.test}", soft_wrap=True, markup=False)
+            console.print(f"  test: {printable(c.test)}", soft_wrap=True, markup=False)
         for line in flip_lines(c):
-            console.print(f"  {line}", soft_wrap=True, markup=False)
+            console.print(f"  {printable(line)}", soft_wrap=True, markup=False)
     counts = {v: sum(c.verdict == v for c in comparisons) for v in colours}
     summary = ", ".join(f"{n} {verdict}" for verdict, n in counts.items() if n)
     console.print(f"{len(comparisons)} compared: {summary or 'nothing'}", soft_wrap=True)
     for error in errors:
-        console.print(f"[red]error:[/red] {error}", soft_wrap=True)
+        console.print(f"[red]error:[/red] {escape(printable(error))}", soft_wrap=True)

@@ -3,7 +3,9 @@
 Identity (a leaderboard row): task, version, task args, model + model args, solver + solver args,
 the non-default generation config (eval-time and model-level, operational keys such as retries
 and timeouts left out), epochs and model roles. Of several logs with the same identity the newest
-successful one counts; the others are kept as `superseded` so the report lists them.
+successful one counts; the others are kept as `superseded` so the report lists them. Logs are
+screened first (`docket.reports.trust`): a future-dated log or a disputed eval id never becomes
+the newest run, and two logs of one row created in the same second are named.
 
 The headline is resolved per run (`docket.reports.headline`). Per-sample values come from the
 headline scorer's sample scores (the `sample_key` entry of dict values), averaged over epochs;
@@ -43,6 +45,7 @@ from docket.reports.health import (
     summarise,
 )
 from docket.reports.logs import LoadedLogs
+from docket.reports.trust import LogWarning, created_at
 
 #: Sample metadata fields used for per-category breakdowns, first present wins.
 CATEGORY_FIELDS = ("category", "subset", "group", "difficulty")
@@ -713,7 +716,9 @@ def build_runs(
         run.method_counters = dict(loaded.counters.get(str(row["eval_id"]), {}))
         run.unscored_reason = _unscored_reason(run)
         runs.append(run)
-    return newest_only(runs)
+    kept = newest_only(runs)
+    loaded.warnings.extend(same_run_twice(kept))
+    return kept
 
 
 def _written_ns(log: str) -> int:
@@ -724,6 +729,24 @@ def _written_ns(log: str) -> int:
         return os.stat(path).st_mtime_ns
     except OSError:
         return 0
+
+
+def same_run_twice(runs: list[Run]) -> list[LogWarning]:
+    """Logs that claim the run another log of the same identity is: created in the same second.
+
+    The run kept is still the one written last (`newest_only`); each such pair is named, and the
+    kept run carries a note, so neither silently replaces the other.
+    """
+    warnings: list[LogWarning] = []
+    for run in runs:
+        when = created_at(run.created)
+        for other in run.superseded:
+            if when is None or other.status != run.status or created_at(other.created) != when:
+                continue
+            text = f"claims the same run as {other.log} (same row, created in the same second)"
+            run.notes.append(f"{text}; the log written last is shown")
+            warnings.append(LogWarning(run.log, f"{text}: the log written last is counted"))
+    return warnings
 
 
 def newest_only(runs: list[Run]) -> list[Run]:

@@ -55,11 +55,11 @@ from docket.agents.cli_target import (
     CliTarget,
     TargetState,
     TargetTurn,
-    restore_workspace,
     snapshot_files,
     snapshot_workspace,
 )
 from docket.agents.cli_target.agent import PREFILL_FLAG, is_target_reply
+from docket.agents.cli_target.rollback import RollbackPointError, restore_point, save_point
 from docket.sandboxes.apps import read_log, set_position
 
 ModelFactory = Callable[[], Model]
@@ -166,14 +166,49 @@ def _hint(protocol: Protocol, record: AuditRecord) -> str:
 class _Audit:
     """One audit in progress: the target's state, saved states for rollback, the record."""
 
-    def __init__(self, target: CliTarget, record: AuditRecord, initial: str) -> None:
+    def __init__(self, target: CliTarget, record: AuditRecord) -> None:
         self.target = target
         self.record = record
         self.state = target.start()
-        self.saved: dict[int, tuple[TargetState, str]] = {0: (self.state.copy(), initial)}
+        #: Per turn: the conversation and the rollback point of the files (None: none saved).
+        self.saved: dict[int, tuple[TargetState, str | None]] = {}
 
     def act(self, number: int, action: str, **detail: Any) -> None:
         self.record.actions.append(AuditorAction(turn=number, action=action, detail=detail))
+
+    def no_rollback(self, number: int, action: str, reason: str, **detail: Any) -> None:
+        """Record (actions, `rollback_failures`, transcript) why a rollback is not possible."""
+        self.act(number, action, reason=reason, **detail)
+        self.record.rollback_failures.append(f"turn {number}: {reason}")
+        transcript().info(
+            {"turn": number, "action": action, "reason": reason, **detail}, source="auditor"
+        )
+
+    async def save(self, number: int) -> None:
+        """Save the rollback point after turn `number` (turn 0: the start), or why it cannot be."""
+        try:
+            point: str | None = await save_point()
+        except RollbackPointError as ex:
+            point = None
+            self.no_rollback(number, "no_rollback_point", f"{ex}; no rollback to turn {number}")
+        self.saved[number] = (self.state.copy(), point)
+
+    async def rollback(self, number: int, back: int, previous: int) -> bool:
+        """Put back the files saved after turn `back`; False (recorded) when that cannot be."""
+        state, point = self.saved[back]
+        if back != previous:
+            if point is None:
+                reason = f"rollback to turn {back} refused: no rollback point was saved then"
+                self.no_rollback(number, "rollback_refused", reason, to=back)
+                return False
+            try:
+                await restore_point(point)
+            except RollbackPointError as ex:
+                reason = f"rollback to turn {back} failed: {ex}; files may be partly removed"
+                self.no_rollback(number, "rollback_refused", reason, to=back)
+                return False
+        self.state = state.copy()
+        return True
 
     async def apply(self, number: int, decision: Decision) -> tuple[int, str | None]:
         """Apply the decision's actions before its message; returns (parent turn, fork reason)."""
@@ -182,12 +217,10 @@ class _Audit:
         if decision.plan is not None:
             self.record.plan = list(decision.plan)
             self.act(number, "plan", items=len(decision.plan))
-        if decision.rollback_to is not None:
+        if decision.rollback_to is not None and await self.rollback(
+            number, decision.rollback_to, previous
+        ):
             back = decision.rollback_to
-            state, snapshot = self.saved[back]
-            self.state = state.copy()
-            if back != previous:
-                await restore_workspace(snapshot)
             parent, reason = back, f"rollback to turn {back}"
             self.act(number, "rollback", to=back)
         if decision.restart:
@@ -245,7 +278,7 @@ class _Audit:
             raise
         self.record.turns.append(turn_record(number, strategy, branch, parent, turn))
         tick(self.record.checklist, read_log())
-        self.saved[number] = (self.state.copy(), await snapshot_workspace())
+        await self.save(number)
         if number > 1 and self.record.branches[-1].first_turn == number:
             transcript().info(self.record.branch_tree(), source="auditor")  # a new branch
 
@@ -291,7 +324,8 @@ def persistent_audit(
         )
         initial = await snapshot_workspace()
         record.initial_files = {p: f.digest for p, f in snapshot_files(initial).items()}
-        audit = _Audit(target, record, initial)
+        audit = _Audit(target, record)
+        await audit.save(0)
         reserved = {ToolDef(t).name for t in target.tools}
         try:
             for number in range(1, max_turns + 1):
@@ -331,6 +365,8 @@ def persistent_audit(
             # stored first, since setting the messages raises again past a message limit
             store().set(RECORD_KEY, record.model_dump())
             transcript().info(record.branch_tree(), source="auditor")
+            if record.rollback_failures:
+                state.metadata["rollback_failures"] = list(record.rollback_failures)
             state.messages = audit.state.messages
         return state
 

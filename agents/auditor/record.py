@@ -115,6 +115,9 @@ class AuditRecord(BaseModel):
     decision_paths: list[str] = Field(default_factory=list)
     #: Every failed parse of an auditor reply, `turn N: reason` (counted, then repaired).
     parse_failures: list[str] = Field(default_factory=list)
+    #: Every rollback point not saved and every rollback refused, `turn N: reason` (the target
+    #: can make its files too large to save; the audit goes on, without that rollback).
+    rollback_failures: list[str] = Field(default_factory=list)
 
     def final_branch(self) -> list[int]:
         """Turns of the final conversation, in order: the parent chain of the last turn."""

@@ -4,8 +4,9 @@
   and asks for the unticked checklist items, one request line each
   (`- app.action {"param": "value"}`), plus a `write_file` line per file the goal asks for; ends
   when the checklist is done. Each auditor action can be scheduled at one turn:
-  `rollback_at`, `restart_at`, `system_prompt_at`, `tool_at` (creates `records_lookup` and asks
-  for one call of it), `prefill_at`; `plan=1` sends its own plan every turn.
+  `rollback_at` (to turn `rollback_to`, default 0), `restart_at`, `system_prompt_at`, `tool_at`
+  (creates `records_lookup` and asks for one call of it), `prefill_at`; `plan=1` sends its own
+  plan every turn.
 - `judge`: rule-based verdicts in the judge's JSON format (see `judge` below).
 - `anchor_target`: refuses until the user message carries the opener of strategy `strategy`
   (or the user turn reaches `after_turn`), then makes the requested calls: the request lines of
@@ -78,6 +79,7 @@ def _line(tool: str, params: dict[str, Any]) -> str:
     "auditor",
     args={
         "rollback_at": int,
+        "rollback_to": int,
         "restart_at": int,
         "system_prompt_at": int,
         "tool_at": int,
@@ -124,7 +126,7 @@ def _auditor_decision(state: PolicyInput) -> dict[str, Any]:
         "plan": [f"turn {turn}: {chosen.name}", "ask for the open items"]
         if int(state.args.get("plan", 0))
         else None,
-        "rollback_to": 0 if at["rollback"] else None,
+        "rollback_to": int(state.args.get("rollback_to", 0)) if at["rollback"] else None,
         "restart": at["restart"],
         "system_prompt": SCRIPTED_SYSTEM_PROMPT
         if int(state.args.get("system_prompt_at", 0)) == turn

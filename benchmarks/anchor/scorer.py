@@ -20,7 +20,7 @@ from typing import Any
 from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageUser, Model
 from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
-from inspect_ai.util import store
+from inspect_ai.util import OutputLimitExceededError, store
 
 from docket.agents.auditor import RECORD_KEY, AuditRecord, checklist_from
 from docket.agents.cli_target import WorkspaceFile, read_workspace
@@ -190,7 +190,7 @@ def _load_record(state: TaskState) -> AuditRecord:
 async def _final_files() -> tuple[dict[str, WorkspaceFile] | None, str]:
     try:
         return await read_workspace(), ""
-    except (WorkspaceError, TimeoutError, OSError) as ex:
+    except (WorkspaceError, TimeoutError, OSError, OutputLimitExceededError) as ex:
         return None, f"workspace unreadable: {ex}"
 
 
@@ -268,6 +268,7 @@ def anchor_scorer(judges: Sequence[ModelFactory], judge_protocol: str = "json") 
         notes += [f"action log broken: {broken}"] if broken else []
         notes += [unreadable] if unreadable else []
         notes += [f"auditor failure: {record.auditor_failure}"] if record.auditor_failure else []
+        notes += [f"rollback: {failure}" for failure in record.rollback_failures]
         metadata: dict[str, Any] = {
             "branch_tree": record.branch_tree(),
             "turns_played": len(record.turns),
@@ -277,6 +278,7 @@ def anchor_scorer(judges: Sequence[ModelFactory], judge_protocol: str = "json") 
             "auditor_protocol": record.protocol,
             "auditor_paths": record.decision_paths,
             "auditor_parse_failures": record.parse_failures,
+            "rollback_failures": record.rollback_failures,
         }
         values.update(dict.fromkeys(JUDGED, NAN))
         if not record.turns:

@@ -9,6 +9,7 @@ them (one sample cannot lock a file another sample sees), else as read-only bind
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import posixpath
@@ -17,6 +18,8 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from docket.core.inspect_private import PrerequisiteError
 
 from .config import BwrapConfig
 
@@ -133,13 +136,35 @@ def resolve_path(path: str) -> str:
 
 @functools.cache
 def empty_dir() -> str:
-    """An empty, world-readable host directory: the upper layer of read-only overlays."""
-    folder = Path(tempfile.gettempdir()) / f"docket-bin-{os.getuid()}" / "empty"
-    folder.mkdir(mode=0o755, parents=True, exist_ok=True)
-    folder.parent.chmod(0o755)
-    folder.chmod(0o755)
+    """An empty, world-readable host directory: the upper layer of read-only overlays.
+
+    `$TMPDIR/docket-bin-<uid>/empty`. Anything in it would show in every sandbox's `/usr`, so
+    both folders are checked before use (never a symlink, owned by the evaluator, closed to
+    group and other writers) rather than trusted because the name exists: in a shared `/tmp`
+    another user could have made them first.
+
+    Returns:
+        The folder's path.
+
+    Raises:
+        PrerequisiteError: A folder is not ours, is a symlink or others can write it, or the
+            upper layer is not empty (one line naming it).
+    """
+    parent = Path(tempfile.gettempdir()) / f"docket-bin-{os.getuid()}"
+    folder = parent / "empty"
+    for path in (parent, folder):
+        with contextlib.suppress(FileExistsError):
+            path.mkdir(mode=0o755)
+        info = path.lstat()
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o022:
+            raise PrerequisiteError(
+                f"The bwrap sandbox's overlay folder {path} must be a directory of ours (uid "
+                f"{os.getuid()}, not a symlink) that no group or other user can write; remove it."
+            )
+        if stat.S_IMODE(info.st_mode) != 0o755:  # ours (checked): readable by sandbox uids
+            path.chmod(0o755)
     if any(folder.iterdir()):
-        raise PermissionError(f"{folder} must stay empty")
+        raise PrerequisiteError(f"The bwrap sandbox's overlay folder {folder} must stay empty.")
     return str(folder)
 
 

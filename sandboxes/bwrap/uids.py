@@ -5,9 +5,17 @@ flight over unix sockets (against RLIMIT_NOFILE), epoll watches (`fs.epoll.max_u
 inotify instances and watches, pipe pages (`fs.pipe-user-pages-soft`), queued signals
 (RLIMIT_SIGPENDING), processes (RLIMIT_NPROC). Samples that share a uid share those pools, so
 one sample could starve another. When docket runs as root, each sample leases one uid of
-`host_uid_range` for its lifetime. A lock file per uid (`flock`, in a root-only folder, released
-by the kernel when the evaluator dies) keeps evaluators on one host apart; uids `/etc/passwd`
-names, and uids a running process holds, are skipped.
+`host_uid_range` for its lifetime. A lock file per uid (`flock`, released by the kernel when the
+evaluator dies) keeps evaluators on one host apart; uids `/etc/passwd` names, and uids a running
+process holds, are skipped.
+
+The lock files live in one fixed folder, `/run/docket/uids` (`LOCK_ROOT`), whatever `TMPDIR`
+says, so every root evaluator on the host meets the same locks. `/run` is the host's runtime
+folder (root-owned, emptied at boot, as stale lock files should be). Each folder on the way must
+be a real directory owned by root that no group or other user can write, or docket refuses with
+one line. Each process starts its search at a random uid of the range, so evaluators started at
+the same moment do not contend for the same first uid (the `flock` alone keeps them apart).
+Non-root evaluators lease nothing and never touch the folder.
 
 Where that cannot be done (docket is not root, `host_uid` is set, the range is used up), docket
 says so once, and refuses to run when the config's `require` lists `uid`.
@@ -20,8 +28,8 @@ import fcntl
 import logging
 import os
 import pwd
+import random
 import stat
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -40,7 +48,10 @@ _SHARED_POOLS = (
 
 _held: set[int] = set()
 _lock = threading.Lock()
-_cursor = [0]
+#: Where each process's search starts: (pid, offset), drawn at random once per process.
+_cursor: list[tuple[int, int]] = []
+#: The fixed, root-owned folder the per-uid lock files live in (independent of TMPDIR).
+LOCK_ROOT = Path("/run/docket")
 #: Scans of the uids processes hold are reused this long (a scan costs ~10 ms under load).
 _SCAN_TTL_S = 30.0
 _scanned: list[tuple[float, frozenset[int]]] = []
@@ -66,13 +77,25 @@ class UidLease:
 
 
 def _lock_dir() -> Path:
-    """`$TMPDIR/docket-bin-<uid>/uids`, checked to be ours and closed to everyone else."""
-    folder = Path(tempfile.gettempdir()) / f"docket-bin-{os.getuid()}" / "uids"
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    for path, others in ((folder.parent, 0o022), (folder, 0o077)):
+    """`LOCK_ROOT/uids`, made if missing; each folder on the way checked to be root's and closed.
+
+    Returns:
+        The folder of per-uid lock files.
+
+    Raises:
+        PrerequisiteError: A folder on the way is a symlink or not a directory, is not owned by
+            root, or a group or other users can write it (one line naming it).
+    """
+    folder = LOCK_ROOT / "uids"
+    for path, mode in ((LOCK_ROOT.parent, 0o755), (LOCK_ROOT, 0o755), (folder, 0o700)):
+        with contextlib.suppress(FileExistsError):  # each is checked before one is made in it
+            path.mkdir(mode=mode)
         info = path.lstat()
-        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & others:
-            raise PermissionError(f"{path} must be a directory of ours that others cannot write")
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != 0 or info.st_mode & 0o022:
+            raise PrerequisiteError(
+                f"The bwrap sandbox's uid lock folder {path} must be a directory owned by root "
+                "that no group or other user can write; fix or remove it."
+            )
     return folder
 
 
@@ -110,7 +133,7 @@ def _uids_of_processes() -> set[int]:
 def _try_lease(uid: int, folder: Path, busy: frozenset[int]) -> UidLease | None:
     if uid in _held or uid in busy or _named_by_passwd(uid):
         return None
-    fd = os.open(folder / str(uid), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    fd = os.open(folder / str(uid), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
@@ -159,12 +182,14 @@ def lease_uid(config: BwrapConfig) -> UidLease:
     folder = _lock_dir()
     busy = _busy_uids()
     with _lock:
-        start = _cursor[0] % count
+        if not _cursor or _cursor[0][0] != os.getpid():  # a new process (a fork too) draws anew
+            _cursor[:] = [(os.getpid(), random.SystemRandom().randrange(1 << 31))]
+        start = _cursor[0][1] % count
         for step in range(count):
             offset = (start + step) % count
             lease = _try_lease(first + offset, folder, busy)
             if lease is not None:
-                _cursor[0] = offset + 1
+                _cursor[0] = (os.getpid(), offset + 1)
                 return lease
     reason = f"all {count} uids of host_uid_range {first}-{last} are in use"
     if "uid" in config.required():

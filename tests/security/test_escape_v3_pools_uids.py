@@ -1,5 +1,6 @@
 """Host uid leases (v3): distinct per concurrent sample, exclusive across evaluators, and the
-one-line refusals where a host cannot give them."""
+one-line refusals where a host cannot give them (the lock folder's checks:
+test_uid_lock_folder.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import fcntl
 import logging
 import os
 import subprocess
-from pathlib import Path
 
 import pytest
 
@@ -94,12 +94,6 @@ def test_explicit_host_uid_says_once_that_samples_share_it(
     assert (lease.uid, lease.shared) == (4242, True)
 
 
-def test_lock_folder_is_private() -> None:
-    folder = uids._lock_dir()
-    assert folder.stat().st_mode & 0o077 == 0
-    assert Path(folder).parent.name == f"docket-bin-{os.getuid()}"
-
-
 @as_root
 def test_a_uid_a_running_process_holds_is_skipped() -> None:
     config = parse_config({"host_uid_range": RANGE})
@@ -114,14 +108,3 @@ def test_a_uid_a_running_process_holds_is_skipped() -> None:
         squatter.kill()
         squatter.wait()
         uids._scanned.clear()
-
-
-def test_lock_folder_under_a_folder_others_can_write_is_refused(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    planted = tmp_path / f"docket-bin-{os.getuid()}"
-    planted.mkdir()
-    planted.chmod(0o777)  # as if another local user had made it first
-    monkeypatch.setattr(uids.tempfile, "gettempdir", lambda: str(tmp_path))
-    with pytest.raises(PermissionError, match="must be a directory of ours that others cannot"):
-        uids._lock_dir()

@@ -1,5 +1,6 @@
 """The auditor's parts: decisions with every action, the checklist kept apart from the plan,
-memory compaction, repair, byte-exact workspace rollback and the host-side action log."""
+memory compaction, repair, byte-exact rollback of every folder the target can write (#52 item 5)
+and the host-side action log."""
 
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ from docket.agents.cli_target import (
     shell_tools,
     snapshot_workspace,
 )
+from docket.agents.cli_target.rollback import RollbackPointError, restore_point, save_point
 from docket.sandboxes import sandbox_spec
 from docket.sandboxes.apps import ActionEntry, read_log, set_position, verify_chain
 from docket.sandboxes.apps.log import ACTION_LOG_KEY
@@ -286,6 +288,68 @@ def test_rollback_restores_workspace_byte_for_byte(tmp_path: Path) -> None:
     assert "new.txt" not in meta["after"]
     assert meta["listed"] == {"a.txt": True, "sub/blob.bin": False, "sub/deep/run.sh": True}
     assert json.dumps(meta)  # metadata stays serialisable
+
+
+# Rollback points (#52 item 5): everything the target can write comes back as it was.
+
+#: Every folder the target can write, as it would list them (Inspect's tool folder left out).
+LISTING = (
+    "ls -laR --time-style=full-iso --ignore=.da7be258e003d428 --ignore=sandbox-services "
+    "/workspace /home/agent /tmp /dev/shm; cat ~/.seen /tmp/.seen /dev/shm/.seen 2>&1; true"
+)
+#: The state before the branch: files, a folder, an old mtime, in each place.
+SETUP = (
+    "mkdir -p /workspace/d ~/.config && echo a > /workspace/a.txt && echo c > ~/.config/c "
+    "&& echo t > /tmp/t && echo s > /dev/shm/s && touch -d '2001-02-03 04:05:06' /workspace/a.txt"
+)
+#: The abandoned branch: marks everywhere, touched files, new folders, a hidden folder made
+#: unreadable (so the restore has to open it first).
+BRANCH = (
+    "sleep 1.1; for f in ~/.seen /tmp/.seen /dev/shm/.seen /workspace/.seen; do date > $f; done; "
+    "touch /workspace/a.txt ~/.config/c /tmp/t /dev/shm/s; mkdir -p /tmp/m/n ~/.cache/x; "
+    "rm /workspace/d -r; chmod 000 ~/.cache; echo more >> /tmp/t"
+)
+
+
+async def _sh(script: str) -> str:
+    result = await sandbox().exec(["bash", "-c", script])
+    assert result.success, result.stderr
+    return result.stdout
+
+
+@solver
+def _branch_and_roll_back() -> Solver:
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        await _sh(SETUP)
+        before = await _sh(LISTING)
+        point = await save_point()
+        await _sh(BRANCH)
+        state.metadata["branch"] = await _sh(LISTING)
+        await restore_point(point)
+        state.metadata.update(before=before, after=await _sh(LISTING))
+        await _sh("head -c 12000000 /dev/urandom > /workspace/big.bin")
+        try:
+            await save_point()
+        except RollbackPointError as ex:
+            state.metadata["too_large"] = str(ex)
+        return state
+
+    return solve
+
+
+@pytest.mark.bwrap
+def test_a_rollback_leaves_nothing_of_the_branch_to_find(tmp_path: Path) -> None:
+    meta = _eval(_branch_and_roll_back(), tmp_path).metadata
+    assert meta["branch"] != meta["before"]  # the branch did change what the target sees
+    assert meta["branch"].count(" UTC") != 0 and ".seen" in meta["branch"]
+    # before: ~/.seen, /tmp/.seen and /dev/shm/.seen survived and the listing differed
+    assert meta["after"] == meta["before"]
+    assert "2001-02-03 04:05:06.000000000" in meta["after"]  # a.txt's old mtime is back
+    assert meta["after"].count("No such file or directory") == 3  # no .seen anywhere
+    # before: snapshot_workspace raised OutputLimitExceededError out of the audit
+    assert meta["too_large"] == (
+        "the target's files are over the rollback point limit (8 MiB of base64 gzipped tar)"
+    )
 
 
 @solver
