@@ -49,7 +49,7 @@ from docket.core.options import checked, one_of, positive
 from docket.core.roles import require_roles
 
 NAME = "correct_localization"
-VERSION = "3-C"
+VERSION = "3-D"
 METHODS = ("all_at_once", "step_by_step", "binary_search", "correct", "surface_baseline")
 STRICT, TRANSDUCTIVE = "strict", "transductive_leaks_labels"
 MODES = (STRICT, TRANSDUCTIVE)
