@@ -158,3 +158,11 @@ def render(results: dict[str, Any]) -> str:
         [*rows, ("oracle (`correct_oracle`)", "labels", [1.0, 1.0], [1.0, 1.0])],
     )
     return "\n".join(lines)
+
+
+def chance_metadata() -> dict[str, Any]:
+    """Task metadata `chance`: the committed chance row on the headline (exact step accuracy
+    on the shipped test split), for the leaderboard's line."""
+    name, row = chance(TABLE.load())
+    source = f"benchmarks/correct/results/{RESULTS.name}"
+    return {"chance": {"value": row["step"], "attacker": name, "source": source}}
