@@ -163,6 +163,8 @@ def render(results: dict[str, Any]) -> str:
 def chance_metadata() -> dict[str, Any]:
     """Task metadata `chance`: the committed chance row on the headline (exact step accuracy
     on the shipped test split), for the leaderboard's line."""
+    if not RESULTS.is_file():  # an install without the results file draws no line
+        return {}
     name, row = chance(TABLE.load())
     source = f"benchmarks/correct/results/{RESULTS.name}"
     return {"chance": {"value": row["step"], "attacker": name, "source": source}}
