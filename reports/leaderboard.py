@@ -377,6 +377,7 @@ def table_data(
         "split_sha256": first.split,
         "tolerance": tolerance,
         "headline": spec.to_json() | {"name": spec.name, "arrow": spec.arrow},
+        "chance": next((run.chance for run in runs if run.chance), None),
         "common_setup": common,
         "category_field": first.category_field,
         "categories": sorted({c for run in runs for c in run.categories}),
@@ -500,6 +501,7 @@ def _figures(table: dict[str, Any]) -> list[dict[str, str]]:
             [e["ci_low"] for e in entries],
             [e["ci_high"] for e in entries],
             h["direction"],
+            chance=table["chance"]["value"] if table.get("chance") else None,
         )
         figures.append({"kind": "headline", "svg": svg})
     if table["survival"]:
@@ -589,6 +591,13 @@ def _counters_text(counters: dict[str, Any]) -> str:
     return f"{counters['method']}: {', '.join(shown)} (mean of {counters['calls']} calls)"
 
 
+def chance_text(chance: dict[str, Any]) -> str:
+    """The line under a task's heading that names its chance row (the task's `chance`)."""
+    who = f" ({chance['attacker']})" if chance.get("attacker") else ""
+    source = f", from `{chance['source']}`" if chance.get("source") else ""
+    return f"Chance row{who}: {chance['value']:.3f}{source}; rank rows against it, not against 0."
+
+
 def _markdown_table(t: dict[str, Any], lines: list[str]) -> None:
     h = t["headline"]
     args = ", ".join(f"{k}={v}" for k, v in sorted(t["task_args"].items())) or "defaults"
@@ -602,6 +611,8 @@ def _markdown_table(t: dict[str, Any], lines: list[str]) -> None:
         lines.append(f"Setup of every row: {_setup_text(t['common_setup'])}.")
     if t["split"]:
         lines.append(f"Data split `{t['split']}` (sha256 {t['split_sha256']}).")
+    if t.get("chance"):
+        lines.append(chance_text(t["chance"]))
     if t["kind"] == "method":
         lines.append(method_table_text(t))
     row = "method" if t["kind"] == "method" else "model"

@@ -86,16 +86,24 @@ def headline_plot(
     lows: Sequence[float | None],
     highs: Sequence[float | None],
     direction: str | None,
+    chance: float | None = None,
 ) -> str:
-    """Horizontal bars of headline values with 95 % CI whiskers and a dot at each value."""
+    """Horizontal bars of headline values with 95 % CI whiskers and a dot at each value; with
+    `chance`, a dashed line at the task's chance row."""
     fig, ax = _bars_with_ci(labels, values, lows, highs, ("#9ecae1", "#08519c"), "headline")
-    span = [v for v in (*values, *(x for x in (*lows, *highs) if x is not None))]
+    extra = [chance] if chance is not None else []
+    span = [v for v in (*values, *extra, *(x for x in (*lows, *highs) if x is not None))]
     low, high = min(0.0, *span), max(0.0, *span)
     if low >= 0.0 and high <= 1.0:
         high = 1.0  # scores on [0, 1] keep the whole scale, so a 0 bar is plainly at 0
     pad = 0.04 * ((high - low) or 1.0)
     ax.set_xlim(low - pad, high + pad)
     ax.axvline(0, color="#555", linewidth=0.6)
+    if chance is not None:
+        line = ax.axvline(
+            chance, color="#d62728", linestyle="--", linewidth=1.0, label="chance row"
+        )
+        line.set_gid("data-chance")
     ax.set_title(title, fontsize=10)
     better = {"higher": "higher is better", "lower": "lower is better"}.get(
         direction or "", "direction unknown"

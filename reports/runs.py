@@ -75,6 +75,8 @@ MODEL_FREE_KEY = "model_free"
 #: `{"run": 256, "calls": {"model": [512]}}`.
 FORCED_MAX_TOKENS_KEY = "docket_max_tokens"
 METHOD_KEY = "method"
+#: The task's chance row on its headline: `{"value": ..., "attacker": ..., "source": ...}`.
+CHANCE_KEY = "chance"
 
 to_float = value_to_float()
 
@@ -151,6 +153,9 @@ class Run:
     method: str | None = None
     #: Token budgets the calls carried where the task forced its own (`docket_max_tokens`).
     forced_max_tokens: Any = None
+    #: The task's chance row on its headline (`metadata["chance"]`: value, attacker, source),
+    #: the strongest blind attacker's score, drawn as a line beside the rows.
+    chance: dict[str, Any] | None = None
 
     @property
     def model_label(self) -> str:
@@ -369,7 +374,23 @@ def run_from_row(row: pd.Series) -> Run:
         notes=[n for n in _list(metadata.get("notes")) if isinstance(n, str)],
         method=str(metadata[METHOD_KEY]) if metadata.get(METHOD_KEY) else None,
         forced_max_tokens=metadata.get(FORCED_MAX_TOKENS_KEY),
+        chance=chance_of(metadata),
     )
+
+
+def chance_of(metadata: dict[str, Any]) -> dict[str, Any] | None:
+    """The task metadata's `chance` (a dict with a finite number `value`), else None."""
+    chance = metadata.get(CHANCE_KEY)
+    if not isinstance(chance, dict):
+        return None
+    value = number(chance.get("value"))
+    if value is None or not math.isfinite(value):
+        return None
+    return {"value": value, "attacker": str(chance.get("attacker", "")), **_source(chance)}
+
+
+def _source(chance: dict[str, Any]) -> dict[str, str]:
+    return {"source": str(chance["source"])} if chance.get("source") else {}
 
 
 def resolve_headline(

@@ -319,3 +319,60 @@ def chance(test: Sequence[Trajectory]) -> dict[str, float]:
         scored = evaluate([(t.history[s].name, s) for t, s in zip(test, steps, strict=True)], test)
         best_step, best_agent = max(best_step, scored["step"]), max(best_agent, scored["agent"])
     return {"step": best_step, "agent": best_agent}
+
+
+def _steps(trajectory: Trajectory) -> list[tuple[str, str]]:
+    return [(s.name, s.content) for s in trajectory.history]
+
+
+@dataclass
+class StackedAttacker(SurfaceAttacker):
+    """The surface attacker with the TF-IDF baseline's step scores as three more columns.
+
+    `fit` cross-fits the baseline (`folds` folds of the training trajectories score each other),
+    then trains the booster on the stacked rows; at prediction the baseline fitted on all the
+    training trajectories scores the steps.
+    """
+
+    folds: int = 3
+    _tfidf: dict[str, list[float]] = field(default_factory=dict, repr=False)
+    _baseline: Any = field(default=None, repr=False)
+
+    def _matrix(self, trajectories: Sequence[Trajectory]) -> Any:
+        import numpy as np
+
+        extra = []
+        for t in trajectories:
+            scores = self._tfidf.get(t.id) or self._baseline.scores(_steps(t))
+            top, ranked = max(scores), sorted(scores, reverse=True)
+            extra += [[s, s / top if top else 0.0, float(ranked.index(s))] for s in scores]
+        return np.hstack([super()._matrix(trajectories), np.array(extra)])
+
+    def fit(self, trajectories: Sequence[Trajectory]) -> StackedAttacker:
+        """Cross-fit the TF-IDF baseline's step scores, then train the booster on both.
+
+        Args:
+            trajectories: Training trajectories with `mistake_step` labels.
+
+        Returns:
+            The fitted attacker.
+        """
+        from docket.benchmarks.correct.simulator.baselines import SurfaceBaseline
+
+        if not trajectories:
+            raise ValueError("the surface attacker needs at least one training trajectory")
+        self._tfidf = {}
+        for fold in range(self.folds):
+            fitted = [t for i, t in enumerate(trajectories) if i % self.folds != fold]
+            model = SurfaceBaseline().fit(
+                [_steps(t) for t in fitted], [t.mistake_step for t in fitted]
+            )
+            for i, t in enumerate(trajectories):
+                if i % self.folds == fold:
+                    self._tfidf[t.id] = model.scores(_steps(t))
+        self._baseline = SurfaceBaseline().fit(
+            [_steps(t) for t in trajectories], [t.mistake_step for t in trajectories]
+        )
+        super().fit(trajectories)
+        self._tfidf = {}  # prediction uses the baseline fitted on every training trajectory
+        return self

@@ -19,6 +19,7 @@ from inspect_ai.solver import Solver
 
 import docket.benchmarks.correct.reference  # noqa: F401  (registers its policies)
 from docket.benchmarks.correct.cache import CacheMismatch, SchemaCache
+from docket.benchmarks.correct.chance import chance_metadata
 from docket.benchmarks.correct.dataset import (
     SPLITS,
     TIERS,
@@ -49,7 +50,7 @@ from docket.core.options import checked, one_of, positive
 from docket.core.roles import require_roles
 
 NAME = "correct_localization"
-VERSION = "3-C"
+VERSION = "3-D"
 METHODS = ("all_at_once", "step_by_step", "binary_search", "correct", "surface_baseline")
 STRICT, TRANSDUCTIVE = "strict", "transductive_leaks_labels"
 MODES = (STRICT, TRANSDUCTIVE)
@@ -232,6 +233,7 @@ def correct_localization(
             "mode": mode if method == "correct" else None,
             "leaks": LEAKS[mode] if method == "correct" else None,
             **split_entry,
+            **chance_metadata(),
         },
     )
 

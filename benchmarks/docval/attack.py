@@ -309,21 +309,36 @@ class SurfaceTagger:
 
         if self.model is None:
             raise ValueError("SurfaceTagger: call fit() first")
-        prompts = [parse_prompt(text) for text in texts]
-        listed = [p for p in prompts if p.tokens]
-        if not listed:
-            return [("", None) for _ in prompts]
-        with threadpool_limits(1):
-            proba = self.model.predict_proba(np.vstack([self._features(p) for p in listed]))[:, 1]
-        replies: list[tuple[str, list[float] | None]] = []
-        start = 0
-        for prompt in prompts:
-            if not prompt.tokens:
-                replies.append(("", None))
-                continue
-            replies.append(_decode(prompt, proba[start : start + len(prompt.tokens)]))
-            start += len(prompt.tokens)
-        return replies
+        return tag_and_decode(self.model, [parse_prompt(t) for t in texts], self._features)
+
+
+def tag_and_decode(
+    model: Any, prompts: list[Prompt], features: Callable[[Prompt], np.ndarray]
+) -> list[tuple[str, list[float] | None]]:
+    """Tag every token of `prompts` with `model` in one batch and decode each (`_decode`).
+
+    Args:
+        model: A fitted binary classifier with `predict_proba`.
+        prompts: Parsed prompts.
+        features: One feature row per token of a prompt.
+
+    Returns:
+        Per prompt, the answer and its box; ("", None) without tokens.
+    """
+    listed = [p for p in prompts if p.tokens]
+    if not listed:
+        return [("", None) for _ in prompts]
+    with threadpool_limits(1):
+        proba = model.predict_proba(np.vstack([features(p) for p in listed]))[:, 1]
+    replies: list[tuple[str, list[float] | None]] = []
+    start = 0
+    for prompt in prompts:
+        if not prompt.tokens:
+            replies.append(("", None))
+            continue
+        replies.append(_decode(prompt, proba[start : start + len(prompt.tokens)]))
+        start += len(prompt.tokens)
+    return replies
 
 
 def _decode(prompt: Prompt, proba: np.ndarray) -> tuple[str, list[float]]:

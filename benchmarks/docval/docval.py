@@ -13,6 +13,7 @@ from inspect_ai.model import GenerateConfig, Model, model_roles
 from inspect_ai.solver import generate
 
 import docket.benchmarks.docval.reference  # noqa: F401  (registers its policies)
+from docket.benchmarks.docval.chance import chance_metadata
 from docket.benchmarks.docval.dataset import load_source, source_split, to_samples
 from docket.benchmarks.docval.grounding import check_trace
 from docket.benchmarks.docval.layouts import DOC_TYPES
@@ -24,7 +25,7 @@ from docket.core.roles import require_roles, role_model
 from docket.methods.distill.teacher import teacher_cot, val_scorer
 from docket.methods.local.provider import cannot_read_images
 
-VERSION = "3-A"
+VERSION = "3-B"
 MODES = ("vision", "layout_text")
 DIFFICULTIES = ("all", "easy", "medium", "hard")
 
@@ -92,7 +93,13 @@ def docval_grounding(
         version=VERSION,
         tags=["document-qa", "localization", "vision" if mode == "vision" else "layout-text"],
         headline_metric=h["headline_metric"],
-        metadata={**h["metadata"], **source_split(data), "benchmark": "docval", "mode": mode},
+        metadata={
+            **h["metadata"],
+            **source_split(data),
+            **chance_metadata(),
+            "benchmark": "docval",
+            "mode": mode,
+        },
     )
 
 

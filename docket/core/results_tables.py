@@ -1,0 +1,105 @@
+"""Results files and the README tables generated from them.
+
+A benchmark's measured rows (its chance row, its attackers) live in a committed JSON results
+file that a script writes; its README holds the table rendered from that file between
+`<!-- NAME:start -->` and `<!-- NAME:end -->`, and a test checks that the two agree.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+def markers(name: str) -> tuple[str, str]:
+    """The README comments that open and close the generated table `name`."""
+    return f"<!-- {name}:start -->", f"<!-- {name}:end -->"
+
+
+def load_results(path: Path) -> dict[str, Any]:
+    """A committed results file (a JSON object).
+
+    Raises:
+        ValueError: The file does not hold a JSON object.
+    """
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: a results file holds one JSON object")
+    return data
+
+
+def write_results(path: Path, results: dict[str, Any]) -> None:
+    """Write `results` as indented JSON (creating the folder)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+
+
+def table_block(text: str, name: str) -> str:
+    """The README text between the markers of `name` (stripped).
+
+    Raises:
+        ValueError: The markers are missing.
+    """
+    start, end = markers(name)
+    if start not in text or end not in text:
+        raise ValueError(f"no {start} ... {end} block in the README")
+    return text.split(start, 1)[1].split(end, 1)[0].strip()
+
+
+def replace_table(readme: Path, name: str, table: str) -> None:
+    """Replace the generated block `name` of `readme` with `table`."""
+    text = readme.read_text(encoding="utf-8")
+    table_block(text, name)  # both markers are there
+    start, end = markers(name)
+    head, rest = text.split(start, 1)
+    tail = rest.split(end, 1)[1]
+    readme.write_text(f"{head}{start}\n{table}\n{end}{tail}", encoding="utf-8")
+
+
+@dataclass(frozen=True)
+class GeneratedTable:
+    """A README table generated from a committed results file.
+
+    Args:
+        results: The results file (JSON object).
+        readme: The README that holds the table.
+        name: The marker name of the table's block.
+    """
+
+    results: Path
+    readme: Path
+    name: str
+
+    def load(self) -> dict[str, Any]:
+        """The committed results."""
+        return load_results(self.results)
+
+    def held(self) -> str:
+        """The table the README holds now."""
+        return table_block(self.readme.read_text(encoding="utf-8"), self.name)
+
+    def publish(self, results: dict[str, Any], table: str, path: Path | None = None) -> None:
+        """Write `results` (to `path`, default the results file) and `table` into the README."""
+        write_results(path or self.results, results)
+        replace_table(self.readme, self.name, table)
+
+
+def score_pairs_table(
+    columns: tuple[str, str, str, str], rows: list[tuple[str, str, list[float], list[float]]]
+) -> list[str]:
+    """Markdown lines of a table whose last two columns are `a / b` score pairs (3 decimals).
+
+    Args:
+        columns: The four column headers.
+        rows: (label, what it reads, two scores on one split, two scores on the other).
+
+    Returns:
+        The header, the rule and one line per row.
+    """
+    lines = ["| " + " | ".join(columns) + " |", "|---|---|---|---|"]
+    for label, reads, first, second in rows:
+        pair = [" / ".join(f"{v:.3f}" for v in scores) for scores in (first, second)]
+        lines.append(f"| {label} | {reads} | {pair[0]} | {pair[1]} |")
+    return lines

@@ -1,0 +1,54 @@
+"""README tables generated from results files: the block between markers is read and replaced."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from docket.core.results_tables import (
+    GeneratedTable,
+    load_results,
+    markers,
+    replace_table,
+    score_pairs_table,
+    table_block,
+    write_results,
+)
+
+
+def test_a_table_is_replaced_between_its_markers_and_read_back(tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    start, end = markers("chance")
+    readme.write_text(f"# B\n\nbefore\n{start}\nold\n{end}\nafter\n", encoding="utf-8")
+    replace_table(readme, "chance", "| a |\n|---|")
+    assert readme.read_text(encoding="utf-8") == (
+        f"# B\n\nbefore\n{start}\n| a |\n|---|\n{end}\nafter\n"
+    )
+    assert table_block(readme.read_text(encoding="utf-8"), "chance") == "| a |\n|---|"
+
+
+def test_missing_markers_and_bad_files_give_one_line(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="no <!-- x:start -->"):
+        table_block("no table here", "x")
+    path = tmp_path / "r.json"
+    write_results(path, {"a": 1})
+    assert load_results(path) == {"a": 1}
+    path.write_text("[1]", encoding="utf-8")
+    with pytest.raises(ValueError, match="one JSON object"):
+        load_results(path)
+
+
+def test_a_generated_table_publishes_its_results_and_reads_back(tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    start, end = markers("t")
+    readme.write_text(f"{start}\n{end}\n", encoding="utf-8")
+    table = GeneratedTable(tmp_path / "results" / "r.json", readme, "t")
+    lines = score_pairs_table(("a", "b", "c", "d"), [("x", "y", [0.1, 0.25], [1.0, 0.0])])
+    assert lines == [
+        "| a | b | c | d |",
+        "|---|---|---|---|",
+        "| x | y | 0.100 / 0.250 | 1.000 / 0.000 |",
+    ]
+    table.publish({"k": 2}, "\n".join(lines))
+    assert table.load() == {"k": 2} and table.held() == "\n".join(lines)
