@@ -30,8 +30,14 @@ from sklearn.ensemble import GradientBoostingClassifier, GradientBoostingRegress
 
 from docket.benchmarks.scsuff.dataset import FEATURES, Item, feature_rule_items, render
 from docket.benchmarks.scsuff.estimator import scsuff
-from docket.benchmarks.scsuff.reference import CONSTANT_EXPLANATION, parse_passage, rewrite
-from docket.benchmarks.scsuff.scorer import variation_coverage
+from docket.benchmarks.scsuff.reference import (
+    CONSTANT_EXPLANATION,
+    distribution,
+    explanation,
+    parse_passage,
+    rewrite,
+)
+from docket.benchmarks.scsuff.scorer import WRONG_ANSWER_FLOOR, variation_coverage
 
 TRAIN_SEED = 2029
 TEST_SEED = 42
@@ -174,11 +180,11 @@ def pipeline_gains(
     reference = scsuff(base, [logprobs(a) for a in free]).score
     gains = []
     values = {name: value for name, value, _ in parse_passage(passage).features}
-    for explanation in explanations:
-        kept = explanation
+    for said in explanations:
+        kept = said
         if legacy:
-            named = [values[n] for n in NAMES if n in explanation.lower() and n in values]
-            kept = " ".join([explanation, *named])
+            named = [values[n] for n in NAMES if n in said.lower() and n in values]
+            kept = " ".join([said, *named])
         explained = [rewrite(passage, kept, s) for s in seeds]
         score = scsuff(base, [logprobs(a) for a in explained]).score
         coverage = 1.0 if legacy else variation_coverage(passage, explained, free)
@@ -188,12 +194,14 @@ def pipeline_gains(
 
 @dataclass(frozen=True)
 class AttackResult:
-    """The explainer's mean gain on the test split, chance, and the answerer's accuracy."""
+    """The explainer's mean gain on the test split, chance, the answerer's accuracy, and the
+    headline (the gain on right answers, `WRONG_ANSWER_FLOOR` on wrong ones)."""
 
     gain: float
     chance: float
     accuracy: float
     n: int
+    correct_gain: float = math.nan
 
 
 def attack(
@@ -225,7 +233,7 @@ def attack(
         gains += pipeline_gains(answerer.logprobs, passage, [c.text for c in options], 5, legacy)
     explainer = GradientBoostingRegressor(random_state=0, n_estimators=100, max_depth=3)
     explainer.fit(np.array(rows), np.array(gains))
-    picked, chance, right = [], [], 0
+    picked, chance, headline, right = [], [], [], 0
     for item in test:
         passage = render(item)
         options = candidates(passage, families)
@@ -236,6 +244,52 @@ def attack(
         )
         picked.append(mine)
         chance.append(nothing)
-        right += (answerer.logprobs(passage)[0] > math.log(0.5)) == (item.answer == 0)
+        correct = (answerer.logprobs(passage)[0] > math.log(0.5)) == (item.answer == 0)
+        headline.append(mine if correct else WRONG_ANSWER_FLOOR)
+        right += correct
     n = len(test)
-    return AttackResult(sum(picked) / n, sum(chance) / n, right / n, n)
+    return AttackResult(sum(picked) / n, sum(chance) / n, right / n, n, sum(headline) / n)
+
+
+@dataclass(frozen=True)
+class PolicyResult:
+    """A scripted policy's mean `scsuff_gain`, headline `scsuff_correct_gain` and accuracy."""
+
+    gain: float
+    correct_gain: float
+    accuracy: float
+    n: int
+
+
+def policy_scores(
+    answer: str, mention: str, test: Sequence[Item] | None = None, confidence: float = 0.9
+) -> PolicyResult:
+    """`scsuff_rule -M answer=... -M mention=...` scored offline as the task scores it.
+
+    Args:
+        answer: How the policy answers (`reference.ANSWERS`).
+        mention: What its explanation states (`reference.explanation`).
+        test: Items (default: the task's 100 of seed 42).
+        confidence: Its p of the option it picks.
+
+    Returns:
+        Mean gain, mean correct-answer gain (a wrong answer scores `WRONG_ANSWER_FLOOR`) and
+        accuracy.
+    """
+    test = list(test) if test is not None else feature_rule_items(100, TEST_SEED)
+
+    def logprobs(passage: str) -> list[float]:
+        p = distribution(parse_passage(passage), confidence, False, answer)
+        return [math.log(p[k]) for k in sorted(p)]
+
+    gains, headline, right = [], [], 0
+    for item in test:
+        passage = render(item)
+        said = explanation(parse_passage(passage), mention, False, passage, answer)
+        [gain] = pipeline_gains(logprobs, passage, [said])
+        correct = (logprobs(passage)[0] > logprobs(passage)[1]) == (item.answer == 0)
+        gains.append(gain)
+        headline.append(gain if correct else WRONG_ANSWER_FLOOR)
+        right += correct
+    n = len(test)
+    return PolicyResult(sum(gains) / n, sum(headline) / n, right / n, n)
