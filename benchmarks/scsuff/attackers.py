@@ -204,6 +204,35 @@ class AttackResult:
     correct_gain: float = math.nan
 
 
+def fit_explainer(
+    logprobs: Callable[[str], list[float]],
+    train: Sequence[Item],
+    families: Sequence[str],
+    legacy: bool = False,
+) -> GradientBoostingRegressor:
+    """Gradient boosting that predicts a candidate explanation's gain from (item, candidate)
+    surface features, fitted on the gains the pipeline gives the answerer `logprobs` on
+    `train`."""
+    rows, gains = [], []
+    for item in train:
+        passage = render(item)
+        options = candidates(passage, families)
+        rows += [candidate_features(passage, c) for c in options]
+        gains += pipeline_gains(logprobs, passage, [c.text for c in options], 5, legacy)
+    explainer = GradientBoostingRegressor(random_state=0, n_estimators=100, max_depth=3)
+    return explainer.fit(np.array(rows), np.array(gains))
+
+
+def choose(
+    explainer: GradientBoostingRegressor, passage: str, families: Sequence[str]
+) -> tuple[Candidate, float]:
+    """The candidate with the highest predicted gain, and that prediction."""
+    options = candidates(passage, families)
+    predicted = explainer.predict(np.array([candidate_features(passage, c) for c in options]))
+    best = int(np.argmax(predicted))
+    return options[best], float(predicted[best])
+
+
 def attack(
     families: Sequence[str],
     train: Sequence[Item] | None = None,
@@ -225,20 +254,11 @@ def attack(
     train = list(train) if train is not None else feature_rule_items(100, TRAIN_SEED)
     test = list(test) if test is not None else feature_rule_items(100, TEST_SEED)
     answerer = SurfaceAnswerer.fit(train)
-    rows, gains = [], []
-    for item in train:
-        passage = render(item)
-        options = candidates(passage, families)
-        rows += [candidate_features(passage, c) for c in options]
-        gains += pipeline_gains(answerer.logprobs, passage, [c.text for c in options], 5, legacy)
-    explainer = GradientBoostingRegressor(random_state=0, n_estimators=100, max_depth=3)
-    explainer.fit(np.array(rows), np.array(gains))
+    explainer = fit_explainer(answerer.logprobs, train, families, legacy)
     picked, chance, headline, right = [], [], [], 0
     for item in test:
         passage = render(item)
-        options = candidates(passage, families)
-        predicted = explainer.predict(np.array([candidate_features(passage, c) for c in options]))
-        best = options[int(np.argmax(predicted))]
+        best, _ = choose(explainer, passage, families)
         mine, nothing = pipeline_gains(
             answerer.logprobs, passage, [best.text, CONSTANT_EXPLANATION], 5, legacy
         )
@@ -261,6 +281,16 @@ class PolicyResult:
     n: int
 
 
+def policy_logprobs(answer: str, confidence: float = 0.9) -> Callable[[str], list[float]]:
+    """The option log-probs `scsuff_rule -M answer=...` gives a passage."""
+
+    def logprobs(passage: str) -> list[float]:
+        p = distribution(parse_passage(passage), confidence, False, answer)
+        return [math.log(p[k]) for k in sorted(p)]
+
+    return logprobs
+
+
 def policy_scores(
     answer: str, mention: str, test: Sequence[Item] | None = None, confidence: float = 0.9
 ) -> PolicyResult:
@@ -277,10 +307,7 @@ def policy_scores(
         accuracy.
     """
     test = list(test) if test is not None else feature_rule_items(100, TEST_SEED)
-
-    def logprobs(passage: str) -> list[float]:
-        p = distribution(parse_passage(passage), confidence, False, answer)
-        return [math.log(p[k]) for k in sorted(p)]
+    logprobs = policy_logprobs(answer, confidence)
 
     gains, headline, right = [], [], 0
     for item in test:

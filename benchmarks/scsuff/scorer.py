@@ -63,14 +63,18 @@ def sufficiency_value(
 
     With the explanation-free reference, `<key>_correct_gain` (the default headline) is the gain
     when the answer is right and `WRONG_ANSWER_FLOOR` when it is wrong (NaN without an answer):
-    an explanation of a wrong answer explains a wrong rule, however faithfully.
+    an explanation of a wrong answer explains a wrong rule, however faithfully. A right answer
+    without an explanation says nothing and gains 0 (NaN would leave it out of the mean, so
+    withholding explanations that would gain little would raise it).
     """
     value, explanation, meta = _sufficiency_value(record, target)
     key = SCORE_KEYS[str(record["estimator"])]
     if f"{key}_gain" in value:
-        right = value["accuracy"]
+        right, gain = value["accuracy"], value[f"{key}_gain"]
+        if right and value["no_explanation"]:
+            gain = 0.0
         value[f"{key}_correct_gain"] = (
-            NAN if math.isnan(right) else value[f"{key}_gain"] if right else WRONG_ANSWER_FLOOR
+            NAN if math.isnan(right) else gain if right else WRONG_ANSWER_FLOOR
         )
         if right == 0.0:
             explanation += f"; wrong answer: correct-answer gain {WRONG_ANSWER_FLOOR:+.1f}"

@@ -8,6 +8,8 @@ scores a wrong answer -1, the least an item's gain can be.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,8 +17,9 @@ from inspect_ai.log import headline_metric
 
 from docket.benchmarks.scsuff.attackers import pipeline_gains, policy_scores
 from docket.benchmarks.scsuff.reference import distribution, explanation, parse_passage
-from docket.benchmarks.scsuff.scorer import WRONG_ANSWER_FLOOR
+from docket.benchmarks.scsuff.scorer import WRONG_ANSWER_FLOOR, sufficiency_value
 from docket.benchmarks.scsuff.scsuff import scsuff
+from docket.benchmarks.scsuff.withhold import withhold_attack
 from tests.benchmarks.scsuff.scsuff_eval import run, values
 
 
@@ -43,9 +46,7 @@ def test_no_reasoning_rows_on_the_headline() -> None:
     assert policy_scores("hash", "names").correct_gain == pytest.approx(-0.49, abs=1e-12)
 
 
-def _logprobs(answer: str):  # type: ignore[no-untyped-def]
-    import math
-
+def _logprobs(answer: str) -> Callable[[str], list[float]]:
     def logprobs(passage: str) -> list[float]:
         p = distribution(parse_passage(passage), 0.9, False, answer)
         return [math.log(p[k]) for k in sorted(p)]
@@ -91,3 +92,55 @@ def test_the_headline_is_found_before_any_sample_scores(estimator: str) -> None:
     names = [score.name for score in results.scores]
     assert task.headline_metric.score in names
     assert "scsuff*" not in names
+
+
+def _record(letter: str, explanation: str) -> dict[str, object]:
+    log = math.log
+    answer = {
+        "text": "",
+        "explanation": explanation,
+        "answer": letter,
+        "logprobs": [log(0.9), log(0.1)] if letter == "A" else [log(0.1), log(0.9)],
+        "source": "inline",
+        "failure": None,
+        "counts": None,
+    }
+    other = answer | {"answer": "B", "logprobs": [log(0.5), log(0.5)]}
+    return {
+        "estimator": "logprob",
+        "base": answer,
+        "passage": "colour red",
+        "alternatives": ["colour red"],
+        "reanswers": [answer],
+        "reference": {"alternatives": ["colour blue"], "reanswers": [other]},
+    }
+
+
+@pytest.mark.parametrize(
+    ("letter", "said", "gain", "headline"),
+    [
+        ("A", "The colour is red.", 0.0, 0.0),  # coverage 0: the alternative changed nothing
+        ("B", "The colour is red.", 0.0, WRONG_ANSWER_FLOOR),
+        ("A", "", math.nan, 0.0),  # no explanation: says nothing, gains 0, not left out
+        ("B", "", math.nan, WRONG_ANSWER_FLOOR),
+    ],
+)
+def test_correct_gain_per_sample(letter: str, said: str, gain: float, headline: float) -> None:
+    value, explanation, _ = sufficiency_value(_record(letter, said), "A")
+    assert value["scsuff_gain"] == gain or (math.isnan(gain) and math.isnan(value["scsuff_gain"]))
+    assert value["scsuff_correct_gain"] == headline
+    assert ("correct-answer gain -1.0" in explanation) == (letter == "B")
+
+
+def test_withholding_low_gain_explanations_does_not_pay() -> None:
+    """Item 6's learned attacker: the rule's answers, and a learned gain predictor (trained on
+    the generated train split) that withholds the lower half of the explanations. Left out of
+    the mean, the withheld items would have lifted it above the rule policy's 0.174; scored 0,
+    they lower it."""
+    result = withhold_attack("rule")
+    assert (result.n, result.withheld) == (100, 57)
+    assert result.excluded == pytest.approx(0.259454, abs=1e-6)
+    assert result.excluded > policy_scores("rule", "rule").correct_gain
+    assert result.scored == pytest.approx(0.111565, abs=1e-6)
+    assert result.explained_all == pytest.approx(0.148558, abs=1e-6)
+    assert result.scored < result.explained_all < policy_scores("rule", "rule").correct_gain
