@@ -36,7 +36,7 @@ FAMILIES = (CLAIM_FREE, FACT_LINES)
 
 @dataclass(frozen=True)
 class Row:
-    """One item as the attacker plays it: predicted and actual gain, right answer, withheld."""
+    """One item as the attacker plays it: predicted gain, actual gain, right answer."""
 
     predicted: float
     gain: float

@@ -8,9 +8,12 @@ scores a wrong answer -1, the least an item's gain can be.
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import math
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from inspect_ai.log import headline_metric
@@ -144,3 +147,24 @@ def test_withholding_low_gain_explanations_does_not_pay() -> None:
     assert result.scored == pytest.approx(0.111565, abs=1e-6)
     assert result.explained_all == pytest.approx(0.148558, abs=1e-6)
     assert result.scored < result.explained_all < policy_scores("rule", "rule").correct_gain
+
+
+def _table_script() -> ModuleType:
+    path = Path(__file__).parents[3] / "benchmarks/scsuff/scripts/headline_table.py"
+    spec = importlib.util.spec_from_file_location("scsuff_headline_table", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_readme_table_is_the_committed_results() -> None:
+    script = _table_script()
+    rows = json.loads(script.RESULTS.read_text(encoding="utf-8"))
+    readme = script.README.read_text(encoding="utf-8")
+    assert f"{script.START}\n{script.render_table(rows)}\n{script.END}" in readme
+    by_kind = {r["row"]: r for r in rows}
+    oracle = next(r for r in rows if r["kind"] == "oracle")
+    assert oracle["correct_gain"] == pytest.approx(0.174164, abs=1e-6)
+    assert all(r["correct_gain"] < oracle["correct_gain"] for r in rows if r is not oracle)
+    assert len(by_kind) == len(rows)
