@@ -8,12 +8,10 @@ scores a wrong answer -1, the least an item's gain can be.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 from inspect_ai.log import headline_metric
@@ -23,6 +21,7 @@ from docket.benchmarks.scsuff.reference import distribution, explanation, parse_
 from docket.benchmarks.scsuff.scorer import WRONG_ANSWER_FLOOR, sufficiency_value
 from docket.benchmarks.scsuff.scsuff import scsuff
 from docket.benchmarks.scsuff.withhold import withhold_attack
+from tests.benchmarks.scripts import load_script
 from tests.benchmarks.scsuff.scsuff_eval import run, values
 
 
@@ -149,17 +148,8 @@ def test_withholding_low_gain_explanations_does_not_pay() -> None:
     assert result.scored < result.explained_all < policy_scores("rule", "rule").correct_gain
 
 
-def _table_script() -> ModuleType:
-    path = Path(__file__).parents[3] / "benchmarks/scsuff/scripts/headline_table.py"
-    spec = importlib.util.spec_from_file_location("scsuff_headline_table", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_readme_table_is_the_committed_results() -> None:
-    script = _table_script()
+    script = load_script("benchmarks/scsuff/scripts/headline_table.py")
     rows = json.loads(script.RESULTS.read_text(encoding="utf-8"))
     readme = script.README.read_text(encoding="utf-8")
     assert f"{script.START}\n{script.render_table(rows)}\n{script.END}" in readme
