@@ -4,8 +4,12 @@ module, so a test can compare its rendered README table with the committed resul
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 from types import ModuleType
+from typing import Any
+
+from docket.core.readme import block
 
 ROOT = Path(__file__).parents[2]
 
@@ -18,3 +22,11 @@ def load_script(relative: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def readme_block_of_results(relative: str) -> tuple[list[dict[str, Any]], bool]:
+    """The script's committed results, and whether its README block is rendered from them."""
+    script = load_script(relative)
+    rows = json.loads(script.RESULTS.read_text(encoding="utf-8"))
+    readme = script.README.read_text(encoding="utf-8")
+    return rows, block(script.TABLE, script.render_table(rows)) in readme

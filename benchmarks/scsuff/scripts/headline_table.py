@@ -12,8 +12,6 @@ of seed 2029.
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -30,11 +28,12 @@ from docket.benchmarks.scsuff.dataset import feature_rule_items, render
 from docket.benchmarks.scsuff.reference import CONSTANT_EXPLANATION
 from docket.benchmarks.scsuff.scorer import WRONG_ANSWER_FLOOR
 from docket.benchmarks.scsuff.withhold import withhold_attack
+from docket.core.readme import table_script
 
 HERE = Path(__file__).resolve().parents[1]
 RESULTS = HERE / "results" / "headline.json"
 README = HERE / "README.md"
-START, END = "<!-- headline-table -->", "<!-- /headline-table -->"
+TABLE = "headline-table"
 
 
 def _constant_logprobs(passage: str) -> list[float]:
@@ -144,24 +143,5 @@ def render_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def write_readme(rows: list[dict[str, Any]]) -> None:
-    """Replace the table between the markers in the README."""
-    text = README.read_text(encoding="utf-8")
-    head, rest = text.split(START, 1)
-    _, tail = rest.split(END, 1)
-    README.write_text(f"{head}{START}\n{render_table(rows)}\n{END}{tail}", encoding="utf-8")
-
-
-def main() -> None:
-    """Measure (unless `--render`), write the JSON, render the README table."""
-    parser = argparse.ArgumentParser(description="SCSuff's headline table")
-    parser.add_argument("--render", action="store_true", help="only re-render the README")
-    args = parser.parse_args()
-    if not args.render:
-        rows = measure()
-        RESULTS.write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
-    write_readme(json.loads(RESULTS.read_text(encoding="utf-8")))
-
-
 if __name__ == "__main__":
-    main()
+    table_script(RESULTS, README, TABLE, measure, render_table)

@@ -8,7 +8,6 @@ scores a wrong answer -1, the least an item's gain can be.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -21,7 +20,7 @@ from docket.benchmarks.scsuff.reference import distribution, explanation, parse_
 from docket.benchmarks.scsuff.scorer import WRONG_ANSWER_FLOOR, sufficiency_value
 from docket.benchmarks.scsuff.scsuff import scsuff
 from docket.benchmarks.scsuff.withhold import withhold_attack
-from tests.benchmarks.scripts import load_script
+from tests.benchmarks.scripts import readme_block_of_results
 from tests.benchmarks.scsuff.scsuff_eval import run, values
 
 
@@ -149,12 +148,8 @@ def test_withholding_low_gain_explanations_does_not_pay() -> None:
 
 
 def test_the_readme_table_is_the_committed_results() -> None:
-    script = load_script("benchmarks/scsuff/scripts/headline_table.py")
-    rows = json.loads(script.RESULTS.read_text(encoding="utf-8"))
-    readme = script.README.read_text(encoding="utf-8")
-    assert f"{script.START}\n{script.render_table(rows)}\n{script.END}" in readme
-    by_kind = {r["row"]: r for r in rows}
+    rows, rendered = readme_block_of_results("benchmarks/scsuff/scripts/headline_table.py")
+    assert rendered
     oracle = next(r for r in rows if r["kind"] == "oracle")
     assert oracle["correct_gain"] == pytest.approx(0.174164, abs=1e-6)
     assert all(r["correct_gain"] < oracle["correct_gain"] for r in rows if r is not oracle)
-    assert len(by_kind) == len(rows)

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import json
-
 from docket.benchmarks.toy_math.attacks import Row, attack_rows, surface
 from docket.benchmarks.toy_math.dataset import Chain, question, split_chains
-from tests.benchmarks.scripts import load_script
+from tests.benchmarks.scripts import readme_block_of_results
 
 
 def test_blind_attackers_on_the_shipped_test_split() -> None:
@@ -31,8 +29,6 @@ def test_train_and_test_problems_never_repeat() -> None:
 
 
 def test_the_readme_table_is_the_committed_results() -> None:
-    script = load_script("benchmarks/toy_math/scripts/chance.py")
-    rows = json.loads(script.RESULTS.read_text(encoding="utf-8"))
+    rows, rendered = readme_block_of_results("benchmarks/toy_math/scripts/chance.py")
+    assert rendered
     assert rows == [{"name": r.name, "accuracy": r.accuracy} for r in attack_rows()]
-    readme = script.README.read_text(encoding="utf-8")
-    assert f"{script.START}\n{script.render_table(rows)}\n{script.END}" in readme
