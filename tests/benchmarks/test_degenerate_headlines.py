@@ -6,6 +6,7 @@ its shipped split; the exact values are the audit's measurements (the right answ
 from __future__ import annotations
 
 import asyncio
+import math
 from collections import Counter
 from collections.abc import Callable
 
@@ -99,3 +100,16 @@ def test_tabular_anomaly_auroc_of_degenerate_detectors() -> None:
     assert ranking_metrics(labels, [1.0] * 5)["auroc"] == 0.5  # flag everything
     assert ranking_metrics(labels, [0.1, 0.2, 0.3, 0.8, 0.9])["auroc"] == 1.0
     assert ranking_metrics(labels, [0.9, 0.8, 0.7, 0.2, 0.1])["auroc"] == 0.0  # inverted
+
+
+def test_erm_retrieval_ndcg_of_degenerate_rankings() -> None:
+    """Repeating the relevant document does not count it twice; an empty ranking scores 0."""
+    pytest.importorskip("pytrec_eval")
+    from docket.methods.retrieval.metrics import evaluate
+
+    qrels = {"q": {"d1": 1, "d2": 1}}
+    once = evaluate(qrels, {"q": ["d1", "x", "y"]})["q"]["ndcg_10"]
+    assert evaluate(qrels, {"q": ["d1"] * 10})["q"]["ndcg_10"] == once
+    assert once == pytest.approx(1 / (1 + 1 / math.log2(3)), abs=1e-12)
+    assert evaluate(qrels, {"q": []})["q"] == {"ndcg_10": 0.0, "recall_at_k": 0.0, "rr": 0.0}
+    assert evaluate(qrels, {"q": ["d1", "d2"]})["q"]["ndcg_10"] == pytest.approx(1.0, abs=1e-12)
