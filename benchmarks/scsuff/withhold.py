@@ -21,12 +21,12 @@ from docket.benchmarks.scsuff.attackers import (
     CLAIM_FREE,
     FACT_LINES,
     TEST_SEED,
-    TRAIN_SEED,
     SurfaceAnswerer,
     choose,
     fit_explainer,
     pipeline_gains,
     policy_logprobs,
+    train_items,
 )
 from docket.benchmarks.scsuff.dataset import Item, feature_rule_items, render
 from docket.benchmarks.scsuff.scorer import WRONG_ANSWER_FLOOR
@@ -92,7 +92,7 @@ def withhold_attack(
     Args:
         answer: How it answers: a `scsuff_rule -M answer` mode (`rule`: every answer right, the
             case where leaving items out pays most), or None for the surface answerer.
-        train: Train items (default: 100 generated with `TRAIN_SEED`).
+        train: Train items (default: `train_items(test)`).
         test: Test items (default: the task's 100 of seed 42).
 
     Returns:
@@ -100,8 +100,8 @@ def withhold_attack(
         (`scored`, the headline), the mean with every explanation given, and how many were
         withheld.
     """
-    train = list(train) if train is not None else feature_rule_items(100, TRAIN_SEED)
     test = list(test) if test is not None else feature_rule_items(100, TEST_SEED)
+    train = list(train) if train is not None else train_items(test)
     logprobs = policy_logprobs(answer) if answer else SurfaceAnswerer.fit(train).logprobs
     explainer = fit_explainer(logprobs, train, FAMILIES)
 

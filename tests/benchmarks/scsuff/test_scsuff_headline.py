@@ -15,7 +15,15 @@ from pathlib import Path
 import pytest
 from inspect_ai.log import headline_metric
 
-from docket.benchmarks.scsuff.attackers import pipeline_gains, policy_scores
+from docket.benchmarks.scsuff.attackers import (
+    TEST_SEED,
+    TRAIN_SEED,
+    normalised,
+    pipeline_gains,
+    policy_scores,
+    train_items,
+)
+from docket.benchmarks.scsuff.dataset import feature_rule_items
 from docket.benchmarks.scsuff.reference import distribution, explanation, parse_passage
 from docket.benchmarks.scsuff.scorer import WRONG_ANSWER_FLOOR, sufficiency_value
 from docket.benchmarks.scsuff.scsuff import scsuff
@@ -139,11 +147,11 @@ def test_withholding_low_gain_explanations_does_not_pay() -> None:
     the mean, the withheld items would have lifted it above the rule policy's 0.174; scored 0,
     they lower it."""
     result = withhold_attack("rule")
-    assert (result.n, result.withheld) == (100, 57)
-    assert result.excluded == pytest.approx(0.259454, abs=1e-6)
+    assert (result.n, result.withheld) == (100, 53)
+    assert result.excluded == pytest.approx(0.215830, abs=1e-6)
     assert result.excluded > policy_scores("rule", "rule").correct_gain
-    assert result.scored == pytest.approx(0.111565, abs=1e-6)
-    assert result.explained_all == pytest.approx(0.148558, abs=1e-6)
+    assert result.scored == pytest.approx(0.101440, abs=1e-6)
+    assert result.explained_all == pytest.approx(0.151592, abs=1e-6)
     assert result.scored < result.explained_all < policy_scores("rule", "rule").correct_gain
 
 
@@ -153,3 +161,15 @@ def test_the_readme_table_is_the_committed_results() -> None:
     oracle = next(r for r in rows if r["kind"] == "oracle")
     assert oracle["correct_gain"] == pytest.approx(0.174164, abs=1e-6)
     assert all(r["correct_gain"] < oracle["correct_gain"] for r in rows if r is not oracle)
+
+
+def test_the_attackers_train_split_holds_no_test_item() -> None:
+    """Item 5: the feature-rule world has 1 600 items, so seeded draws repeat; the attackers'
+    train split skips every test item (7 distinct ones in seed 2029's first 100) and repeats."""
+    test = feature_rule_items(100, TEST_SEED)
+    train = train_items(test)
+    keys = [normalised(i) for i in train]
+    assert len(keys) == len(set(keys)) == 100
+    assert not set(keys) & {normalised(i) for i in test}
+    drawn = {normalised(i) for i in feature_rule_items(100, TRAIN_SEED)}
+    assert len(drawn & {normalised(t) for t in test}) == 7
