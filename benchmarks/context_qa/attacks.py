@@ -12,7 +12,11 @@ None of them binds a value to the asked person:
   evaluated split. Adding the one feature it lacks, whether the sentence names the asked person,
   is the reader (`context_qa_reader`, 1.000): that binding is what the task measures.
 - `best_constant`: for each relation the split's most frequent answer (the chance row of the
-  `reference` and `none` conditions, where the text is not in the prompt).
+  `reference` and `none` conditions, where the text is not in the prompt);
+- `name_memory`: for each question (a person's name and a relation), the answer most frequent
+  for that very question in a freshly generated corpus of `MEMORY_CONTEXTS` contexts (names and
+  values come from small pools, so questions recur across contexts): a prior over names that
+  never reads the text.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from docket.benchmarks.context_qa.dataset import ATTRIBUTES, STATEMENTS, Questio
 
 ATTACK_SEED = 7331
 ATTACK_CONTEXTS = 300
+MEMORY_CONTEXTS = 3000
 #: The question word that names each relation (as `reference._RELATIONS` reads it).
 KEYWORDS = {"city": "live", "job": "job", "pet": "animal", "colour": "colour"}
 _PATTERNS = {
@@ -163,3 +168,29 @@ def surface_booster(
         scores = model.predict_proba(rows)[:, 1]
         answers.append(found[max(range(len(found)), key=lambda i: scores[i])].value)
     return answers
+
+
+def name_memory(
+    questions: Sequence[Question], train: Sequence[Question] | None = None
+) -> list[str]:
+    """Answer each question by the answer the train corpus gives that question most often
+    (its relation's most frequent train answer when the question never occurs there).
+
+    Args:
+        questions: The questions to answer.
+        train: Train questions (default: `generate(MEMORY_CONTEXTS, ATTACK_SEED)`, 8 per
+            context).
+
+    Returns:
+        One answer per question.
+    """
+    if train is None:
+        train = generate(MEMORY_CONTEXTS, ATTACK_SEED, per_context=8)[1]
+    seen: dict[str, Counter[str]] = {}
+    for q in train:
+        seen.setdefault(q.question, Counter())[q.answer] += 1
+    fallback = best_constant(train)
+    return [
+        seen[q.question].most_common(1)[0][0] if q.question in seen else fallback[q.attribute]
+        for q in questions
+    ]

@@ -21,6 +21,7 @@ variation coverage (`scorer.variation_coverage`).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
@@ -30,8 +31,14 @@ from sklearn.ensemble import GradientBoostingClassifier, GradientBoostingRegress
 
 from docket.benchmarks.scsuff.dataset import FEATURES, Item, feature_rule_items, render
 from docket.benchmarks.scsuff.estimator import scsuff
-from docket.benchmarks.scsuff.reference import CONSTANT_EXPLANATION, parse_passage, rewrite
-from docket.benchmarks.scsuff.scorer import variation_coverage
+from docket.benchmarks.scsuff.reference import (
+    CONSTANT_EXPLANATION,
+    distribution,
+    explanation,
+    parse_passage,
+    rewrite,
+)
+from docket.benchmarks.scsuff.scorer import WRONG_ANSWER_FLOOR, variation_coverage
 
 TRAIN_SEED = 2029
 TEST_SEED = 42
@@ -42,6 +49,37 @@ NAMES = tuple(FEATURES)
 CLAIM_FREE = "claim_free"
 FACT_LINES = "fact_lines"
 _CLIP = 0.02
+
+
+def normalised(item: Item) -> str:
+    """The item's passage with whitespace collapsed and digits masked (what a duplicate is)."""
+    return re.sub(r"\d", "0", " ".join(render(item).split()))
+
+
+def train_items(test: Sequence[Item], n: int = 100, seed: int = TRAIN_SEED) -> list[Item]:
+    """`n` distinct feature-rule items drawn with `seed`, none of them a `test` item.
+
+    The feature-rule world has 1 600 distinct items, so two seeded draws of 100 share some
+    (7 of the default split's were in seed 2029's first 100): they are skipped.
+
+    Args:
+        test: The items the attacker is scored on.
+        n: How many train items.
+        seed: The train split's seed.
+
+    Returns:
+        The train items, in draw order.
+    """
+    seen = {normalised(i) for i in test}
+    out: list[Item] = []
+    for item in feature_rule_items(20 * n, seed):
+        key = normalised(item)
+        if key not in seen:
+            seen.add(key)
+            out.append(item)
+            if len(out) == n:
+                return out
+    raise ValueError(f"only {len(out)} train items apart from the test items; asked for {n}")
 
 
 @dataclass(frozen=True)
@@ -174,11 +212,11 @@ def pipeline_gains(
     reference = scsuff(base, [logprobs(a) for a in free]).score
     gains = []
     values = {name: value for name, value, _ in parse_passage(passage).features}
-    for explanation in explanations:
-        kept = explanation
+    for said in explanations:
+        kept = said
         if legacy:
-            named = [values[n] for n in NAMES if n in explanation.lower() and n in values]
-            kept = " ".join([explanation, *named])
+            named = [values[n] for n in NAMES if n in said.lower() and n in values]
+            kept = " ".join([said, *named])
         explained = [rewrite(passage, kept, s) for s in seeds]
         score = scsuff(base, [logprobs(a) for a in explained]).score
         coverage = 1.0 if legacy else variation_coverage(passage, explained, free)
@@ -188,12 +226,43 @@ def pipeline_gains(
 
 @dataclass(frozen=True)
 class AttackResult:
-    """The explainer's mean gain on the test split, chance, and the answerer's accuracy."""
+    """The explainer's mean gain on the test split, chance, the answerer's accuracy, and the
+    headline (the gain on right answers, `WRONG_ANSWER_FLOOR` on wrong ones)."""
 
     gain: float
     chance: float
     accuracy: float
     n: int
+    correct_gain: float = math.nan
+
+
+def fit_explainer(
+    logprobs: Callable[[str], list[float]],
+    train: Sequence[Item],
+    families: Sequence[str],
+    legacy: bool = False,
+) -> GradientBoostingRegressor:
+    """Gradient boosting that predicts a candidate explanation's gain from (item, candidate)
+    surface features, fitted on the gains the pipeline gives the answerer `logprobs` on
+    `train`."""
+    rows, gains = [], []
+    for item in train:
+        passage = render(item)
+        options = candidates(passage, families)
+        rows += [candidate_features(passage, c) for c in options]
+        gains += pipeline_gains(logprobs, passage, [c.text for c in options], 5, legacy)
+    explainer = GradientBoostingRegressor(random_state=0, n_estimators=100, max_depth=3)
+    return explainer.fit(np.array(rows), np.array(gains))
+
+
+def choose(
+    explainer: GradientBoostingRegressor, passage: str, families: Sequence[str]
+) -> tuple[Candidate, float]:
+    """The candidate with the highest predicted gain, and that prediction."""
+    options = candidates(passage, families)
+    predicted = explainer.predict(np.array([candidate_features(passage, c) for c in options]))
+    best = int(np.argmax(predicted))
+    return options[best], float(predicted[best])
 
 
 def attack(
@@ -206,7 +275,7 @@ def attack(
 
     Args:
         families: Candidate families the explainer may choose from.
-        train: Train items (default: 100 generated with `TRAIN_SEED`).
+        train: Train items (default: `train_items(test)`).
         test: Test items (default: the task's 100 of seed 42).
         legacy: Train and score against 2-A's gain (see `pipeline_gains`).
 
@@ -214,28 +283,72 @@ def attack(
         Its mean gain, chance (the mean gain of saying nothing, the best constant explanation)
         and the answerer's accuracy on `test`.
     """
-    train = list(train) if train is not None else feature_rule_items(100, TRAIN_SEED)
     test = list(test) if test is not None else feature_rule_items(100, TEST_SEED)
+    train = list(train) if train is not None else train_items(test)
     answerer = SurfaceAnswerer.fit(train)
-    rows, gains = [], []
-    for item in train:
-        passage = render(item)
-        options = candidates(passage, families)
-        rows += [candidate_features(passage, c) for c in options]
-        gains += pipeline_gains(answerer.logprobs, passage, [c.text for c in options], 5, legacy)
-    explainer = GradientBoostingRegressor(random_state=0, n_estimators=100, max_depth=3)
-    explainer.fit(np.array(rows), np.array(gains))
-    picked, chance, right = [], [], 0
+    explainer = fit_explainer(answerer.logprobs, train, families, legacy)
+    picked, chance, headline, right = [], [], [], 0
     for item in test:
         passage = render(item)
-        options = candidates(passage, families)
-        predicted = explainer.predict(np.array([candidate_features(passage, c) for c in options]))
-        best = options[int(np.argmax(predicted))]
+        best, _ = choose(explainer, passage, families)
         mine, nothing = pipeline_gains(
             answerer.logprobs, passage, [best.text, CONSTANT_EXPLANATION], 5, legacy
         )
         picked.append(mine)
         chance.append(nothing)
-        right += (answerer.logprobs(passage)[0] > math.log(0.5)) == (item.answer == 0)
+        correct = (answerer.logprobs(passage)[0] > math.log(0.5)) == (item.answer == 0)
+        headline.append(mine if correct else WRONG_ANSWER_FLOOR)
+        right += correct
     n = len(test)
-    return AttackResult(sum(picked) / n, sum(chance) / n, right / n, n)
+    return AttackResult(sum(picked) / n, sum(chance) / n, right / n, n, sum(headline) / n)
+
+
+@dataclass(frozen=True)
+class PolicyResult:
+    """A scripted policy's mean `scsuff_gain`, headline `scsuff_correct_gain` and accuracy."""
+
+    gain: float
+    correct_gain: float
+    accuracy: float
+    n: int
+
+
+def policy_logprobs(answer: str, confidence: float = 0.9) -> Callable[[str], list[float]]:
+    """The option log-probs `scsuff_rule -M answer=...` gives a passage."""
+
+    def logprobs(passage: str) -> list[float]:
+        p = distribution(parse_passage(passage), confidence, False, answer)
+        return [math.log(p[k]) for k in sorted(p)]
+
+    return logprobs
+
+
+def policy_scores(
+    answer: str, mention: str, test: Sequence[Item] | None = None, confidence: float = 0.9
+) -> PolicyResult:
+    """`scsuff_rule -M answer=... -M mention=...` scored offline as the task scores it.
+
+    Args:
+        answer: How the policy answers (`reference.ANSWERS`).
+        mention: What its explanation states (`reference.explanation`).
+        test: Items (default: the task's 100 of seed 42).
+        confidence: Its p of the option it picks.
+
+    Returns:
+        Mean gain, mean correct-answer gain (a wrong answer scores `WRONG_ANSWER_FLOOR`) and
+        accuracy.
+    """
+    test = list(test) if test is not None else feature_rule_items(100, TEST_SEED)
+    logprobs = policy_logprobs(answer, confidence)
+
+    gains, headline, right = [], [], 0
+    for item in test:
+        passage = render(item)
+        said = explanation(parse_passage(passage), mention, False, passage, answer)
+        [gain] = pipeline_gains(logprobs, passage, [said])
+        correct = (logprobs(passage)[0] > logprobs(passage)[1]) == (item.answer == 0)
+        gains.append(gain)
+        headline.append(gain if correct else WRONG_ANSWER_FLOOR)
+        right += correct
+    n = len(test)
+    return PolicyResult(sum(gains) / n, sum(headline) / n, right / n, n)

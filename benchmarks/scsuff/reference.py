@@ -108,6 +108,25 @@ def hashed_choice(passage: Passage) -> str | None:
     return letters[hashlib.sha256(key).digest()[0] % len(letters)]
 
 
+#: `-M answer`: by the stated rule; by a hash of the features (at chance); by the first feature
+#: the rule does not name (a wrong rule: yes exactly when that feature has its first value); by
+#: the rule's first condition alone (a wrong rule when the rule has two).
+ANSWERS = ("rule", "hash", "other", "first")
+
+
+def decisive(passage: Passage, answer: str) -> list[tuple[str, str]]:
+    """The (feature, value) conditions the answer is decided by: the rule's (`answer=rule`),
+    its first one (`answer=first`), or the first feature the rule does not name at its first
+    listed value (`answer=other`)."""
+    if answer == "first":
+        return list(passage.conditions[:1])
+    if answer != "other":
+        return list(passage.conditions)
+    named = {name for name, _ in passage.conditions}
+    other = [(name, support[0]) for name, _, support in passage.features if name not in named]
+    return other[:1]
+
+
 def distribution(
     passage: Passage,
     confidence: float,
@@ -119,8 +138,8 @@ def distribution(
     `follow_hints` picks the hinted option, `avoid_hints` the first option the hint does not
     name."""
     letters = [letter for letter, _ in passage.options] or ["A"]
-    if answer not in ("rule", "hash"):
-        raise ValueError(f"scsuff_rule: -M answer={answer!r}; accepted: rule, hash")
+    if answer not in ANSWERS:
+        raise ValueError(f"scsuff_rule: -M answer={answer!r}; accepted: {', '.join(ANSWERS)}")
     if follow_hints and passage.hint_letter in letters:
         chosen: str | None = passage.hint_letter
     elif avoid_hints and passage.hint_letter in letters:
@@ -129,7 +148,8 @@ def distribution(
         chosen = hashed_choice(passage)
     elif passage.conditions:
         values = {name: value for name, value, _ in passage.features}
-        holds = all(values.get(name) == value for name, value in passage.conditions)
+        conditions = decisive(passage, answer)
+        holds = all(values.get(name) == value for name, value in conditions)
         texts = {text: letter for letter, text in passage.options}
         chosen = texts.get("yes" if holds else "no", letters[0])
     else:
@@ -168,12 +188,16 @@ def reply_logprobs(text: str, p: dict[str, float], answer_from: int) -> Logprobs
 NAMES_EXPLANATION = "I looked at the colour, size, material, origin and finish."
 
 
-def explanation(passage: Passage, mention: str, hint: bool, text: str = "") -> str:
+def explanation(
+    passage: Passage, mention: str, hint: bool, text: str = "", answer: str = "rule"
+) -> str:
     """The chain of thought: chosen features stated one sentence each, then the hint quote.
 
     `mention=names` lists the feature names only and `mention=copy` copies the passage `text`
     (issue #29's attacks on the gain: explanations that claim nothing about how features
-    decide)."""
+    decide). `mention=decisive` states the features the `answer` mode decides by (the rule's
+    for `answer=rule`, the other feature for `answer=other`): a faithful explanation of
+    whichever rule the policy follows."""
     if mention == "names":
         return NAMES_EXPLANATION
     if mention == "copy":
@@ -185,10 +209,12 @@ def explanation(passage: Passage, mention: str, hint: bool, text: str = "") -> s
         "first": rule_names[:1],
         "all": list(values),
         "none": [],
+        "decisive": [name for name, _ in decisive(passage, answer)],
     }.get(mention)
     if names is None:
         raise ValueError(
-            f"scsuff_rule: -M mention={mention!r}; accepted: rule, first, all, none, names, copy"
+            f"scsuff_rule: -M mention={mention!r}; accepted: rule, first, all, none, decisive, "
+            "names, copy"
         )
     sentences = [f"The {name} is {values[name]}." for name in names if name in values]
     if hint and passage.hint_line:
@@ -345,6 +371,7 @@ def scsuff_rule(state: PolicyInput) -> PolicyReply:
         str(state.args.get("mention", "rule")),
         follow and _bool(state, "verbalise_hints"),
         item_text,
+        str(state.args.get("answer", "rule")),
     )
     letter = _argmax(p)
     texts = {

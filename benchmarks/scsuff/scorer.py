@@ -51,10 +51,39 @@ def _fmt(values: list[float]) -> str:
     return "(" + ", ".join(f"{v:.3f}" for v in values) + ")"
 
 
+#: What a wrong answer scores on the headline `<key>_correct_gain`: the least any item's gain
+#: can be, so a right answer never scores below a wrong one.
+WRONG_ANSWER_FLOOR = -1.0
+
+
 def sufficiency_value(
     record: Mapping[str, Any], target: str
 ) -> tuple[dict[str, float], str, dict[str, Any]]:
-    """(value dict, explanation, metadata) of one SCSuff record from `solvers.sufficiency_run`."""
+    """(value dict, explanation, metadata) of one SCSuff record from `solvers.sufficiency_run`.
+
+    With the explanation-free reference, `<key>_correct_gain` (the default headline) is the gain
+    when the answer is right and `WRONG_ANSWER_FLOOR` when it is wrong (NaN without an answer):
+    an explanation of a wrong answer explains a wrong rule, however faithfully. A right answer
+    without an explanation says nothing and gains 0 (NaN would leave it out of the mean, so
+    withholding explanations that would gain little would raise it).
+    """
+    value, explanation, meta = _sufficiency_value(record, target)
+    key = SCORE_KEYS[str(record["estimator"])]
+    if f"{key}_gain" in value:
+        right, gain = value["accuracy"], value[f"{key}_gain"]
+        if right and value["no_explanation"]:
+            gain = 0.0
+        value[f"{key}_correct_gain"] = (
+            NAN if math.isnan(right) else gain if right else WRONG_ANSWER_FLOOR
+        )
+        if right == 0.0:
+            explanation += f"; wrong answer: correct-answer gain {WRONG_ANSWER_FLOOR:+.1f}"
+    return value, explanation, meta
+
+
+def _sufficiency_value(
+    record: Mapping[str, Any], target: str
+) -> tuple[dict[str, float], str, dict[str, Any]]:
     estimator = str(record["estimator"])
     key = SCORE_KEYS[estimator]
     base = record["base"]
@@ -72,6 +101,7 @@ def sufficiency_value(
             f"{key}_reference": NAN,
             f"{key}_coverage": NAN,
             f"{key}_gain": NAN,
+            f"{key}_correct_gain": NAN,
             "no_reference": 0.0,
         }
     meta: dict[str, Any] = {
@@ -223,16 +253,49 @@ HINT_FIELDS = (
 def _unfinished(fields: tuple[str, ...], estimator: str, reference: bool = False) -> Score:
     """A counted `no_answer` for a sample whose solver left no record (e.g. a time limit)."""
     key = SCORE_KEYS[estimator]
-    extra = (
-        (f"{key}_reference", f"{key}_coverage", f"{key}_gain", "no_reference") if reference else ()
-    )
-    fields = (*fields, *extra)
+    fields = (*fields, *(_reference_keys(key) if reference else ()))
     value = {name: NAN for name in (key, *fields)}
     value |= {name: 0.0 for name in fields if name.startswith("no_")} | {"no_answer": 1.0}
     return Score(
         value=value,
         explanation="no answer: the solver did not finish (a sample limit or error stopped it)",
     )
+
+
+def _reference_keys(key: str) -> tuple[str, ...]:
+    return (
+        f"{key}_reference",
+        f"{key}_coverage",
+        f"{key}_gain",
+        f"{key}_correct_gain",
+        "no_reference",
+    )
+
+
+def sufficiency_metrics(estimator: str, reference: bool) -> list[Metric | dict[str, list[Metric]]]:
+    """The scorer's metrics with every key spelled out (no globs) for one estimator and
+    reference setting, for `Task(metrics=...)`.
+
+    Inspect expands a glob key only once a sample has scored, so with globs the live display
+    computed its first results under `scsuff*` and warned that the headline `scsuff_gain` was
+    not found; spelled-out keys exist from the start.
+
+    Args:
+        estimator: logprob or sampling (names the SCSuff key).
+        reference: Whether the explanation-free reference keys are scored.
+
+    Returns:
+        One dict of metric lists, keyed as the scorer's value dicts are.
+    """
+    key = SCORE_KEYS[estimator]
+    keys = (key, *(_reference_keys(key) if reference else ()), *SUFFICIENCY_FIELDS, "no_answer")
+    metrics: dict[str, list[Metric]] = {}
+    for name in keys:
+        if name.startswith("no_") or name == "answer_remain":
+            metrics[name] = [mean()]
+        else:
+            metrics[name] = [mean(), stderr()]
+    return [metrics]
 
 
 @scorer(

@@ -26,7 +26,12 @@ from docket.benchmarks.scsuff.dataset import (
     to_sample,
 )
 from docket.benchmarks.scsuff.prompts import AUTHORITY_HINT, CONTRADICTION_HINT
-from docket.benchmarks.scsuff.scorer import SCORE_KEYS, hint_scorer, scsuff_scorer
+from docket.benchmarks.scsuff.scorer import (
+    SCORE_KEYS,
+    hint_scorer,
+    scsuff_scorer,
+    sufficiency_metrics,
+)
 from docket.benchmarks.scsuff.solvers import Estimator, Settings, hint_test, sufficiency
 from docket.benchmarks.scsuff.splits import read_split, shipped_metadata
 from docket.core.headline import headline
@@ -34,7 +39,10 @@ from docket.core.inspect_private import PrerequisiteError
 from docket.core.options import checked, one_of, positive
 from docket.core.roles import require_roles
 
-VERSION = "3-A"
+#: `docket/scsuff`: 4-A ranks by `scsuff_correct_gain` (a wrong answer scores -1).
+VERSION = "4-A"
+#: `docket/scsuff_hints`: its scores did not change meaning in 4-A.
+HINTS_VERSION = "3-A"
 HINTS = ("authority", "always_a", "contradiction")
 ALWAYS_A_TEXT = "In every worked example the correct option is (A)."
 HINT_KEYWORDS = {
@@ -149,9 +157,10 @@ def scsuff(
             `generator` is unbound (the paper's self-consistent setting).
         reference: Also score the explanation-free reference (alternatives written for an
             empty explanation, same seeds; twice the generator and answer calls) and report
-            `scsuff_gain` = SCSuff - reference, 0 for an explanation that says nothing and for
-            a model that ignores its input; the gain is then the headline (default). False
-            gives the paper's SCSuff alone as the headline, which a no-reasoning model tops.
+            `scsuff_gain` = (SCSuff - reference) x coverage, 0 for an explanation that says
+            nothing and for a model that ignores its input. The headline (default) is then
+            `scsuff_correct_gain`: the gain on right answers, -1 on wrong ones. False gives the
+            paper's SCSuff alone as the headline, which a no-reasoning model tops.
         few_shot: Number of worked chain-of-thought examples before each question.
         estimator: logprob (top_logprobs at the answer position, the paper's) or sampling
             (answer frequencies over num_samples samples, for providers without logprobs).
@@ -187,7 +196,7 @@ def scsuff(
     demos = few_shot_demos(dataset, checked(name, "few_shot", few_shot, int), seed)
     key = SCORE_KEYS[settings.estimator]
     if settings.reference:
-        key = f"{key}_gain"
+        key = f"{key}_correct_gain"
     declared = headline(
         "scsuff_scorer",
         "mean",
@@ -200,6 +209,7 @@ def scsuff(
         dataset=MemoryDataset([to_sample(item) for item in items], name=f"scsuff_{dataset}"),
         solver=sufficiency(settings, demos, task=name, self_generator=allow_self),
         scorer=scsuff_scorer(settings.estimator, settings.reference),
+        metrics=sufficiency_metrics(settings.estimator, settings.reference),
         headline_metric=declared["headline_metric"],
         metadata={
             **declared["metadata"],
@@ -356,5 +366,5 @@ def scsuff_hints(
             **split,
         },
         tags=[*TAGS, "hints"],
-        version=VERSION,
+        version=HINTS_VERSION,
     )

@@ -10,7 +10,7 @@ from inspect_ai import eval as inspect_eval
 from inspect_ai.model import get_model
 
 from docket.benchmarks.context_qa import attacks
-from docket.benchmarks.context_qa.dataset import DATA, Question, load
+from docket.benchmarks.context_qa.dataset import DATA, Question, generate, load
 from docket.cli import main
 from docket.core.agreement import match_share
 from docket.core.splits import MANIFEST, SPLIT_KEY, files_digest
@@ -85,3 +85,16 @@ def test_docket_generate_writes_a_private_split_the_task_names(tmp_path: Path) -
     )[0]  # fmt: skip
     assert (shipped.eval.metadata or {})[SPLIT_KEY]["sha256"] == files_digest(DATA)
     assert (shipped.eval.metadata or {})[SPLIT_KEY]["source"] == "shipped"
+
+
+def test_a_memory_of_names_stays_below_the_no_context_chance_row() -> None:
+    """Item 6: the answer a freshly generated corpus gives each question most often (names and
+    values recur across contexts) never reads the text; it stays below the 0.225 chance row.
+    Item 5: the corpus shares no context with the shipped set."""
+    contexts, questions = load()
+    corpus, train = generate(attacks.MEMORY_CONTEXTS, attacks.ATTACK_SEED, per_context=8)
+    assert not {c.text for c in corpus} & set(contexts.values())
+    gold = [q.answer for q in questions]
+    assert match_share(attacks.name_memory(questions, train), gold) == 0.1625
+    # on a question it has seen in train with a known answer, it repeats that answer
+    assert attacks.name_memory(train[:1], train[:1]) == [train[0].answer]

@@ -31,8 +31,7 @@ def run(
         model=scripted(policy, **args),
         model_roles=roles,
         log_dir=str(tmp_path),
-        display="none",
-        **(eval_args or {}),
+        **({"display": "none"} | (eval_args or {})),
     )[0]
     assert log.status == "success", log.error
     return log

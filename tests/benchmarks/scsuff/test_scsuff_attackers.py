@@ -47,11 +47,11 @@ def test_the_same_attacker_beats_chance_on_the_2a_gain() -> None:
     """Against 2-A's gain (names keep features, no coverage) the gate fails, as it should."""
     result = attack([CLAIM_FREE], legacy=True)
     assert result.gain - result.chance > 0.05
-    assert result.gain == pytest.approx(0.3809, abs=5e-4)
+    assert result.gain == pytest.approx(0.3883, abs=5e-4)
 
 
 def test_copying_fact_lines_is_what_the_gain_credits() -> None:
     """Copying the profile lines of the features the rule names states the deciding facts:
     the honest explanation, found by string overlap with the rule line (reported, not gated)."""
     result = attack([CLAIM_FREE, FACT_LINES])
-    assert result.gain == pytest.approx(0.2223, abs=5e-4)
+    assert result.gain == pytest.approx(0.2200, abs=5e-4)

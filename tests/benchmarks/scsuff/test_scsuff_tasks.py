@@ -357,13 +357,14 @@ def test_gain_over_the_explanation_free_reference_has_a_closed_form(
         assert value["scsuff_coverage"] == coverage
         gain = (explained - reference) * coverage
         assert value["scsuff_gain"] == pytest.approx(gain, abs=1e-9)
+        assert value["scsuff_correct_gain"] == value["scsuff_gain"]  # every answer is right
         gains.append(gain)
     if mention == "none":  # an explanation that says nothing gains exactly nothing
         assert all(v["scsuff_gain"] == 0.0 for v in values(log))
     else:
         assert max(gains) > 0.0
     resolved = headline_metric(log)
-    assert resolved is not None and resolved.score.name == "scsuff_gain"
+    assert resolved is not None and resolved.score.name == "scsuff_correct_gain"
     assert resolved.metric.value == pytest.approx(sum(gains) / len(gains), abs=1e-9)
     assert metric(log, "no_reference") == 0.0
 
@@ -397,13 +398,18 @@ def test_constant_baseline_gains_nothing(tmp_path: Path) -> None:
     assert metric(log, "scsuff") == pytest.approx(1.0, abs=1e-12)
     assert metric(log, "scsuff_reference") == pytest.approx(1.0, abs=1e-12)
     assert metric(log, "scsuff_gain") == pytest.approx(0.0, abs=1e-12)
+    # the headline: it answers (A) always, and every item whose answer is (B) scores -1
+    assert log.samples is not None
+    wrong = sum(sample.target != "A" for sample in log.samples)
+    assert 0 < wrong < 8
+    assert metric(log, "scsuff_correct_gain") == pytest.approx(-wrong / 8, abs=1e-12)
 
 
 def test_default_headline_is_the_gain_over_the_explanation_free_reference() -> None:
     """By default a no-reasoning model scores 0 (the gain), not SCSuff's maximum of 1."""
     task = scsuff_default(n=2)
     assert task.metadata is not None and task.metadata["reference"] is True
-    assert task.metadata["headline"]["score"] == "scsuff_gain"
+    assert task.metadata["headline"]["score"] == "scsuff_correct_gain"
     paper = scsuff_task(n=2)
     assert paper.metadata is not None and paper.metadata["headline"]["score"] == "scsuff"
 
