@@ -7,7 +7,9 @@ file that a script writes; its README holds the table rendered from that file be
 
 from __future__ import annotations
 
+import argparse
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +36,12 @@ def write_results(path: Path, results: dict[str, Any]) -> None:
     """Write `results` as indented JSON (creating the folder)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+
+
+def block(name: str, body: str) -> str:
+    """The marked block `name` holding `body`, as it stands in a README."""
+    start, end = markers(name)
+    return f"{start}\n{body}\n{end}"
 
 
 def table_block(text: str, name: str) -> str:
@@ -103,3 +111,56 @@ def score_pairs_table(
         pair = [" / ".join(f"{v:.3f}" for v in scores) for scores in (first, second)]
         lines.append(f"| {label} | {reads} | {pair[0]} | {pair[1]} |")
     return lines
+
+
+def chance_table(
+    rows: list[dict[str, Any]], key: str, labels: dict[str, str], header: str, oracle: str
+) -> str:
+    """A chance-row table: each blind attacker's score, the best of them (the chance row) and
+    the oracle's row.
+
+    Args:
+        rows: `{"name": ..., key: score}` per attacker.
+        key: The score's field.
+        labels: The row text per attacker name.
+        header: The header row's two cells, `| ... | ... |`.
+        oracle: The oracle's row.
+
+    Returns:
+        The markdown table.
+    """
+    best = max(rows, key=lambda r: float(r[key]))
+    return "\n".join(
+        [
+            header,
+            "|---|---|",
+            *(f"| {labels[r['name']]} | {float(r[key]):.3f} |" for r in rows),
+            f"| **chance row** (the best of the above) | **{float(best[key]):.3f}** |",
+            oracle,
+        ]
+    )
+
+
+def table_script(
+    results: Path,
+    readme: Path,
+    name: str,
+    measure: Callable[[], Any],
+    render: Callable[[Any], str],
+) -> None:
+    """A table script's command line: measure (unless `--render`), write `results` as JSON,
+    then render the README block `name` from it.
+
+    Args:
+        results: The committed results file.
+        readme: The README holding the block.
+        name: The block's marker name.
+        measure: Runs the measurement, returning what the results file holds.
+        render: The table from the results file's contents.
+    """
+    parser = argparse.ArgumentParser(description=f"{readme.parent.name}: README table {name}")
+    parser.add_argument("--render", action="store_true", help="only re-render the README")
+    if not parser.parse_args().render:
+        results.parent.mkdir(parents=True, exist_ok=True)
+        results.write_text(json.dumps(measure(), indent=1) + "\n", encoding="utf-8")
+    replace_table(readme, name, render(json.loads(results.read_text(encoding="utf-8"))))

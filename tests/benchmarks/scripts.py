@@ -9,7 +9,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from docket.core.readme import block
+from docket.core.results_tables import block
 
 ROOT = Path(__file__).parents[2]
 

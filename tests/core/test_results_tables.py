@@ -8,6 +8,8 @@ import pytest
 
 from docket.core.results_tables import (
     GeneratedTable,
+    block,
+    chance_table,
     load_results,
     markers,
     replace_table,
@@ -52,3 +54,25 @@ def test_a_generated_table_publishes_its_results_and_reads_back(tmp_path: Path) 
     ]
     table.publish({"k": 2}, "\n".join(lines))
     assert table.load() == {"k": 2} and table.held() == "\n".join(lines)
+
+
+def test_replace_table_rewrites_only_the_block(tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text("head\n<!-- t:start -->\nold\n<!-- t:end -->\ntail\n", encoding="utf-8")
+    replace_table(readme, "t", "new")
+    assert readme.read_text(encoding="utf-8") == "head\n" + block("t", "new") + "\ntail\n"
+    with pytest.raises(ValueError, match="no <!-- u:start -->"):
+        replace_table(readme, "u", "x")
+
+
+def test_chance_table_names_the_best_blind_row() -> None:
+    rows = [{"name": "a", "acc": 0.1}, {"name": "b", "acc": 0.25}]
+    table = chance_table(rows, "acc", {"a": "A", "b": "B"}, "| x | y |", "| oracle | 1.000 |")
+    assert table.splitlines() == [
+        "| x | y |",
+        "|---|---|",
+        "| A | 0.100 |",
+        "| B | 0.250 |",
+        "| **chance row** (the best of the above) | **0.250** |",
+        "| oracle | 1.000 |",
+    ]

@@ -1,8 +1,9 @@
 """Write ANCHOR's README tables from the committed results files (never typed by hand).
 
 `results/meaning.json` (`meaning_rates.py`) and `results/attackers.json` (`attack_table.py`)
-become the tables between the README's `<!-- results:NAME -->` and `<!-- /results:NAME -->`
-markers. `--check` exits 1 when the README differs from what the files give.
+become the tables between the README's `<!-- NAME:start -->` and `<!-- NAME:end -->` markers
+(`docket.core.results_tables`). `--check` exits 1 when the README differs from what the files
+give.
 
     python benchmarks/anchor/scripts/results_table.py [--check]
 """
@@ -11,10 +12,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from pathlib import Path
 from typing import Any
+
+from docket.core.results_tables import block, table_block
 
 HERE = Path(__file__).resolve().parent.parent
 README = HERE / "README.md"
@@ -47,10 +49,10 @@ def attacker_table(results: dict[str, Any]) -> str:
         "(test half) | chance row | oracle | n |",
         "|---|---|---|---|---|---|",
     ]
-    for judge, block in results.items():
-        for name, row in block["gamers"].items():
+    for judge, rows in results.items():
+        for name, row in rows["gamers"].items():
             lines.append(
-                f"| {name} | {judge} | {_f(row['refusal'])} | {_f(block['chance_row'])} | "
+                f"| {name} | {judge} | {_f(row['refusal'])} | {_f(rows['chance_row'])} | "
                 f"{_f(row['oracle'])} | {row['n']} |"
             )
     translator = results["action judge"]["translator"]
@@ -69,21 +71,11 @@ def render(readme: str, results: Path = RESULTS) -> str:
         "attackers": attacker_table(json.loads((results / "attackers.json").read_text("utf-8"))),
     }
     for name, table in tables.items():
-        pattern = re.compile(
-            rf"(<!-- results:{name} -->\n)(?:.*?\n)?(<!-- /results:{name} -->)", re.S
-        )
-        if not pattern.search(readme):
-            raise SystemExit(f"{README}: no <!-- results:{name} --> block")
-        found = pattern.search(readme)
-        assert found is not None
-        readme = (
-            readme[: found.start()]
-            + found.group(1)
-            + table
-            + "\n"
-            + found.group(2)
-            + readme[found.end() :]
-        )
+        try:
+            held = table_block(readme, name)
+        except ValueError as error:
+            raise SystemExit(f"{README}: {error}") from None
+        readme = readme.replace(block(name, held), block(name, table), 1)
     return readme
 
 

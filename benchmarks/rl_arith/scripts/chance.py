@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from docket.benchmarks.rl_arith.attacks import TRAIN_SIZE, attack_rows
-from docket.core.readme import chance_table, table_script
+from docket.core.results_tables import chance_table, table_script
 
 HERE = Path(__file__).resolve().parents[1]
 RESULTS = HERE / "results" / "chance.json"

@@ -28,7 +28,7 @@ from docket.benchmarks.scsuff.dataset import feature_rule_items, render
 from docket.benchmarks.scsuff.reference import CONSTANT_EXPLANATION
 from docket.benchmarks.scsuff.scorer import WRONG_ANSWER_FLOOR
 from docket.benchmarks.scsuff.withhold import withhold_attack
-from docket.core.readme import table_script
+from docket.core.results_tables import table_script
 
 HERE = Path(__file__).resolve().parents[1]
 RESULTS = HERE / "results" / "headline.json"
