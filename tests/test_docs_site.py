@@ -85,7 +85,7 @@ def test_every_readme_is_a_page(site: Path) -> None:
     assert documented == registered  # every registered task, from docket/_registry.py
 
 
-def test_start_page_renders_with_its_sections_inrun_chromium(site: Path, tmp_path: Path) -> None:
+def test_start_page_renders_with_its_sections_in_chromium(site: Path, tmp_path: Path) -> None:
     _skip_or_fail(None if CHROMIUM else "chromium not installed (CI installs it)")
     url = (site / "index.html").resolve().as_uri()
     dom = run_chromium(tmp_path / "profile", "--dump-dom", url)
