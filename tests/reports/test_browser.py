@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -17,29 +16,10 @@ import pytest
 from PIL import Image
 
 from docket.reports import build_report
-
-CHROMIUM = shutil.which("chromium") or (
-    "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None
-)
-ARTIFACTS = Path(__file__).resolve().parents[2] / "build" / "artifacts"
+from tests.chromium import ARTIFACTS, CHROMIUM
+from tests.chromium import run_chromium as _chromium
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (CI installs it)")
-
-
-def _chromium(profile: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    command = [
-        str(CHROMIUM),
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
-        f"--user-data-dir={profile}",
-        *args,
-    ]
-    return subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
 
 
 class PlotParser(HTMLParser):
