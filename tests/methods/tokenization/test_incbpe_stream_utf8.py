@@ -6,7 +6,6 @@ retracted."""
 
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from hypothesis import strategies as st
 
 from docket.methods.tokenization.corpus import STREAM_CLASSES, stream_input
 from docket.methods.tokenization.tokenizer import Tokenizer
+from tests.methods.tokenization.conftest import regex_split_config
 
 #: Two-, three- and four-byte characters, a ZWJ sequence, CJK, digits and added tokens.
 MIXED = (
@@ -155,19 +155,7 @@ def test_stream_input_classes(smol: tuple[Any, Tokenizer], kind: str) -> None:
 def test_split_without_native_scanner(trained_json: Path) -> None:
     """A Split pattern run in Python's `regex`: segments close at added tokens and the end,
     with cut characters and invalid bytes handled natively first."""
-    config = json.loads(trained_json.read_text())
-    config["pre_tokenizer"] = {
-        "type": "Sequence",
-        "pretokenizers": [
-            {
-                "type": "Split",
-                "pattern": {"Regex": r"\d|[a-z]+|[^a-z\d]+"},
-                "behavior": "Isolated",
-                "invert": False,
-            },
-            {"type": "ByteLevel", "add_prefix_space": False, "use_regex": False},
-        ],
-    }
+    config = regex_split_config(trained_json)
     tok = Tokenizer.from_tokenizer_json(config)
     assert tok.source.split == "regex"
     data = ("ab 12 日本<|endoftext|>é😀x" * 3).encode() + b"\xff\xe6\x97"
