@@ -4,6 +4,8 @@ byte-level vocabulary trained here, with HF tokenizers and tiktoken on the same 
 - bpe_step: BPE per pre-split GPT-2 piece of 1 MB of text vs HF's per-word BPE (target: at
   least 3x faster);
 - bpe_pipeline: split + BPE of the same text vs tiktoken's `encode_ordinary` (faster);
+- bpe_cjk: the same on as many bytes of CJK text (ideographs in clauses between CJK
+  punctuation, `corpus.stream_input("cjk")`), HF tokenizers' time in the note (faster);
 - bpe_pathological: BPE-only CPU time (the thread's, so pre-emption on a shared machine does
   not bend the curve) on runs of 'a', of spaces, 'abab...' and random letters from 1 KB to
   1 MB; the ratio is the per-byte time at 1 MB over that at 1 KB on the input that scales
@@ -64,7 +66,8 @@ def _paired(name: str, quick: bool, peer: str, target: float) -> Measurement:
         operation = f"BPE of {facts['pieces']} GPT-2 pieces ({size / MB:.1f} MB text), 50k vocab"
         extra = ""
     else:
-        operation = f"encode {size / MB:.1f} MB text (GPT-2 split + BPE), 50k vocab"
+        what = "CJK text" if name == "bpe_cjk" else "text"
+        operation = f"encode {size / MB:.1f} MB {what} (GPT-2 split + BPE), 50k vocab"
         extra = f"; HF tokenizers {_rate(size, facts['hf_s'])}"
     return Measurement(
         name,
@@ -84,6 +87,10 @@ def bpe_step(quick: bool) -> Measurement:
 
 def bpe_pipeline(quick: bool) -> Measurement:
     return _paired("bpe_pipeline", quick, "tiktoken encode_ordinary", 1.0)
+
+
+def bpe_cjk(quick: bool) -> Measurement:
+    return _paired("bpe_cjk", quick, "tiktoken encode_ordinary", 1.0)
 
 
 def bpe_pathological(quick: bool) -> Measurement:
@@ -162,6 +169,7 @@ def bpe_append(quick: bool) -> Measurement:
 BPE_CASES = {
     "bpe_step": bpe_step,
     "bpe_pipeline": bpe_pipeline,
+    "bpe_cjk": bpe_cjk,
     "bpe_pathological": bpe_pathological,
     "bpe_stream_latency": bpe_stream_latency,
     "bpe_append": bpe_append,

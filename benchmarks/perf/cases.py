@@ -13,8 +13,8 @@
 - gguf_load: SmolLM2 through docket's dequantised cache vs transformers' `gguf_file=` load;
 - local_agent: a 5-sample `docket/smoke` agent run on the embedded Qwen, docket/local's
   decoding engine (prefix KV reuse, batched steps) vs Inspect's `hf/` (`local_agent.py`);
-- bpe_step, bpe_pipeline, bpe_pathological, bpe_stream_latency, bpe_append: the incremental
-  BPE tokenizer against HF tokenizers and tiktoken (`bpe.py`).
+- bpe_step, bpe_pipeline, bpe_cjk, bpe_pathological, bpe_stream_latency, bpe_append: the
+  incremental BPE tokenizer against HF tokenizers and tiktoken (`bpe.py`).
 - bpe_stream_pipeline: the streamed tokenizer pipeline against its own one-call encode
   (`bpe_stream.py`).
 - dsb_nfe / dsb_cache: DSB vs naive blocks, DSB Cache vs no cache, on the toy masked-diffusion LM;

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ._native import native
-from .corpus import PATHOLOGICAL, pathological, stdlib_text, train_byte_level_bpe
+from .corpus import PATHOLOGICAL, pathological, stdlib_text, stream_input, train_byte_level_bpe
 from .sources import GPT2_PATTERN, WHOLE_PATTERN, unicode_to_byte
 from .tokenizer import Tokenizer
 
@@ -146,6 +146,22 @@ def bpe_pipeline(s: Setup) -> Pair:
     _same("bpe_pipeline", ours(), theirs(), expected)
     hf = median_seconds(lambda: s.hf.encode(s.text, add_special_tokens=False), 1)
     return ours, theirs, {"bytes": len(s.text.encode("utf-8")), "hf_s": hf}
+
+
+def bpe_cjk(s: Setup) -> Pair:
+    """The whole encode of CJK text (`stream_input("cjk")`, as many bytes as the bench text):
+    ours vs tiktoken; HF's full pipeline is timed once for the note."""
+    text = stream_input("cjk", len(s.text.encode("utf-8"))).decode("utf-8")
+
+    def ours() -> list[int]:
+        return s.ours.encode(text)
+
+    def theirs() -> list[int]:
+        return list(s.tiktoken.encode_ordinary(text))
+
+    _same("bpe_cjk", ours(), theirs(), s.hf.encode(text, add_special_tokens=False).ids)
+    hf = median_seconds(lambda: s.hf.encode(text, add_special_tokens=False), 1)
+    return ours, theirs, {"bytes": len(text.encode("utf-8")), "hf_s": hf}
 
 
 def fitted_exponent(sizes: list[int], seconds: list[float]) -> float:

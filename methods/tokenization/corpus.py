@@ -125,3 +125,72 @@ def adversarial_strings(max_size: int = 60) -> Any:
         ).map("".join),
         st.binary(max_size=max_size).map(lambda b: b.decode("utf-8", "replace")),
     )
+
+
+#: Input classes of the streaming benchmark (`bpe_stream_pipeline`) beyond the pathological
+#: ones: scripts and byte-length mixes whose parts cut multi-byte characters.
+STREAM_CLASSES = ("cjk", "emoji", "digit_runs", "digits", "utf8", "codepoints", "letters", "space")
+
+_EMOJI = (
+    "\U0001f600",  # grinning face
+    "\U0001f44d\U0001f3fd",  # thumbs up, medium skin tone
+    "\U0001f468\u200d\U0001f469\u200d\U0001f467\u200d\U0001f466",  # family (ZWJ)
+    "\U0001f3f3\ufe0f\u200d\U0001f308",  # rainbow flag (ZWJ, variation selector)
+    "\U0001f469\U0001f3fb\u200d\U0001f4bb",  # woman technologist, light skin tone
+    "\U0001f1ef\U0001f1f5",  # flag (regional indicators)
+    "1\ufe0f\u20e3",  # keycap
+    "\u2764\ufe0f",  # red heart
+    "\U0001f9d1\u200d\U0001f91d\u200d\U0001f9d1",  # people holding hands
+)
+
+
+def stream_input(kind: str, size: int, seed: int = 0) -> bytes:
+    """About `size` bytes (never more) of one streaming input class, UTF-8 encoded (valid).
+
+    cjk: ideographs in clauses of 2-30 between CJK punctuation, a newline now and then;
+    emoji: emoji, skin tones and ZWJ sequences, a space now and then; digit_runs: runs of one
+    digit, 1-400 long, between spaces; digits: random digits (one piece); utf8: random scalar
+    values whose UTF-8 lengths 1-4 are equally likely; codepoints: uniformly random scalar
+    values (mostly 4-byte, most unassigned); letters / space: as `pathological`.
+    """
+    rng = random.Random(f"{kind}-{seed}")
+    parts: list[str] = []
+    total = 0
+
+    def add(text: str) -> None:
+        nonlocal total
+        parts.append(text)
+        total += len(text.encode("utf-8"))
+
+    while total < size:
+        if kind == "cjk":
+            add("".join(chr(rng.randint(0x4E00, 0x9FA5)) for _ in range(rng.randint(2, 30))))
+            add(rng.choice("，，，。、：；！？」「") if rng.random() < 0.95 else "\n")
+        elif kind == "emoji":
+            add("".join(rng.choice(_EMOJI) for _ in range(rng.randint(1, 12))))
+            if rng.random() < 0.3:
+                add(" ")
+        elif kind == "digit_runs":
+            add(rng.choice("0123456789") * rng.randint(1, 400) + " ")
+        elif kind == "digits":
+            add("".join(rng.choice("0123456789") for _ in range(4096)))
+        elif kind in ("utf8", "codepoints"):
+            chars = []
+            for _ in range(1024):
+                if kind == "utf8":
+                    low, high = rng.choice(
+                        ((0, 0x7F), (0x80, 0x7FF), (0x800, 0xFFFF), (0x10000, 0x10FFFF))
+                    )
+                else:
+                    low, high = 0, 0x10FFFF
+                c = rng.randint(low, high)
+                chars.append(chr(c) if not 0xD800 <= c < 0xE000 else "\ufffd")
+            add("".join(chars))
+        elif kind in ("letters", "space"):
+            add(pathological(kind, 4096, seed=rng.randint(0, 2**31)))
+        else:
+            raise ValueError(
+                f"unknown stream input {kind!r} (accepted: {', '.join(STREAM_CLASSES)})"
+            )
+    data = "".join(parts).encode("utf-8")[:size]
+    return data.decode("utf-8", "ignore").encode("utf-8")  # a character cut at the end goes

@@ -35,14 +35,6 @@ from .sources import (
 PROPERIZE_PROBES = 2000
 
 
-def _has_surrogate(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
-
-
 def _valid_text(text: str) -> str:
     """Lone surrogates (not encodable as UTF-8) become U+FFFD, as tiktoken does."""
     try:
@@ -332,10 +324,11 @@ class StreamEncoder:
     it is certain: no added token can still start inside its text, and its pre-tokenizer piece
     is closed or the token lies in the piece's certain prefix (the bytes that stay in the piece
     whatever follows), where the native eager encoder decides it. Each feed costs O(its size):
-    only the new bytes of the open piece go to the eager encoder, and the split resumes from the
-    open piece's start. Emitted ids concatenated with `flush()` equal `Tokenizer.encode` of the
-    whole text. `split="whole"` streams every byte into the eager encoder (as `incremental()`);
-    split patterns without a native scanner emit at added tokens and at the end only.
+    bytes parts go straight to the native `TextStream` (UTF-8 repair, added tokens, split and
+    BPE of the new bytes only); `str` parts are encoded once, after pairing surrogate halves.
+    Emitted ids concatenated with `flush()` equal `Tokenizer.encode` of the whole text.
+    `split="whole"` streams every byte into the eager encoder (as `incremental()`); split
+    patterns without a native scanner emit at added tokens and at the end only.
     """
 
     def __init__(
@@ -346,32 +339,22 @@ class StreamEncoder:
         self.tokenizer = tokenizer
         allowed = tokenizer._allowed(allowed_special)
         # as Tokenizer._segments: added tokens are matched only when some are allowed
-        self._added_re = tokenizer._added_re if allowed else None
-        self._allowed = allowed
-        contents = [t.content for t in tokenizer.source.added if t.content]
-        self._proper_prefixes = {c[:k] for c in contents for k in range(1, len(c))}
-        self._longest_added = max(map(len, contents), default=0)
-        self._first_chars = "".join(sorted({c[0] for c in contents}))
-        self._first_re = re.compile("[" + re.escape(self._first_chars) + "]") if contents else None
-        self._first_bytes = (
-            re.compile(b"|".join(re.escape(c[0].encode("utf-8")) for c in contents))
-            if contents and self._added_re is not None
-            else None
+        added = [
+            (content.encode("utf-8", "surrogatepass"), token.id, content in allowed)
+            for content, token in tokenizer._added.items()
+            if content and allowed
+        ]
+        self._collect = tokenizer._regex is not None  # segments are split in Python
+        self._native: Any = native().TextStream(
+            tokenizer.pipeline, added, tokenizer.source.add_prefix_space, self._collect
         )
-        self._cut = b""  # the start of a UTF-8 sequence cut off at the end of a bytes part
-        self._surrogate = ""  # a trailing high surrogate, waiting for its low half
-        self._held = ""  # text where an added token may still start
-        self._native: Any = (
-            None if tokenizer._regex is not None else native().PipelineStream(tokenizer.pipeline)
-        )
-        self._regex_segment: list[str] = []
-        self._segment_started = False
+        self._surrogate = ""  # a trailing high surrogate of a str part, waiting for its low half
         self._ready: list[int] = []  # certain ids not yet emitted (the native stream appends)
         self._finished = False
         self._count = 0  # ids emitted so far
         #: Tokens that were certain before flush() (the rest needed the end of the text).
         self.emitted_before_end = 0
-        self._open = False  # `_direct()` and no cut byte sequence: feed's fast path applies
+        self._direct = not self._collect  # bytes parts go straight to the native stream
 
     def feed(self, data: str | bytes) -> None:
         """Append one part of the text.
@@ -383,72 +366,68 @@ class StreamEncoder:
             ValueError: The stream was flushed.
             TypeError: `data` is neither `str` nor `bytes`.
         """
-        first = self._first_bytes
-        if (  # the common case: ASCII bytes into the open segment, no decoding
-            self._open
-            and type(data) is bytes
-            and data.isascii()
-            and (first is None or not first.search(data))
-        ):
-            self._native.feed(data, self._ready)  # appends the certain ids to _ready
+        if self._direct and type(data) is bytes:  # the common case: no Python work per byte
+            self._native.feed(data, self._ready)
             return
         self._feed_slowly(data)
-        self._open = self._direct() and not self._cut
 
     def _feed_slowly(self, data: str | bytes) -> None:
         if self._finished:
             raise ValueError("the stream was flushed; make a new one")
         if isinstance(data, bytes | bytearray | memoryview):
-            data = self._cut + data if self._cut else bytes(data)
-            if data.isascii() and self._fast_bytes(data):
-                self._native_feed(data)
+            if not self._surrogate:
+                self._native_feed(bytes(data))
                 return
-            text, used = codecs.utf_8_decode(data, "replace", False)
-            self._cut = data[used:]
-            if self._fast(text):  # most parts: straight to the native stream, bytes as given
-                clean = used == len(data) and "\ufffd" not in text
-                self._native_feed(data if clean else text.encode("utf-8"))
-                return
+            # a held high surrogate meets bytes: decode here, as `bytes.decode` gives
+            raw = self._native.take_cut() + bytes(data)
+            text, used = codecs.utf_8_decode(raw, "replace", False)
+            rest = raw[used:]
         elif isinstance(data, str):
             # a str part ends a cut-off byte sequence (no str's UTF-8 continues one)
-            text = self._end_cut() + data
-            if self._fast(text) and not _has_surrogate(text):
-                self._native_feed(text.encode("utf-8"))
-                return
+            text, rest = self._end_cut() + data, b""
         else:
             raise TypeError(f"feed() takes str or bytes, not {type(data).__name__}")
         text = self._surrogate + text
         self._surrogate = ""
         if text and "\ud800" <= text[-1] <= "\udbff":  # its low half may open the next part
             text, self._surrogate = text[:-1], text[-1]
-        self._advance(_valid_text(text), final=False)
-
-    def _direct(self) -> bool:
-        """Whether new text may go straight into the open segment: nothing held, the segment
-        started (no prefix space to add), a native scanner."""
-        return (
-            not self._held
-            and not self._surrogate
-            and self._segment_started
-            and self._native is not None
-        )
-
-    def _fast(self, text: str) -> bool:
-        """`_direct`, and no added token's first character in `text`."""
-        first = self._first_re
-        return self._direct() and (self._added_re is None or not (first and first.search(text)))
-
-    def _fast_bytes(self, data: bytes) -> bool:
-        """`_fast` for ASCII bytes, without decoding them."""
-        first = self._first_bytes
-        return self._direct() and (self._added_re is None or not (first and first.search(data)))
+        try:
+            encoded = text.encode("utf-8")
+        except UnicodeEncodeError:
+            encoded = _valid_text(text).encode("utf-8")
+        self._native_feed(encoded)
+        if rest:
+            self._native_feed(rest)
+        self._direct = not self._collect and not self._surrogate
 
     def _native_feed(self, data: bytes) -> None:
+        if not data:
+            return
+        start = len(self._ready)
         self._native.feed(data, self._ready)
+        if self._collect:
+            self._split_segments(start)
+
+    def _split_segments(self, start: int) -> None:
+        """Split and encode (in Python's `regex`) the segments the native stream closed since
+        `start`, in place of their marks."""
+        ready = self._ready
+        if native().SEGMENT not in ready[start:]:
+            return
+        tok = self.tokenizer
+        segments = iter(self._native.take_segments())
+        out = ready[:start]
+        for token_id in ready[start:]:
+            if token_id != native().SEGMENT:
+                out.append(token_id)
+                continue
+            data = next(segments)
+            out += tok.pipeline.encode_pieces(data, tok._regex_ends(data.decode("utf-8")))
+        self._ready = out
 
     def _end_cut(self) -> str:
         """A cut-off UTF-8 sequence that no byte will complete: U+FFFD, as `decode` gives."""
-        cut, self._cut = self._cut, b""
+        cut = self._native.take_cut()
         return codecs.utf_8_decode(cut, "replace", True)[0] if cut else ""
 
     def emit(self) -> list[int]:
@@ -463,87 +442,24 @@ class StreamEncoder:
             self.emitted_before_end = self._count + len(self._ready)
             tail = self._surrogate + self._end_cut()
             self._surrogate = ""
-            self._advance(_valid_text(tail), final=True)
-            self._end_segment()
+            self._native_feed(_valid_text(tail).encode("utf-8"))
+            start = len(self._ready)
+            self._ready += self._native.finish()
+            if self._collect:
+                self._split_segments(start)
             self._finished = True
-            self._open = False
+            self._direct = False
         return self.emit()
 
     @property
     def pending_bytes(self) -> int:
         """Bytes fed whose tokens are not out yet (held text and the open piece's)."""
-        held = len((self._held + self._surrogate).encode("utf-8", "surrogatepass"))
-        held += len(self._cut)
-        held += sum(len(t.encode("utf-8")) for t in self._regex_segment)
-        return held + (self._native.pending_bytes if self._native is not None else 0)
+        held = len(self._surrogate.encode("utf-8", "surrogatepass"))
+        return held + int(self._native.pending_bytes)
 
     @property
     def window_bytes(self) -> int:
         """Bytes the native split window holds: text not yet split, closed pieces not yet
         dropped and, of a long open piece, only its first code points and its tail (its middle
         is in the eager encoder; under o200k every byte of it). 0 without a native scanner."""
-        return int(self._native.window_bytes) if self._native is not None else 0
-
-    def _push(self, ids: Sequence[int]) -> None:
-        self._ready += ids
-
-    def _advance(self, text: str, final: bool) -> None:
-        """Cut the text at the added tokens that are certain; the rest goes to the segment."""
-        if self._added_re is None:
-            self._segment_text(text)
-            return
-        held = self._held + text
-        at = 0
-        while True:
-            # the earliest position where an added token could start with text not yet seen
-            undecided = len(held) if final else self._undecided_from(held, at)
-            match = self._added_re.search(held, at)
-            if match is None or match.start() >= undecided:
-                self._segment_text(held[at:undecided])
-                self._held = held[undecided:]
-                return
-            if match.group() in self._allowed:  # an added token: the segment ends before it
-                self._segment_text(held[at : match.start()])
-                self._end_segment()
-                self._push([self.tokenizer._added[match.group()].id])
-            else:  # matched but not allowed: text, as in Tokenizer._segments
-                self._segment_text(held[at : match.end()])
-            at = match.end()
-
-    def _undecided_from(self, text: str, at: int) -> int:
-        """The first position >= `at` whose rest is a proper prefix of an added token."""
-        low = max(at, len(text) - self._longest_added + 1)
-        tail = text[low:]
-        if not any(c in tail for c in self._first_chars):
-            return len(text)
-        for start in range(low, len(text)):
-            if text[start:] in self._proper_prefixes:
-                return start
-        return len(text)
-
-    def _segment_text(self, text: str) -> None:
-        """Text inside the current segment (between added tokens)."""
-        if not text:
-            return
-        tok = self.tokenizer
-        if not self._segment_started:
-            self._segment_started = True
-            if tok.source.add_prefix_space and not text.startswith(" "):
-                text = " " + text
-        if self._native is None:
-            self._regex_segment.append(text)
-            return
-        self._native_feed(text.encode("utf-8"))
-
-    def _end_segment(self) -> None:
-        """The segment ends (an added token follows, or the text ends): its remaining tokens."""
-        if not self._segment_started:
-            return
-        self._segment_started = False
-        if self._native is None:
-            text, self._regex_segment = "".join(self._regex_segment), []
-            data = text.encode("utf-8")
-            tok = self.tokenizer
-            self._push(list(tok.pipeline.encode_pieces(data, tok._regex_ends(text))))
-            return
-        self._push(self._native.finish())
+        return 0 if self._collect else int(self._native.window_bytes)

@@ -572,16 +572,11 @@ static PyObject* shared_id_list(const std::vector<u32>& ids, PyObject* objects) 
     return list;
 }
 
-// feed(data, into=None) -> the ids that became certain (feed + take in one call); with a
-// list `into`, they are appended to it instead and their number is returned
-static PyObject* PieceStream_feed(PieceStreamObject* self, PyObject* args) {
-    PyObject *data, *into = Py_None;
-    if (!PyArg_ParseTuple(args, "O|O", &data, &into)) return nullptr;
-    if (into != Py_None && !PyList_Check(into)) {
-        PyErr_SetString(PyExc_TypeError, "into must be a list");
-        return nullptr;
-    }
-    PieceStream* s = piece_stream_of(self);
+// feed + take of a held stream without the GIL; the certain ids appended to `into` as the
+// vocabulary's int objects (-1 for an unknown byte); nullptr with a Python error on failure
+template <class Holder>
+static PyObject* feed_into(Holder* self, const char* type, PyObject* data, PyObject* into) {
+    auto* s = holder_stream(self, type);
     if (!s) return nullptr;
     Buffer b;
     if (!b.get(data)) return nullptr;
@@ -594,14 +589,14 @@ static PyObject* PieceStream_feed(PieceStreamObject* self, PyObject* args) {
     self->busy = 0;
     if (!ok) return nullptr;
     PyObject* objects = id_objects(reinterpret_cast<PipelineObject*>(self->owner));
-    if (!objects) return nullptr;
-    if (into == Py_None) return shared_id_list(out, objects);
-    if (!append_ids(into, out, objects)) return nullptr;
+    if (!objects || !append_ids(into, out, objects)) return nullptr;
     return PyLong_FromSize_t(out.size());
 }
 
-static PyObject* PieceStream_finish(PieceStreamObject* self, PyObject*) {
-    PieceStream* s = piece_stream_of(self);
+// finish + take of a held stream without the GIL: the remaining ids as a new list
+template <class Holder>
+static PyObject* finish_ids(Holder* self, const char* type) {
+    auto* s = holder_stream(self, type);
     if (!s) return nullptr;
     std::vector<u32> out;
     self->busy = 1;
@@ -613,6 +608,31 @@ static PyObject* PieceStream_finish(PieceStreamObject* self, PyObject*) {
     if (!ok) return nullptr;
     PyObject* objects = id_objects(reinterpret_cast<PipelineObject*>(self->owner));
     return objects ? shared_id_list(out, objects) : nullptr;
+}
+
+// feed(data, into=None) -> the ids that became certain (feed + take in one call); with a
+// list `into`, they are appended to it instead and their number is returned
+static PyObject* PieceStream_feed(PieceStreamObject* self, PyObject* args) {
+    PyObject *data, *into = Py_None;
+    if (!PyArg_ParseTuple(args, "O|O", &data, &into)) return nullptr;
+    if (into != Py_None && !PyList_Check(into)) {
+        PyErr_SetString(PyExc_TypeError, "into must be a list");
+        return nullptr;
+    }
+    if (into != Py_None) return feed_into(self, "PipelineStream", data, into);
+    PyObject* list = PyList_New(0);
+    if (!list) return nullptr;
+    PyObject* count = feed_into(self, "PipelineStream", data, list);
+    if (!count) {
+        Py_DECREF(list);
+        return nullptr;
+    }
+    Py_DECREF(count);
+    return list;
+}
+
+static PyObject* PieceStream_finish(PieceStreamObject* self, PyObject*) {
+    return finish_ids(self, "PipelineStream");
 }
 
 static PyObject* PieceStream_reset(PieceStreamObject* self, PyObject*) {
@@ -658,6 +678,122 @@ static PyGetSetDef PieceStream_getset[] = {
     {nullptr, nullptr, nullptr, nullptr, nullptr}};
 
 static PyTypeObject PieceStreamType = {PyVarObject_HEAD_INIT(nullptr, 0)};
+
+// ---------------------------------------------------------------- TextStream
+
+using TextStreamObject = StreamHolder<TextStream>;
+
+static int TextStream_init(TextStreamObject* self, PyObject* args, PyObject* kwargs) {
+    static const char* names[] = {"pipeline", "added", "add_prefix_space", "collect", nullptr};
+    PyObject *pipeline_obj, *added_obj;
+    int prefix_space = 0, collect = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O|pp", const_cast<char**>(names),
+                                     &PipelineType, &pipeline_obj, &added_obj, &prefix_space,
+                                     &collect))
+        return -1;
+    Pipeline* p = pipe_of(reinterpret_cast<PipelineObject*>(pipeline_obj));
+    if (!p) return -1;
+    PyObject* fast = PySequence_Fast(added_obj, "added must be a sequence of (bytes, id, allowed)");
+    if (!fast) return -1;
+    std::vector<TextStream::Added> added;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(fast); ++i) {
+        const char* content;
+        Py_ssize_t size;
+        unsigned long id;
+        int allowed;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(fast, i), "y#kp", &content, &size, &id,
+                              &allowed)) {
+            Py_DECREF(fast);
+            return -1;
+        }
+        added.push_back({std::string(content, size_t(size)), u32(id), allowed != 0});
+    }
+    Py_DECREF(fast);
+    TextStream* made = nullptr;
+    try {
+        made = new TextStream(*p, std::move(added), prefix_space != 0, collect != 0);
+    } catch (...) {
+        translate_exception();
+        return -1;
+    }
+    holder_adopt(self, made, pipeline_obj);
+    return 0;
+}
+
+static TextStream* text_stream_of(TextStreamObject* self) {
+    return holder_stream(self, "TextStream");
+}
+
+// feed(data, into): append UTF-8 bytes; the ids that became certain are appended to the list
+// `into` (SEGMENT marks as 0xFFFFFFFE); returns how many
+static PyObject* TextStream_feed(TextStreamObject* self, PyObject* const* args, Py_ssize_t n) {
+    if (n != 2 || !PyList_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "feed(data, into): into must be a list");
+        return nullptr;
+    }
+    return feed_into(self, "TextStream", args[0], args[1]);
+}
+
+static PyObject* TextStream_finish(TextStreamObject* self, PyObject*) {
+    return finish_ids(self, "TextStream");
+}
+
+static PyObject* TextStream_take_cut(TextStreamObject* self, PyObject*) {
+    TextStream* s = text_stream_of(self);
+    if (!s) return nullptr;
+    std::string cut = s->take_cut();
+    return PyBytes_FromStringAndSize(cut.data(), Py_ssize_t(cut.size()));
+}
+
+static PyObject* TextStream_take_segments(TextStreamObject* self, PyObject*) {
+    TextStream* s = text_stream_of(self);
+    if (!s) return nullptr;
+    std::vector<std::string> segments = s->take_segments();
+    PyObject* list = PyList_New(Py_ssize_t(segments.size()));
+    if (!list) return nullptr;
+    for (size_t i = 0; i < segments.size(); ++i) {
+        PyObject* b = PyBytes_FromStringAndSize(segments[i].data(), Py_ssize_t(segments[i].size()));
+        if (!b) {
+            Py_DECREF(list);
+            return nullptr;
+        }
+        PyList_SET_ITEM(list, Py_ssize_t(i), b);
+    }
+    return list;
+}
+
+static PyObject* TextStream_pending(TextStreamObject* self, void*) {
+    TextStream* s = text_stream_of(self);
+    return s ? PyLong_FromSize_t(s->pending_bytes()) : nullptr;
+}
+
+static PyObject* TextStream_window(TextStreamObject* self, void*) {
+    TextStream* s = text_stream_of(self);
+    return s ? PyLong_FromSize_t(s->pieces().window_bytes()) : nullptr;
+}
+
+static PyMethodDef TextStream_methods[] = {
+    {"feed", (PyCFunction)(void (*)(void))TextStream_feed, METH_FASTCALL,
+     "feed(data, into): append UTF-8 bytes (invalid sequences become U+FFFD, a sequence cut "
+     "between parts waits for its end); appends the ids that became certain to the list `into` "
+     "and returns how many."},
+    {"finish", (PyCFunction)TextStream_finish, METH_NOARGS,
+     "End of the text: the remaining ids; the stream is then empty, ready for a new text."},
+    {"take_cut", (PyCFunction)TextStream_take_cut, METH_NOARGS,
+     "The bytes of a UTF-8 sequence cut off at the end of the last part, removed."},
+    {"take_segments", (PyCFunction)TextStream_take_segments, METH_NOARGS,
+     "collect=True: the closed segments' bytes, one per SEGMENT mark, removed."},
+    {nullptr, nullptr, 0, nullptr}};
+
+static PyGetSetDef TextStream_getset[] = {
+    {"pending_bytes", (getter)TextStream_pending, nullptr,
+     "Bytes fed whose ids are not out yet (a cut sequence, held text, the open piece's).",
+     nullptr},
+    {"window_bytes", (getter)TextStream_window, nullptr,
+     "Bytes the split window of the open segment holds.", nullptr},
+    {nullptr, nullptr, nullptr, nullptr, nullptr}};
+
+static PyTypeObject TextStreamType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
 // ---------------------------------------------------------------- Reference (standard BPE)
 
@@ -871,6 +1007,7 @@ PyMODINIT_FUNC PyInit__incbpe(void) {
     StreamType.tp_getset = Stream_getset;
     StreamType.tp_as_sequence = &Stream_sequence;
     PieceStreamType.tp_getset = PieceStream_getset;
+    TextStreamType.tp_getset = TextStream_getset;
     if (!ready<VocabObject>(VocabType, "_incbpe.Vocabulary",
                             "Vocabulary(tokens, rules): normalised dictionary, automaton, forest.",
                             (initproc)Vocab_init, (destructor)Vocab_dealloc, Vocab_methods) ||
@@ -889,6 +1026,13 @@ PyMODINIT_FUNC PyInit__incbpe(void) {
                                   (initproc)PieceStream_init,
                                   (destructor)holder_dealloc<PieceStreamObject>,
                                   PieceStream_methods) ||
+        !ready<TextStreamObject>(TextStreamType, "_incbpe.TextStream",
+                                 "TextStream(pipeline, added, add_prefix_space=False, "
+                                 "collect=False): UTF-8 repair, added tokens and the streamed "
+                                 "pipeline over text arriving in parts.",
+                                 (initproc)TextStream_init,
+                                 (destructor)holder_dealloc<TextStreamObject>,
+                                 TextStream_methods) ||
         !ready<ReferenceObject>(ReferenceType, "_incbpe.Reference",
                                 "Reference(tokens, rules): standard heap BPE (merge list).",
                                 (initproc)Reference_init, (destructor)Reference_dealloc,
@@ -903,13 +1047,15 @@ PyMODINIT_FUNC PyInit__incbpe(void) {
     if (!ImproperError) return nullptr;
     Py_INCREF(ImproperError);
     PyModule_AddObject(m, "ImproperDictionary", ImproperError);
-    PyTypeObject* types[] = {&VocabType, &PipelineType, &StreamType, &PieceStreamType,
-                             &ReferenceType};
-    const char* names[] = {"Vocabulary", "Pipeline", "Stream", "PipelineStream", "Reference"};
-    for (int i = 0; i < 5; ++i) {
+    PyTypeObject* types[] = {&VocabType,       &PipelineType,   &StreamType,
+                             &PieceStreamType, &TextStreamType, &ReferenceType};
+    const char* names[] = {"Vocabulary",     "Pipeline",   "Stream",
+                           "PipelineStream", "TextStream", "Reference"};
+    for (int i = 0; i < 6; ++i) {
         Py_INCREF(types[i]);
         PyModule_AddObject(m, names[i], reinterpret_cast<PyObject*>(types[i]));
     }
     PyModule_AddIntConstant(m, "MAX_TOKEN_BYTES", long(MAX_TOKEN_BYTES));
+    PyModule_AddIntConstant(m, "SEGMENT", long(TextStream::SEGMENT));
     return m;
 }

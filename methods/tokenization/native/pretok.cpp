@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <map>
 
 namespace incbpe {
@@ -735,6 +736,262 @@ void PieceStream::trim() {
     piece_ = 0;
     fed_ -= db;
     fed_cp_ -= d;
+}
+
+// ---------------------------------------------------------------- the text layer
+
+namespace {
+
+enum class Unit { Valid, Invalid, Cut };
+
+// The UTF-8 sequence at s[i] (s[i] >= 0x80): Valid (len bytes), Invalid (its maximal invalid
+// subpart is len bytes: the lead byte and the continuation bytes that were still possible),
+// or Cut (a possible sequence that the end of the bytes cuts off after len bytes).
+inline Unit utf8_unit(const u8* s, size_t i, size_t size, size_t& len) {
+    u8 c = s[i];
+    size_t need;
+    u8 lo = 0x80, hi = 0xBF;  // the second byte's range (Unicode's table 3-7)
+    if (c >= 0xC2 && c <= 0xDF) {
+        need = 1;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        need = 2;
+        if (c == 0xE0) lo = 0xA0;
+        if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        need = 3;
+        if (c == 0xF0) lo = 0x90;
+        if (c == 0xF4) hi = 0x8F;
+    } else {
+        len = 1;
+        return Unit::Invalid;
+    }
+    for (size_t k = 1; k <= need; ++k) {
+        if (i + k >= size) {
+            len = k;
+            return Unit::Cut;
+        }
+        u8 b = s[i + k];
+        if (b < lo || b > hi) {
+            len = k;
+            return Unit::Invalid;
+        }
+        lo = 0x80;
+        hi = 0xBF;
+    }
+    len = need + 1;
+    return Unit::Valid;
+}
+
+inline bool ascii8(const u8* s) {
+    u64 word;
+    std::memcpy(&word, s, 8);
+    return (word & 0x8080808080808080ull) == 0;
+}
+
+}  // namespace
+
+size_t repair_utf8(const u8* s, size_t size, bool final, std::string& out, bool& changed) {
+    changed = false;
+    size_t i = 0, clean = 0;
+    while (i < size) {
+        while (i + 8 <= size && ascii8(s + i)) i += 8;
+        if (i >= size) break;
+        if (s[i] < 0x80) {
+            ++i;
+            continue;
+        }
+        size_t len;
+        Unit unit = utf8_unit(s, i, size, len);
+        if (unit == Unit::Valid) {
+            i += len;
+            continue;
+        }
+        if (unit == Unit::Cut && !final) {
+            size = i;  // waits for the next part
+            break;
+        }
+        if (!changed) out.clear();
+        changed = true;
+        out.append(reinterpret_cast<const char*>(s) + clean, i - clean);
+        out += "\xEF\xBF\xBD";
+        i += len;
+        clean = i;
+    }
+    if (changed) out.append(reinterpret_cast<const char*>(s) + clean, size - clean);
+    return size;
+}
+
+TextStream::TextStream(const Pipeline& pipeline, std::vector<Added> added, bool add_prefix_space,
+                       bool collect)
+    : pieces_(pipeline),
+      added_(std::move(added)),
+      add_prefix_space_(add_prefix_space),
+      collect_(collect) {
+    std::stable_sort(added_.begin(), added_.end(), [](const Added& a, const Added& b) {
+        return a.content.size() > b.content.size();
+    });
+    std::fill(first_, first_ + 256, false);
+    for (const Added& a : added_) {
+        if (a.content.empty()) throw std::invalid_argument("an added token is empty");
+        first_[u8(a.content[0])] = true;
+        longest_ = std::max(longest_, a.content.size());
+        matching_ = true;
+    }
+}
+
+void TextStream::reset() {
+    pieces_.reset();
+    cut_.clear();
+    held_.clear();
+    collected_.clear();
+    segments_.clear();
+    ready_.clear();
+    started_ = false;
+}
+
+void TextStream::feed(const u8* data, size_t size) {
+    if (size == 0) return;
+    if (!cut_.empty()) {  // the cut sequence goes first (at most 3 bytes)
+        work_.assign(cut_);
+        work_.append(reinterpret_cast<const char*>(data), size);
+        cut_.clear();
+        std::string joined;
+        joined.swap(work_);
+        feed(reinterpret_cast<const u8*>(joined.data()), joined.size());
+        work_.swap(joined);
+        return;
+    }
+    bool changed;
+    size_t end = repair_utf8(data, size, false, repaired_, changed);
+    cut_.assign(reinterpret_cast<const char*>(data) + end, size - end);
+    if (changed)
+        text(reinterpret_cast<const u8*>(repaired_.data()), repaired_.size(), false);
+    else
+        text(data, end, false);
+}
+
+std::string TextStream::take_cut() {
+    std::string out;
+    out.swap(cut_);
+    return out;
+}
+
+void TextStream::finish() {
+    if (!cut_.empty()) {
+        bool changed;
+        std::string cut;
+        cut.swap(cut_);
+        repair_utf8(reinterpret_cast<const u8*>(cut.data()), cut.size(), true, repaired_, changed);
+        const std::string& valid = changed ? repaired_ : cut;
+        text(reinterpret_cast<const u8*>(valid.data()), valid.size(), false);
+    }
+    text(nullptr, 0, true);
+    end_segment();
+    std::vector<u32> out;
+    out.swap(ready_);
+    std::vector<std::string> segments;
+    segments.swap(segments_);
+    reset();
+    ready_.swap(out);
+    segments_.swap(segments);
+}
+
+void TextStream::take(std::vector<u32>& out) {
+    out.insert(out.end(), ready_.begin(), ready_.end());
+    ready_.clear();
+}
+
+std::vector<std::string> TextStream::take_segments() {
+    std::vector<std::string> out;
+    out.swap(segments_);
+    return out;
+}
+
+size_t TextStream::pending_bytes() const {
+    return cut_.size() + held_.size() + collected_.size() + pieces_.pending_bytes();
+}
+
+void TextStream::text(const u8* data, size_t size, bool final) {
+    if (!matching_) {
+        segment(data, size);
+        return;
+    }
+    if (!held_.empty()) {  // held text first (shorter than the longest added token)
+        work_.assign(held_);
+        if (size) work_.append(reinterpret_cast<const char*>(data), size);
+        held_.clear();
+        data = reinterpret_cast<const u8*>(work_.data());
+        size = work_.size();
+    }
+    size_t at = 0, i = 0;
+    while (true) {
+        while (i < size && !first_[data[i]]) ++i;
+        if (i >= size) {
+            segment(data + at, size - at);
+            return;
+        }
+        // an added token at i: the longest that matches, unless the rest of the text is a
+        // proper prefix of one (then it may still start here: hold from i)
+        size_t rest = size - i;
+        const Added* match = nullptr;
+        bool open = false;
+        for (const Added& a : added_) {
+            if (u8(a.content[0]) != data[i]) continue;
+            if (a.content.size() <= rest) {
+                if (!match && std::memcmp(data + i, a.content.data(), a.content.size()) == 0)
+                    match = &a;
+            } else if (!final && std::memcmp(data + i, a.content.data(), rest) == 0) {
+                open = true;
+                break;
+            }
+        }
+        if (open) {
+            segment(data + at, i - at);
+            std::string held(reinterpret_cast<const char*>(data) + i, rest);
+            held_.swap(held);
+            return;
+        }
+        if (!match) {
+            ++i;
+            continue;
+        }
+        size_t end = i + match->content.size();
+        if (match->allowed) {  // the segment ends before it
+            segment(data + at, i - at);
+            end_segment();
+            ready_.push_back(match->id);
+        } else {  // matched but not allowed: text
+            segment(data + at, end - at);
+        }
+        at = i = end;
+    }
+}
+
+void TextStream::segment(const u8* data, size_t size) {
+    if (size == 0) return;
+    if (!started_) {
+        started_ = true;
+        if (add_prefix_space_ && data[0] != ' ') segment(reinterpret_cast<const u8*>(" "), 1);
+    }
+    if (collect_) {
+        collected_.append(reinterpret_cast<const char*>(data), size);
+        return;
+    }
+    pieces_.feed(data, size);
+    pieces_.take(ready_);
+}
+
+void TextStream::end_segment() {
+    if (!started_) return;
+    started_ = false;
+    if (collect_) {
+        segments_.push_back(std::move(collected_));
+        collected_.clear();
+        ready_.push_back(SEGMENT);
+        return;
+    }
+    pieces_.finish();
+    pieces_.take(ready_);
 }
 
 }  // namespace incbpe

@@ -163,4 +163,56 @@ class PieceStream {
     std::string kept_;
 };
 
+//: Python's `bytes.decode("utf-8", "replace")`, re-encoded: each maximal invalid subpart of
+//: s[0 .. size) becomes U+FFFD. Returns where a sequence cut off by the end starts (size when
+//: none; with `final` a cut sequence is replaced too). When nothing was replaced, `changed` is
+//: false and `out` untouched (the bytes are already valid); else `out` holds the repaired
+//: bytes up to the returned offset.
+size_t repair_utf8(const u8* s, size_t size, bool final, std::string& out, bool& changed);
+
+//: What `Tokenizer.encode` does before splitting, streamed: UTF-8 parts repaired as
+//: `repair_utf8` (a sequence cut by the end of a part waits for the next), the text cut at
+//: added tokens (leftmost, longest first, non-overlapping; one not allowed stays text), held
+//: where an added token may still start, and a space put before each segment when the source
+//: adds one. Segments stream through a `PieceStream`; with `collect` (split patterns without a
+//: native scanner) each closed segment is kept whole and SEGMENT marks its place in the ids.
+class TextStream {
+   public:
+    struct Added {
+        std::string content;
+        u32 id;
+        bool allowed;
+    };
+    static constexpr u32 SEGMENT = 0xFFFFFFFEu;
+    TextStream(const Pipeline& pipeline, std::vector<Added> added, bool add_prefix_space,
+               bool collect);
+    void feed(const u8* data, size_t size);
+    //: The bytes of a cut-off sequence, removed from the stream (a `str` part follows).
+    std::string take_cut();
+    //: End of the text: every remaining token becomes certain; then a new text may be fed.
+    void finish();
+    void take(std::vector<u32>& out);
+    //: With `collect`: the closed segments' bytes, in the order of their SEGMENT marks.
+    std::vector<std::string> take_segments();
+    size_t pending_bytes() const;
+    const PieceStream& pieces() const { return pieces_; }
+    void reset();
+
+   private:
+    void text(const u8* data, size_t size, bool final);
+    void segment(const u8* data, size_t size);
+    void end_segment();
+    PieceStream pieces_;
+    std::vector<Added> added_;  // longest first
+    bool first_[256];
+    bool matching_ = false;
+    bool add_prefix_space_;
+    bool collect_;
+    bool started_ = false;
+    size_t longest_ = 0;
+    std::string cut_, held_, work_, repaired_, collected_;
+    std::vector<std::string> segments_;
+    std::vector<u32> ready_;
+};
+
 }  // namespace incbpe

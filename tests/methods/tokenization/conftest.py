@@ -12,6 +12,31 @@ from docket.methods.tokenization.corpus import smollm2_tokenizer_json, train_byt
 from docket.methods.tokenization.tokenizer import Tokenizer
 
 
+def regex_split_config(trained_json: Path) -> dict[str, Any]:
+    """The trained `tokenizer.json` with a Split pattern no native scanner covers."""
+    import json
+
+    config: dict[str, Any] = json.loads(trained_json.read_text())
+    config["pre_tokenizer"] = {
+        "type": "Sequence",
+        "pretokenizers": [
+            {
+                "type": "Split",
+                "pattern": {"Regex": r"\d|[a-z]+|[^a-z\d]+"},
+                "behavior": "Isolated",
+                "invert": False,
+            },
+            {
+                "type": "ByteLevel",
+                "add_prefix_space": False,
+                "trim_offsets": True,
+                "use_regex": False,
+            },
+        ],
+    }
+    return config
+
+
 @pytest.fixture(scope="session")
 def trained_json(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A 4000-token byte-level BPE trained here with HF's BpeTrainer (GPT-2 split)."""

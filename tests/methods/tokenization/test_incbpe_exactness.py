@@ -14,6 +14,7 @@ from docket.methods.tokenization._native import native
 from docket.methods.tokenization.corpus import adversarial_strings, pathological, stdlib_text
 from docket.methods.tokenization.sources import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN
 from docket.methods.tokenization.tokenizer import Tokenizer
+from tests.methods.tokenization.conftest import regex_split_config
 
 adversarial = adversarial_strings()
 TEXT = stdlib_text(120_000, skip=400)  # files the trained vocabulary did not see
@@ -143,24 +144,7 @@ def test_unknown_split_pattern_uses_the_regex_module(trained_json: Any) -> None:
 
     from tokenizers import Tokenizer as HFTokenizer
 
-    config = json.loads(trained_json.read_text())
-    config["pre_tokenizer"] = {
-        "type": "Sequence",
-        "pretokenizers": [
-            {
-                "type": "Split",
-                "pattern": {"Regex": r"\d|[a-z]+|[^a-z\d]+"},
-                "behavior": "Isolated",
-                "invert": False,
-            },
-            {
-                "type": "ByteLevel",
-                "add_prefix_space": False,
-                "trim_offsets": True,
-                "use_regex": False,
-            },
-        ],
-    }
+    config = regex_split_config(trained_json)
     hf = HFTokenizer.from_str(json.dumps(config))
     tok = Tokenizer.from_tokenizer_json(config)
     assert tok.source.split == "regex"
