@@ -24,13 +24,72 @@ from .bwrap.sandbox import BwrapSandboxEnvironment
 
 #: The only `PATH` of a clean exec: system directories the agent cannot write.
 CLEAN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#: `PYTHONPYCACHEPREFIX` of a clean exec: not a directory, so python reads no bytecode cache
+#: (an unchecked-hash `.pyc` the agent left in a `__pycache__` would replace the source of a
+#: module the scorer wrote beside it) and writes none.
+NO_PYCACHE = "/dev/null"
 #: Where each scoring room is made (a fresh name per room, mode 0700).
 ROOM_PARENT = "/tmp"
 _ST = TypeVar("_ST", bound=SandboxEnvironment)
 _ENV = "/usr/bin/env"
-_MKDIR = "/bin/mkdir"
 _SHELL = "/bin/sh"
 _RESTART_TIMEOUT = 120
+#: Where the agent can write (those that exist are swept for links through /proc).
+AGENT_WRITABLE = ("/workspace", "/home/agent", "/tmp", "/var/tmp", "/dev/shm")
+#: Run with each symlink found under `AGENT_WRITABLE` as an argument: removes those whose
+#: resolution passes through /proc (`/proc/self/fd/3`, `/dev/fd/3`, `/dev/stdin`,
+#: `/proc/self/cwd`, ...), which name whatever the process that opens them holds: a scorer's
+#: check comparing the agent's file with its own expected one would compare that with itself.
+#: Each link is resolved component by component with `readlink` (one level at a time, never
+#: through a magic link), so a chain through other links or a directory link is caught too.
+_UNLINK_PROC = r"""
+through_proc() {
+  todo=$1 done= n=0
+  while [ -n "$todo" ]; do
+    n=$((n + 1))
+    [ $n -gt 4000 ] && return 1
+    case $todo in /*) done= todo=${todo#/}; continue;; esac
+    comp=${todo%%/*}
+    case $todo in */*) todo=${todo#*/};; *) todo=;; esac
+    case $comp in ''|.) continue;; ..) done=${done%/*}; continue;; esac
+    cur=$done/$comp
+    case $cur in /proc|/proc/*) return 0;; esac
+    if [ -L "$cur" ]; then
+      t=$(readlink -- "$cur"; echo .) || return 0
+      t=${t%.}; t=${t%?}
+      case $t in /*) done=;; esac
+      todo=$t${todo:+/$todo}
+    else
+      done=$cur
+    fi
+  done
+  return 1
+}
+for link; do
+  if through_proc "$link"; then
+    chmod u+wx -- "${link%/*}" 2>/dev/null
+    rm -f -- "$link" || printf '%s ' "$link" >&3
+  fi
+done
+"""
+#: Make the room ($1): sweep links through /proc (above, $2), give /tmp back its owner's
+#: write and search bits (the agent owns it on bwrap and could have taken them), then mkdir.
+_MAKE_ROOM = r"""
+room=$1 sweep=$2
+shift 2
+kept=$(
+  for root; do
+    [ -d "$root" ] && [ ! -L "$root" ] || continue
+    find "$root" -type l -exec /bin/sh -c "$sweep" sh {} + 3>&1 >/dev/null 2>&1
+  done
+)
+if [ -n "$kept" ]; then
+  echo "cannot remove links through /proc: $kept" >&2
+  exit 1
+fi
+[ -L /tmp ] || chmod u+wx /tmp 2>/dev/null
+exec /bin/mkdir -m 0700 "$room" "$room/home" "$room/tmp"
+"""
 #: Kill every process the caller may signal but pid 1 and itself, until none is left (zombies
 #: aside): for sandboxes without a way from outside (k8s and others).
 _SWEEP = r"""
@@ -140,6 +199,7 @@ class ScoringSandbox:
             "PYTHONNOUSERSITE": "1",
             "PYTHONSAFEPATH": "1",
             "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONPYCACHEPREFIX": NO_PYCACHE,
         }
 
     def path(self, name: str) -> str:
@@ -272,8 +332,10 @@ async def scoring_sandbox(name: str | None = None, *, live: bool = False) -> Sco
 async def clean_room(sb: SandboxEnvironment, *, live: bool = False) -> ScoringSandbox:
     """Make a clean room in sandbox `sb`: the step `scoring_sandbox` takes, for any sandbox.
 
-    Ends every process the agent started (`end_agent_processes`, unless `live`), then makes
-    a private directory under `/tmp` with a fresh unpredictable name (`mkdir`, which fails on
+    Ends every process the agent started (`end_agent_processes`, unless `live`), removes
+    each symlink under `AGENT_WRITABLE` that resolves through `/proc` (it would name what the
+    scorer's own process holds), gives `/tmp` back its owner's write bit, then makes a
+    private directory under `/tmp` with a fresh unpredictable name (`mkdir`, which fails on
     anything already there, a planted symlink included).
 
     Args:
@@ -289,15 +351,17 @@ async def clean_room(sb: SandboxEnvironment, *, live: bool = False) -> ScoringSa
     if not live:
         await end_agent_processes(sb)
     root = f"{ROOM_PARENT}/docket-score-{secrets.token_hex(16)}"
-    mkdir = [_MKDIR, "-m", "0700", root, f"{root}/home", f"{root}/tmp"]
-    made = await sb.exec([_ENV, "-i", f"PATH={CLEAN_PATH}", *mkdir], cwd="/", timeout=60)
+    make = [_SHELL, "-c", _MAKE_ROOM, _SHELL, root, _UNLINK_PROC, *AGENT_WRITABLE]
+    made = await sb.exec([_ENV, "-i", f"PATH={CLEAN_PATH}", *make], cwd="/", timeout=120)
     if not made.success:
         raise CleanRoomError(f"could not make the scoring room {root}: {_one_line(made.stderr)}")
     return ScoringSandbox(sb, root, live)
 
 
 __all__ = [
+    "AGENT_WRITABLE",
     "CLEAN_PATH",
+    "NO_PYCACHE",
     "CleanRoomError",
     "ScoringSandbox",
     "clean_room",
