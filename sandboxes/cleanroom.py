@@ -72,20 +72,96 @@ for link; do
   fi
 done
 """
-#: Make the room ($1): sweep links through /proc (above, $2), give /tmp back its owner's
-#: write and search bits (the agent owns it on bwrap and could have taken them), then mkdir.
+#: The same sweep in python (`python3 -I -S`, where the image has it): one process, not one
+#: `readlink` per link (5 000 links: 0.3 s against 10 s at load 10); and a directory the agent
+#: made unlistable (mode 0111) or read-only gets its owner's bits for the walk or the removal,
+#: and its mode back after.
+_UNLINK_PROC_PY = r"""
+import os, stat, sys
+
+def through_proc(path):
+    todo, done, n = path.split("/")[::-1], "", 0
+    while todo:
+        n += 1
+        if n > 4000:
+            return False
+        comp = todo.pop()
+        if comp in ("", "."):
+            continue
+        if comp == "..":
+            done = done.rsplit("/", 1)[0]
+            continue
+        cur = done + "/" + comp
+        if cur == "/proc" or cur.startswith("/proc/"):
+            return True
+        if os.path.islink(cur):
+            target = os.readlink(cur)
+            if target.startswith("/"):
+                done = ""
+            todo.extend(target.split("/")[::-1])
+        else:
+            done = cur
+    return False
+
+kept = []
+
+def sweep(folder):
+    try:
+        entries = list(os.scandir(folder))
+    except PermissionError:
+        mode = os.lstat(folder).st_mode
+        os.chmod(folder, stat.S_IMODE(mode) | 0o500)
+        try:
+            entries = list(os.scandir(folder))
+        finally:
+            os.chmod(folder, stat.S_IMODE(mode))
+    except OSError:
+        return
+    for entry in entries:
+        if entry.is_symlink():
+            try:
+                bad = through_proc(entry.path)
+            except OSError:
+                bad = True
+            if bad:
+                try:
+                    mode = stat.S_IMODE(os.lstat(folder).st_mode)
+                    os.chmod(folder, mode | 0o300)
+                    try:
+                        os.unlink(entry.path)
+                    finally:
+                        os.chmod(folder, mode)
+                except OSError:
+                    kept.append(entry.path)
+        elif entry.is_dir(follow_symlinks=False):
+            sweep(entry.path)
+
+sys.setrecursionlimit(100000)
+for root in sys.argv[1:]:
+    if os.path.isdir(root) and not os.path.islink(root):
+        sweep(root)
+if kept:
+    sys.exit("cannot remove links through /proc: " + " ".join(map(repr, kept)))
+"""
+#: Make the room ($1): sweep links through /proc (python's sweep $3, else the shell's $2),
+#: give /tmp back its owner's write and search bits (the agent owns it on bwrap and could
+#: have taken them), then mkdir.
 _MAKE_ROOM = r"""
-room=$1 sweep=$2
-shift 2
-kept=$(
-  for root; do
-    [ -d "$root" ] && [ ! -L "$root" ] || continue
-    find "$root" -type l -exec /bin/sh -c "$sweep" sh {} + 3>&1 >/dev/null 2>&1
-  done
-)
-if [ -n "$kept" ]; then
-  echo "cannot remove links through /proc: $kept" >&2
-  exit 1
+room=$1 sweep=$2 sweep_py=$3
+shift 3
+if [ -x /usr/bin/python3 ]; then
+  /usr/bin/python3 -I -S -c "$sweep_py" "$@" || exit 1
+else
+  kept=$(
+    for root; do
+      [ -d "$root" ] && [ ! -L "$root" ] || continue
+      find "$root" -type l -exec /bin/sh -c "$sweep" sh {} + 3>&1 >/dev/null 2>&1
+    done
+  )
+  if [ -n "$kept" ]; then
+    echo "cannot remove links through /proc: $kept" >&2
+    exit 1
+  fi
 fi
 [ -L /tmp ] || chmod u+wx /tmp 2>/dev/null
 exec /bin/mkdir -m 0700 "$room" "$room/home" "$room/tmp"
@@ -351,7 +427,7 @@ async def clean_room(sb: SandboxEnvironment, *, live: bool = False) -> ScoringSa
     if not live:
         await end_agent_processes(sb)
     root = f"{ROOM_PARENT}/docket-score-{secrets.token_hex(16)}"
-    make = [_SHELL, "-c", _MAKE_ROOM, _SHELL, root, _UNLINK_PROC, *AGENT_WRITABLE]
+    make = [_SHELL, "-c", _MAKE_ROOM, _SHELL, root, _UNLINK_PROC, _UNLINK_PROC_PY, *AGENT_WRITABLE]
     made = await sb.exec([_ENV, "-i", f"PATH={CLEAN_PATH}", *make], cwd="/", timeout=120)
     if not made.success:
         raise CleanRoomError(f"could not make the scoring room {root}: {_one_line(made.stderr)}")

@@ -23,6 +23,7 @@ import pytest
 from inspect_ai.util import SandboxEnvironment
 
 from docket.sandboxes import clean_room
+from docket.sandboxes import cleanroom as cleanroom_module
 from docket.sandboxes.cleanroom import ScoringSandbox
 from tests.sandboxes.bwrap_support import bwrap_sandbox, requires_bwrap
 
@@ -98,10 +99,9 @@ COMPARE = {
 
 
 async def _compare(room: ScoringSandbox, check: str) -> bool:
-    cmd = COMPARE[check]
-    if check == "cmp":
-        return (await room.exec(cmd, timeout=30)).success
-    return (await room.exec(cmd, input="42\n", timeout=30)).success
+    """Whether `check` says the answer matches (stdin: the expected text again, as a scorer
+    might feed it)."""
+    return (await room.exec(COMPARE[check], input="42\n", timeout=30)).success
 
 
 @pytest.mark.parametrize("link", sorted(PROC_LINKS))
@@ -159,3 +159,35 @@ async def test_a_workspace_of_mode_zero_fails_the_check_and_not_the_scorer() -> 
         assert not result.success
         with pytest.raises(PermissionError):
             await room.read_file("/workspace/answer.txt")
+
+
+async def test_a_link_in_a_directory_the_agent_made_unlistable_is_found() -> None:
+    """A directory of mode 0111 cannot be listed, yet a check can open a known path in it:
+    the sweep lists it with its owner's read bit for a moment, then gives its mode back."""
+    plant = (
+        "mkdir /workspace/out && ln -s /proc/self/fd/3 /workspace/out/answer.txt && "
+        "chmod 111 /workspace/out"
+    )
+    check = ["cmp", "expected.txt", "/workspace/out/answer.txt"]
+    async with bwrap_sandbox() as sb:
+        assert (await sb.exec(["bash", "-c", plant])).success
+        room = await clean_room(sb)
+        await room.write_file("expected.txt", "42\n")
+        assert not (await room.exec(check, timeout=30)).success
+        mode = await sb.exec(["stat", "-c", "%a", "/workspace/out"])
+        assert mode.stdout.strip() == "111"
+
+
+@pytest.mark.parametrize("link", sorted(PROC_LINKS))
+async def test_the_shell_sweep_for_images_without_python_removes_the_same_links(
+    link: str,
+) -> None:
+    """Where an image has no `/usr/bin/python3` the room sweeps with `find` and `readlink`."""
+    sweep = (
+        'find /workspace -type l -exec /bin/sh -c "$SWEEP" sh {} + 3>&2; '
+        "test -e /workspace/answer.txt && echo kept || echo gone"
+    )
+    async with bwrap_sandbox() as sb:
+        assert (await sb.exec(["bash", "-c", PROC_LINKS[link]])).success
+        result = await sb.exec(["sh", "-c", sweep], env={"SWEEP": cleanroom_module._UNLINK_PROC})
+        assert result.stdout.split() == ["gone"], result.stderr
