@@ -22,6 +22,8 @@ from __future__ import annotations
 import pytest
 from inspect_ai.util import SandboxEnvironment
 
+from docket.agents.cli_target import read_workspace
+from docket.agents.cli_target.workspace import WorkspaceError
 from docket.sandboxes import clean_room
 from docket.sandboxes import cleanroom as cleanroom_module
 from docket.sandboxes.cleanroom import ScoringSandbox
@@ -191,3 +193,15 @@ async def test_the_shell_sweep_for_images_without_python_removes_the_same_links(
         assert (await sb.exec(["bash", "-c", PROC_LINKS[link]])).success
         result = await sb.exec(["sh", "-c", sweep], env={"SWEEP": cleanroom_module._UNLINK_PROC})
         assert result.stdout.split() == ["gone"], result.stderr
+
+
+async def test_a_workspace_past_the_output_limit_is_a_workspace_error_not_a_crash() -> None:
+    """12 MB of random bytes in the workspace: the anchor scorer's `read_workspace` (a tar of
+    it on stdout) passes Inspect's output limit. That raised `OutputLimitExceededError`, which
+    the scorer does not catch (a sample error the agent could cause at will); it is now a
+    `WorkspaceError`, which the scorer reports as an unreadable workspace."""
+    async with bwrap_sandbox() as sb:
+        plant = "head -c 12M /dev/urandom > /workspace/noise"
+        assert (await sb.exec(["bash", "-c", plant])).success
+        with pytest.raises(WorkspaceError, match="output limit"):
+            await read_workspace(await clean_room(sb))
