@@ -205,3 +205,34 @@ async def test_a_workspace_past_the_output_limit_is_a_workspace_error_not_a_cras
         assert (await sb.exec(["bash", "-c", plant])).success
         with pytest.raises(WorkspaceError, match="output limit"):
             await read_workspace(await clean_room(sb))
+
+
+#: Run by the agent: plant python's `sitecustomize` where Debian's python3 looks for it (its
+#: `/usr/lib/python3.11/sitecustomize.py` is a link to `/etc/python3.11/`, which bwrap's /etc
+#: lacks), as a `usercustomize` and a `.pth` in every system site directory; print what took.
+PLANT_SITECUSTOMIZE = """
+import os, site, sys
+paths = ["/etc/python3.11/sitecustomize.py", "/etc/python3/sitecustomize.py"]
+paths += [os.path.join(d, "zz.pth") for d in site.getsitepackages()]
+paths += [os.path.join(d, "usercustomize.py") for d in sys.path if d]
+took = []
+for path in paths:
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write("import os; os._exit(0)\\n")
+        took.append(path)
+    except OSError:
+        pass
+print(took)
+"""
+
+
+async def test_python_startup_files_cannot_be_planted() -> None:
+    """The dangling `sitecustomize.py` link into `/etc` (bwrap copies only a few /etc files)
+    cannot be filled in: /etc is read-only; nor can a `.pth` or `usercustomize` be placed."""
+    async with bwrap_sandbox() as sb:
+        planted = await sb.exec(["python3", "-c", PLANT_SITECUSTOMIZE])
+        assert planted.stdout.strip() == "[]"
+        room = await clean_room(sb)
+        assert not (await room.exec(["python3", "-c", "import sys; sys.exit(1)"])).success

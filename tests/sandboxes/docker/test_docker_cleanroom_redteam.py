@@ -16,6 +16,7 @@ from tests.sandboxes.test_cleanroom_redteam import (
     COMPARE,
     HIDDEN_TEST,
     PLANT_PYC,
+    PLANT_SITECUSTOMIZE,
     PROC_LINKS,
     RUN_HIDDEN,
 )
@@ -76,3 +77,19 @@ async def test_docker_redteam_round(docker_engine: str) -> None:
         limits = await room.bash("ulimit -Sn; ulimit -Hn; grep 'open files' /proc/1/limits")
         assert limits.stdout.split()[:2] == ["1024", "1024"]
         assert limits.stdout.split()[-3:-1] == ["1024", "1024"]
+
+
+async def test_docker_python_startup_files_and_modes(docker_engine: str) -> None:
+    """No python startup file can be planted; `chmod 0` of /workspace fails the check, not the
+    scorer's room or its file operations."""
+    async with docker_container("docket-cleanroom-redteam-2") as sb:
+        planted = await sb.exec(["python3", "-c", PLANT_SITECUSTOMIZE])
+        assert planted.stdout.strip() == "[]"
+        plant = "echo 42 > /workspace/answer.txt; chmod 0 /workspace"
+        assert (await sb.exec(["bash", "-c", plant])).success
+        room = await clean_room(sb)
+        assert not (await room.exec(["python3", "-c", "import sys; sys.exit(1)"])).success
+        await room.write_file("expected.txt", "42\n")
+        assert await room.read_file(room.path("expected.txt")) == "42\n"
+        check = await room.exec(COMPARE["cmp"], timeout=30)
+        assert not check.success
