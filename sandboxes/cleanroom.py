@@ -143,7 +143,7 @@ for root in sys.argv[1:]:
 if kept:
     sys.exit("cannot remove links through /proc: " + " ".join(map(repr, kept)))
 """
-#: Make the room ($1): sweep links through /proc (python's sweep $3, else the shell's $2),
+#: Make the room ($1; empty: only sweep): sweep links through /proc (python's $3, else $2),
 #: give /tmp back its owner's write and search bits (the agent owns it on bwrap and could
 #: have taken them), then mkdir.
 _MAKE_ROOM = r"""
@@ -163,6 +163,7 @@ else
     exit 1
   fi
 fi
+[ -n "$room" ] || exit 0
 [ -L /tmp ] || chmod u+wx /tmp 2>/dev/null
 exec /bin/mkdir -m 0700 "$room" "$room/home" "$room/tmp"
 """
@@ -258,6 +259,7 @@ class ScoringSandbox:
     """
 
     def __init__(self, sb: SandboxEnvironment, root: str, live: bool) -> None:
+        self._ran = False
         self.sandbox = sb
         self.root = root
         self.home = f"{root}/home"
@@ -346,7 +348,9 @@ class ScoringSandbox:
         """Run `cmd` with the clean environment (plus `env`), in the room by default.
 
         `cmd[0]` is looked up on `CLEAN_PATH` only. On docker and k8s, a process an earlier
-        clean exec left behind is ended first (on bwrap nothing outlives its exec).
+        clean exec left behind is ended first (on bwrap nothing outlives its exec). From the
+        room's second command on, links through /proc are swept again first (an earlier
+        command may have run the agent's code).
 
         Args:
             cmd: The command and its arguments.
@@ -359,6 +363,9 @@ class ScoringSandbox:
             Inspect's `ExecResult`.
         """
         await self._ensure_clean()
+        if self._ran:  # what ran (the agent's code, say) may have left links through /proc
+            await _prepare(self.sandbox, "")
+        self._ran = True
         pairs = [f"{k}={v}" for k, v in {**self.env, **(env or {})}.items()]
         if _as(self.sandbox, BwrapSandboxEnvironment) is None:
             _CLEAN.discard(self.sandbox)  # what it runs may outlive it there
@@ -427,11 +434,17 @@ async def clean_room(sb: SandboxEnvironment, *, live: bool = False) -> ScoringSa
     if not live:
         await end_agent_processes(sb)
     root = f"{ROOM_PARENT}/docket-score-{secrets.token_hex(16)}"
+    await _prepare(sb, root)
+    return ScoringSandbox(sb, root, live)
+
+
+async def _prepare(sb: SandboxEnvironment, root: str) -> None:
+    """Sweep links through /proc, then (unless `root` is empty) make the room `root`."""
     make = [_SHELL, "-c", _MAKE_ROOM, _SHELL, root, _UNLINK_PROC, _UNLINK_PROC_PY, *AGENT_WRITABLE]
     made = await sb.exec([_ENV, "-i", f"PATH={CLEAN_PATH}", *make], cwd="/", timeout=120)
     if not made.success:
-        raise CleanRoomError(f"could not make the scoring room {root}: {_one_line(made.stderr)}")
-    return ScoringSandbox(sb, root, live)
+        what = f"make the scoring room {root}" if root else "sweep links through /proc"
+        raise CleanRoomError(f"could not {what}: {_one_line(made.stderr)}")
 
 
 __all__ = [

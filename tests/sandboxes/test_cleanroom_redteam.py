@@ -236,3 +236,22 @@ async def test_python_startup_files_cannot_be_planted() -> None:
         assert planted.stdout.strip() == "[]"
         room = await clean_room(sb)
         assert not (await room.exec(["python3", "-c", "import sys; sys.exit(1)"])).success
+
+
+async def test_a_link_through_proc_made_by_the_agents_code_the_scorer_runs_is_swept() -> None:
+    """The scorer runs the agent's build (its own code, on purpose), then compares what it
+    made with the expected file: the build leaves a link through /proc; the room sweeps
+    again before its next command."""
+    build = "ln -s /proc/self/fd/3 /workspace/answer.txt\n"
+    async with bwrap_sandbox() as sb:
+        await sb.write_file("/workspace/build.sh", build)
+        room = await clean_room(sb)
+        await room.write_file("expected.txt", "42\n")
+        assert (await room.exec(["bash", "/workspace/build.sh"], timeout=30)).success
+        assert not await _compare(room, "cmp")
+    async with bwrap_sandbox() as sb:  # honest control
+        await sb.write_file("/workspace/build.sh", "echo 42 > /workspace/answer.txt\n")
+        room = await clean_room(sb)
+        await room.write_file("expected.txt", "42\n")
+        assert (await room.exec(["bash", "/workspace/build.sh"], timeout=30)).success
+        assert await _compare(room, "cmp")
