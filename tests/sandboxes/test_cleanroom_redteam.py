@@ -255,3 +255,16 @@ async def test_a_link_through_proc_made_by_the_agents_code_the_scorer_runs_is_sw
         await room.write_file("expected.txt", "42\n")
         assert (await room.exec(["bash", "/workspace/build.sh"], timeout=30)).success
         assert await _compare(room, "cmp")
+
+
+async def test_a_disk_left_just_full_enough_for_the_room_fails_in_one_line() -> None:
+    """The agent leaves free exactly the inodes the room takes (3): the room is made, the
+    scorer's first file is refused (ENOSPC), in one line: an error, never a pass. (Left open:
+    the agent can turn its sample into an error this way; see the README.)"""
+    fill = "cd /workspace && i=0; while : > f$i 2>/dev/null; do i=$((i+1)); done; rm f0 f1 f2"
+    async with bwrap_sandbox({"max_disk_mb": 8, "max_inodes": 200}) as sb:
+        assert (await sb.exec(["bash", "-c", fill], timeout=60)).success
+        room = await clean_room(sb)
+        with pytest.raises(OSError) as caught:
+            await room.write_file("check.py", "import sys; sys.exit(0)\n")
+        assert "\n" not in str(caught.value)
