@@ -24,13 +24,149 @@ from .bwrap.sandbox import BwrapSandboxEnvironment
 
 #: The only `PATH` of a clean exec: system directories the agent cannot write.
 CLEAN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#: `PYTHONPYCACHEPREFIX` of a clean exec: not a directory, so python reads no bytecode cache
+#: (an unchecked-hash `.pyc` the agent left in a `__pycache__` would replace the source of a
+#: module the scorer wrote beside it) and writes none.
+NO_PYCACHE = "/dev/null"
 #: Where each scoring room is made (a fresh name per room, mode 0700).
 ROOM_PARENT = "/tmp"
 _ST = TypeVar("_ST", bound=SandboxEnvironment)
 _ENV = "/usr/bin/env"
-_MKDIR = "/bin/mkdir"
 _SHELL = "/bin/sh"
 _RESTART_TIMEOUT = 120
+#: Where the agent can write (those that exist are swept for links through /proc).
+AGENT_WRITABLE = ("/workspace", "/home/agent", "/tmp", "/var/tmp", "/dev/shm")
+#: Run with each symlink found under `AGENT_WRITABLE` as an argument: removes those whose
+#: resolution passes through /proc (`/proc/self/fd/3`, `/dev/fd/3`, `/dev/stdin`,
+#: `/proc/self/cwd`, ...), which name whatever the process that opens them holds: a scorer's
+#: check comparing the agent's file with its own expected one would compare that with itself.
+#: Each link is resolved component by component with `readlink` (one level at a time, never
+#: through a magic link), so a chain through other links or a directory link is caught too.
+_UNLINK_PROC = r"""
+through_proc() {
+  todo=$1 done= n=0
+  while [ -n "$todo" ]; do
+    n=$((n + 1))
+    [ $n -gt 4000 ] && return 1
+    case $todo in /*) done= todo=${todo#/}; continue;; esac
+    comp=${todo%%/*}
+    case $todo in */*) todo=${todo#*/};; *) todo=;; esac
+    case $comp in ''|.) continue;; ..) done=${done%/*}; continue;; esac
+    cur=$done/$comp
+    case $cur in /proc|/proc/*) return 0;; esac
+    if [ -L "$cur" ]; then
+      t=$(readlink -- "$cur"; echo .) || return 0
+      t=${t%.}; t=${t%?}
+      case $t in /*) done=;; esac
+      todo=$t${todo:+/$todo}
+    else
+      done=$cur
+    fi
+  done
+  return 1
+}
+for link; do
+  if through_proc "$link"; then
+    chmod u+wx -- "${link%/*}" 2>/dev/null
+    rm -f -- "$link" || printf '%s ' "$link" >&3
+  fi
+done
+"""
+#: The same sweep in python (`python3 -I -S`, where the image has it): one process, not one
+#: `readlink` per link (5 000 links: 0.3 s against 10 s at load 10); and a directory the agent
+#: made unlistable (mode 0111) or read-only gets its owner's bits for the walk or the removal,
+#: and its mode back after.
+_UNLINK_PROC_PY = r"""
+import os, stat, sys
+
+def through_proc(path):
+    todo, done, n = path.split("/")[::-1], "", 0
+    while todo:
+        n += 1
+        if n > 4000:
+            return False
+        comp = todo.pop()
+        if comp in ("", "."):
+            continue
+        if comp == "..":
+            done = done.rsplit("/", 1)[0]
+            continue
+        cur = done + "/" + comp
+        if cur == "/proc" or cur.startswith("/proc/"):
+            return True
+        if os.path.islink(cur):
+            target = os.readlink(cur)
+            if target.startswith("/"):
+                done = ""
+            todo.extend(target.split("/")[::-1])
+        else:
+            done = cur
+    return False
+
+kept = []
+
+def sweep(folder):
+    try:
+        entries = list(os.scandir(folder))
+    except PermissionError:
+        mode = os.lstat(folder).st_mode
+        os.chmod(folder, stat.S_IMODE(mode) | 0o500)
+        try:
+            entries = list(os.scandir(folder))
+        finally:
+            os.chmod(folder, stat.S_IMODE(mode))
+    except OSError:
+        return
+    for entry in entries:
+        if entry.is_symlink():
+            try:
+                bad = through_proc(entry.path)
+            except OSError:
+                bad = True
+            if bad:
+                try:
+                    mode = stat.S_IMODE(os.lstat(folder).st_mode)
+                    os.chmod(folder, mode | 0o300)
+                    try:
+                        os.unlink(entry.path)
+                    finally:
+                        os.chmod(folder, mode)
+                except OSError:
+                    kept.append(entry.path)
+        elif entry.is_dir(follow_symlinks=False):
+            sweep(entry.path)
+
+sys.setrecursionlimit(100000)
+for root in sys.argv[1:]:
+    if os.path.isdir(root) and not os.path.islink(root):
+        sweep(root)
+if kept:
+    sys.exit("cannot remove links through /proc: " + " ".join(map(repr, kept)))
+"""
+#: Make the room ($1; empty: only sweep): sweep links through /proc (python's $3, else $2),
+#: give /tmp back its owner's write and search bits (the agent owns it on bwrap and could
+#: have taken them), then mkdir.
+_MAKE_ROOM = r"""
+room=$1 sweep=$2 sweep_py=$3
+shift 3
+if [ -x /usr/bin/python3 ]; then
+  /usr/bin/python3 -I -S -c "$sweep_py" "$@" || exit 1
+else
+  kept=$(
+    for root; do
+      [ -d "$root" ] && [ ! -L "$root" ] || continue
+      find "$root" -type l -exec /bin/sh -c "$sweep" sh {} + 3>&1 >/dev/null 2>&1
+    done
+  )
+  if [ -n "$kept" ]; then
+    echo "cannot remove links through /proc: $kept" >&2
+    exit 1
+  fi
+fi
+[ -n "$room" ] || exit 0
+[ -L /tmp ] || chmod u+wx /tmp 2>/dev/null
+exec /bin/mkdir -m 0700 "$room" "$room/home" "$room/tmp"
+"""
 #: Kill every process the caller may signal but pid 1 and itself, until none is left (zombies
 #: aside): for sandboxes without a way from outside (k8s and others).
 _SWEEP = r"""
@@ -123,6 +259,7 @@ class ScoringSandbox:
     """
 
     def __init__(self, sb: SandboxEnvironment, root: str, live: bool) -> None:
+        self._ran = False
         self.sandbox = sb
         self.root = root
         self.home = f"{root}/home"
@@ -140,6 +277,7 @@ class ScoringSandbox:
             "PYTHONNOUSERSITE": "1",
             "PYTHONSAFEPATH": "1",
             "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONPYCACHEPREFIX": NO_PYCACHE,
         }
 
     def path(self, name: str) -> str:
@@ -210,7 +348,9 @@ class ScoringSandbox:
         """Run `cmd` with the clean environment (plus `env`), in the room by default.
 
         `cmd[0]` is looked up on `CLEAN_PATH` only. On docker and k8s, a process an earlier
-        clean exec left behind is ended first (on bwrap nothing outlives its exec).
+        clean exec left behind is ended first (on bwrap nothing outlives its exec). From the
+        room's second command on, links through /proc are swept again first (an earlier
+        command may have run the agent's code).
 
         Args:
             cmd: The command and its arguments.
@@ -223,6 +363,9 @@ class ScoringSandbox:
             Inspect's `ExecResult`.
         """
         await self._ensure_clean()
+        if self._ran:  # what ran (the agent's code, say) may have left links through /proc
+            await _prepare(self.sandbox, "")
+        self._ran = True
         pairs = [f"{k}={v}" for k, v in {**self.env, **(env or {})}.items()]
         if _as(self.sandbox, BwrapSandboxEnvironment) is None:
             _CLEAN.discard(self.sandbox)  # what it runs may outlive it there
@@ -272,8 +415,10 @@ async def scoring_sandbox(name: str | None = None, *, live: bool = False) -> Sco
 async def clean_room(sb: SandboxEnvironment, *, live: bool = False) -> ScoringSandbox:
     """Make a clean room in sandbox `sb`: the step `scoring_sandbox` takes, for any sandbox.
 
-    Ends every process the agent started (`end_agent_processes`, unless `live`), then makes
-    a private directory under `/tmp` with a fresh unpredictable name (`mkdir`, which fails on
+    Ends every process the agent started (`end_agent_processes`, unless `live`), removes
+    each symlink under `AGENT_WRITABLE` that resolves through `/proc` (it would name what the
+    scorer's own process holds), gives `/tmp` back its owner's write bit, then makes a
+    private directory under `/tmp` with a fresh unpredictable name (`mkdir`, which fails on
     anything already there, a planted symlink included).
 
     Args:
@@ -289,15 +434,23 @@ async def clean_room(sb: SandboxEnvironment, *, live: bool = False) -> ScoringSa
     if not live:
         await end_agent_processes(sb)
     root = f"{ROOM_PARENT}/docket-score-{secrets.token_hex(16)}"
-    mkdir = [_MKDIR, "-m", "0700", root, f"{root}/home", f"{root}/tmp"]
-    made = await sb.exec([_ENV, "-i", f"PATH={CLEAN_PATH}", *mkdir], cwd="/", timeout=60)
-    if not made.success:
-        raise CleanRoomError(f"could not make the scoring room {root}: {_one_line(made.stderr)}")
+    await _prepare(sb, root)
     return ScoringSandbox(sb, root, live)
 
 
+async def _prepare(sb: SandboxEnvironment, root: str) -> None:
+    """Sweep links through /proc, then (unless `root` is empty) make the room `root`."""
+    make = [_SHELL, "-c", _MAKE_ROOM, _SHELL, root, _UNLINK_PROC, _UNLINK_PROC_PY, *AGENT_WRITABLE]
+    made = await sb.exec([_ENV, "-i", f"PATH={CLEAN_PATH}", *make], cwd="/", timeout=120)
+    if not made.success:
+        what = f"make the scoring room {root}" if root else "sweep links through /proc"
+        raise CleanRoomError(f"could not {what}: {_one_line(made.stderr)}")
+
+
 __all__ = [
+    "AGENT_WRITABLE",
     "CLEAN_PATH",
+    "NO_PYCACHE",
     "CleanRoomError",
     "ScoringSandbox",
     "clean_room",

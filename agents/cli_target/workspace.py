@@ -16,7 +16,7 @@ import io
 import tarfile
 from dataclasses import dataclass
 
-from inspect_ai.util import sandbox
+from inspect_ai.util import OutputLimitExceededError, sandbox
 
 from docket.sandboxes import ScoringSandbox, scoring_sandbox
 
@@ -93,9 +93,15 @@ async def read_workspace(room: ScoringSandbox | None = None) -> dict[str, Worksp
 
     Returns:
         The files by path relative to the workspace.
+
+    Raises:
+        WorkspaceError: The snapshot failed or passed the sandbox's output limit (one line).
     """
     room = room if room is not None else await scoring_sandbox()
-    result = await room.bash(_SNAPSHOT, cwd=WORKSPACE, timeout=120)
+    try:
+        result = await room.bash(_SNAPSHOT, cwd=WORKSPACE, timeout=120)
+    except OutputLimitExceededError as ex:  # the agent's files decide this: not a crash
+        raise WorkspaceError(f"workspace snapshot past the sandbox's output limit: {ex}") from None
     if not result.success:
         raise WorkspaceError(f"workspace command failed ({result.returncode}): {result.stderr}")
     return snapshot_files(result.stdout.strip())

@@ -252,7 +252,7 @@ class BwrapSandboxEnvironment(SandboxEnvironment):
         raw = await self._run(
             None,
             input=contents.encode("utf-8") if isinstance(contents, str) else contents,
-            cwd=".",
+            cwd="/",  # the path is absolute: the workspace's mode must not matter
             env={},
             timeout=_FILE_OP_TIMEOUT,
             stdout_limit=_STDERR_LIMIT_FILE_OPS,
@@ -280,7 +280,7 @@ class BwrapSandboxEnvironment(SandboxEnvironment):
             raw = await self._run(
                 None,
                 input=None,
-                cwd=".",
+                cwd="/",
                 env={},
                 timeout=_FILE_OP_TIMEOUT,
                 stdout_limit=limit,
