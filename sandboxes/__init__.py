@@ -12,6 +12,7 @@ from docket.core.inspect_private import PrerequisiteError
 from .cleanroom import (
     CLEAN_PATH,
     CleanRoomError,
+    RoomUnavailable,
     ScoringSandbox,
     clean_room,
     end_agent_processes,
@@ -78,6 +79,7 @@ __all__ = [
     "CLEAN_PATH",
     "SANDBOX_KINDS",
     "CleanRoomError",
+    "RoomUnavailable",
     "SandboxSpecError",
     "ScoringSandbox",
     "clean_room",

@@ -200,6 +200,12 @@ class CleanRoomError(RuntimeError):
     """The clean room could not be made (one line: what failed and why)."""
 
 
+class RoomUnavailable(CleanRoomError):
+    """The agent's processes ended, but the sandbox left no room to score in (its disk or inodes
+    full, its writable folders taken): the agent's doing, which a scorer scores as a failure
+    with this reason rather than letting the sample error."""
+
+
 async def end_agent_processes(sb: SandboxEnvironment | None = None) -> None:
     """End every process the agent started in a sandbox, whatever it runs as or is named.
 
@@ -429,7 +435,9 @@ async def clean_room(sb: SandboxEnvironment, *, live: bool = False) -> ScoringSa
         The clean room.
 
     Raises:
-        CleanRoomError: The processes could not be ended or the room not made (one line).
+        CleanRoomError: The processes could not be ended (one line).
+        RoomUnavailable: The room could not be made (one line): a scorer's failure to score,
+            with this reason, not an error.
     """
     if not live:
         await end_agent_processes(sb)
@@ -444,7 +452,7 @@ async def _prepare(sb: SandboxEnvironment, root: str) -> None:
     made = await sb.exec([_ENV, "-i", f"PATH={CLEAN_PATH}", *make], cwd="/", timeout=120)
     if not made.success:
         what = f"make the scoring room {root}" if root else "sweep links through /proc"
-        raise CleanRoomError(f"could not {what}: {_one_line(made.stderr)}")
+        raise RoomUnavailable(f"could not {what}: {_one_line(made.stderr)}")
 
 
 __all__ = [
@@ -452,6 +460,7 @@ __all__ = [
     "CLEAN_PATH",
     "NO_PYCACHE",
     "CleanRoomError",
+    "RoomUnavailable",
     "ScoringSandbox",
     "clean_room",
     "end_agent_processes",

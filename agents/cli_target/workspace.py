@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from inspect_ai.util import OutputLimitExceededError, sandbox
 
-from docket.sandboxes import ScoringSandbox, scoring_sandbox
+from docket.sandboxes import RoomUnavailable, ScoringSandbox, scoring_sandbox
 
 _SNAPSHOT = "tar --format=posix -czf - . | base64 -w0"
 _RESTORE = "find . -mindepth 1 -maxdepth 1 -exec rm -rf {} + && base64 -d | tar -xzf -"
@@ -97,7 +97,10 @@ async def read_workspace(room: ScoringSandbox | None = None) -> dict[str, Worksp
     Raises:
         WorkspaceError: The snapshot failed or passed the sandbox's output limit (one line).
     """
-    room = room if room is not None else await scoring_sandbox()
+    try:
+        room = room if room is not None else await scoring_sandbox()
+    except RoomUnavailable as ex:  # the agent filled its disk: an unreadable workspace
+        raise WorkspaceError(f"no room left to read the workspace: {ex}") from None
     try:
         result = await room.bash(_SNAPSHOT, cwd=WORKSPACE, timeout=120)
     except OutputLimitExceededError as ex:  # the agent's files decide this: not a crash

@@ -18,7 +18,7 @@ from inspect_ai.util import OutputLimitExceededError
 
 from docket.core.headline import headline
 from docket.core.options import checked, one_of, positive
-from docket.sandboxes import ScoringSandbox, sandbox_spec, scoring_sandbox
+from docket.sandboxes import RoomUnavailable, ScoringSandbox, sandbox_spec, scoring_sandbox
 
 PROMPT = (
     "In the current directory, create a file named `{path}` containing exactly: '{content}'. "
@@ -95,7 +95,8 @@ def file_created() -> Scorer:
     """CORRECT when every file the sample expects exists in the sandbox with its content.
 
     The files are read in a clean room (`scoring_sandbox`): every process the agent started,
-    Inspect's tool server included, has ended first, so none can change them meanwhile.
+    Inspect's tool server included, has ended first, so none can change them meanwhile. A
+    sandbox whose disk the agent left too full for the room is INCORRECT with that reason.
 
     Returns:
         A scorer with CORRECT or INCORRECT and the problems found as the explanation.
@@ -103,7 +104,10 @@ def file_created() -> Scorer:
 
     async def score(state: TaskState, target: Target) -> Score:
         expect = {str(k): str(v) for k, v in dict(state.metadata["expect"]).items()}
-        room = await scoring_sandbox()
+        try:
+            room = await scoring_sandbox()
+        except RoomUnavailable as ex:
+            return Score(value=INCORRECT, explanation=f"no room left to score in: {ex}")
         problems = [
             p for path, text in expect.items() if (p := await _check_file(room, path, text))
         ]

@@ -3,7 +3,8 @@
 Beyond the end-to-end attacks of `test_cleanroom`: every path a clean exec trusts is out of the
 agent's reach, nothing the agent planted reaches a clean exec's environment, an exec still in
 flight when scoring starts is ended, a path planted where the room is made is refused, and a
-full disk makes the room fail in one line (an error, never a pass).
+full disk makes the room fail in one line, which smoke's scorer and the workspace reader turn
+into a scored failure with that reason (never a pass, never an error the agent causes at will).
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ import anyio
 import pytest
 
 from docket.agents.cli_target import read_workspace
+from docket.agents.cli_target.workspace import WorkspaceError
+from docket.benchmarks.smoke import smoke as smoke_module
 from docket.benchmarks.smoke.smoke import _check_file
-from docket.sandboxes import CleanRoomError, clean_room, end_agent_processes
+from docket.sandboxes import CleanRoomError, RoomUnavailable, clean_room, end_agent_processes
 from docket.sandboxes import cleanroom as cleanroom_module
 from tests.sandboxes.bwrap_support import bwrap_sandbox, requires_bwrap
 from tests.sandboxes.cleanroom_checks import PLANT_ENVIRONMENT, trusted_writable
@@ -88,10 +91,33 @@ async def test_a_full_disk_fails_the_room_in_one_line() -> None:
     )
     async with bwrap_sandbox({"max_disk_mb": 8, "max_inodes": 300}) as sb:
         assert (await sb.exec(["bash", "-c", fill])).success
-        with pytest.raises(CleanRoomError) as caught:
+        with pytest.raises(RoomUnavailable) as caught:
             room = await clean_room(sb)
             await room.write_file("check.py", "import sys; sys.exit(0)\n")
         assert "\n" not in str(caught.value)
+        assert isinstance(caught.value, CleanRoomError)
+
+
+async def test_no_room_to_score_is_a_scored_failure_with_its_reason(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Smoke's scorer and the workspace reader score a room the agent left no space for: the
+    sample fails with the reason (it does not error, so it cannot drop out of the accuracy)."""
+    full = RoomUnavailable("could not make the scoring room /tmp/x: No space left on device")
+
+    async def no_room(*args: object, **kwargs: object) -> object:
+        raise full
+
+    monkeypatch.setattr(smoke_module, "scoring_sandbox", no_room)
+    state = type("State", (), {"metadata": {"expect": {"hello.txt": "docket ready"}}})()
+    score = await smoke_module.file_created()(state, None)  # type: ignore[arg-type]
+    assert score is not None and score.value == "I"
+    assert score.explanation == f"no room left to score in: {full}"
+    from docket.agents.cli_target import workspace
+
+    monkeypatch.setattr(workspace, "scoring_sandbox", no_room)
+    with pytest.raises(WorkspaceError, match="^no room left to read the workspace: could not"):
+        await read_workspace()
 
 
 async def test_the_sweep_for_other_sandboxes_ends_detached_and_renamed_processes() -> None:
