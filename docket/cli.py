@@ -465,11 +465,14 @@ def _parser() -> argparse.ArgumentParser:
     power.add_argument("--headline", action="append", metavar="SPEC", help=headline_help)
     suite = commands.add_parser(
         "suite",
-        help="run every benchmark with a preset (offline, api, local, or a YAML file); exit 1 when "
-        "an endpoint fails its probe call or a task has errored samples (named; re-run next time)",
+        help="run every benchmark with a preset (offline, api, local, local-server, or a YAML "
+        "file); exit 1 when an endpoint fails its probe call or a task has errored samples "
+        "(named; re-run next time)",
     )
     suite.add_argument(
-        "preset", metavar="PRESET", help="offline | api | local | path to a preset YAML"
+        "preset",
+        metavar="PRESET",
+        help="offline | api | local | local-server | path to a preset YAML",
     )
     suite.add_argument("--model", action="append", help="run these models instead (repeatable)")
     suite.add_argument("--role", action="append", help="ROLE=provider/model (repeatable)")
