@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -52,6 +53,7 @@ def _list(console: Console) -> int:
             _first_doc_line(function),
         )
     console.print(tasks)
+    console.print(_roles_table(listed))
     other = Table(title="model providers, sandboxes, presets")
     other.add_column("kind", no_wrap=True)
     other.add_column("name", no_wrap=True)
@@ -72,6 +74,27 @@ def _list(console: Console) -> int:
     console.print(policies)
     console.print(_methods_table())
     return 0
+
+
+def _roles_table(listed: dict[str, dict[str, Any]]) -> Table:
+    """The model roles of each task (listing.yaml): required or optional, and what each does."""
+    from docket.bindings import role_help, when_text
+
+    table = Table(title="model roles (inspect eval ... --model-role ROLE=provider/model)")
+    for column in ("task", "role", "needed"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("what it does")
+    for name, entry in listed.items():
+        helps = role_help(name)
+        required = [str(r) for r in entry.get("roles") or []]
+        optional = [str(r) for r in entry.get("optional_roles") or []]
+        for role in [*required, *optional]:
+            when = when_text(name, role)
+            needed = "required" if role in required else "optional"
+            if role not in required and when:
+                needed += f", used with {when}"
+            table.add_row(name, role, needed, helps.get(role, ""))
+    return table
 
 
 def _methods_table() -> Table | str:
