@@ -76,13 +76,7 @@ def test_the_last_line_names_what_a_failed_model_check_blocks(
         "cannot run (sandbox bwrap, openai/gpt-4o): openai/gpt-4o failed, so no task can run on "
         "openai/gpt-4o; the fail lines block only other choices: -T sandbox=docker (docker engine)"
     )
-
-
-@pytest.mark.usefixtures("planted")
-def test_ready_with_nothing_failed_says_only_ready(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setitem(doctor.SANDBOX_CHECKS, "docker", ())
+    monkeypatch.setitem(doctor.SANDBOX_CHECKS, "docker", ())  # nothing fails: only "ready"
     assert main(["doctor"]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == "ready (sandbox bwrap)"
 
