@@ -40,8 +40,10 @@ TASKS: dict[str, list[str]] = {
     "docket/docval_grounding": ["mode=layout_text"],
 }
 MAX_TOKENS = 32
-#: Seconds a sample may run: the server reads a long prompt at tens of tokens per second.
-TIME_LIMIT = 1800
+#: Seconds a sample may run, as the local-server preset's: Inspect gives the scorers half of it
+#: (1800 s), and anchor's judge reading a 2 000-token transcript on a loaded 2-core machine took
+#: longer than 900 s (with 1800 here its call was cancelled at Inspect's 900 s scoring limit).
+TIME_LIMIT = 3600
 
 
 def _health(location: str) -> str:
