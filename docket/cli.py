@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -65,6 +65,7 @@ def _list(console: Console) -> int:
             _first_doc_line(function),
         )
     console.print(tasks)
+    console.print(_roles_table(listed))
     other = Table(title="model providers, sandboxes, presets")
     other.add_column("kind", no_wrap=True)
     other.add_column("name", no_wrap=True)
@@ -85,6 +86,27 @@ def _list(console: Console) -> int:
     console.print(policies)
     console.print(_methods_table())
     return 0
+
+
+def _roles_table(listed: dict[str, dict[str, Any]]) -> Table:
+    """The model roles of each task (listing.yaml): required or optional, and what each does."""
+    from docket.bindings import role_help, when_text
+
+    table = Table(title="model roles (inspect eval ... --model-role ROLE=provider/model)")
+    for column in ("task", "role", "needed"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("what it does")
+    for name, entry in listed.items():
+        helps = role_help(name)
+        required = [str(r) for r in entry.get("roles") or []]
+        optional = [str(r) for r in entry.get("optional_roles") or []]
+        for role in [*required, *optional]:
+            when = when_text(name, role)
+            needed = "required" if role in required else "optional"
+            if role not in required and when:
+                needed += f", used with {when}"
+            table.add_row(name, role, needed, helps.get(role, ""))
+    return table
 
 
 def _methods_table() -> Table | str:
@@ -508,11 +530,14 @@ def _parser() -> argparse.ArgumentParser:
     power.add_argument("--headline", action="append", metavar="SPEC", help=headline_help)
     suite = commands.add_parser(
         "suite",
-        help="run every benchmark with a preset (offline, api, local, or a YAML file); exit 1 when "
-        "an endpoint fails its probe call or a task has errored samples (named; re-run next time)",
+        help="run every benchmark with a preset (offline, api, local, local-server, or a YAML "
+        "file); exit 1 when an endpoint fails its probe call or a task has errored samples "
+        "(named; re-run next time)",
     )
     suite.add_argument(
-        "preset", metavar="PRESET", help="offline | api | local | path to a preset YAML"
+        "preset",
+        metavar="PRESET",
+        help="offline | api | local | local-server | path to a preset YAML",
     )
     suite.add_argument("--model", action="append", help="run these models instead (repeatable)")
     suite.add_argument("--role", action="append", help="ROLE=provider/model (repeatable)")

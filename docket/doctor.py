@@ -535,10 +535,7 @@ def doctor(sandbox: str, models: Sequence[str], echo: Callable[[str], None] = pr
     every.extend(_tool_findings(every, models))
     for finding in every:
         echo(finding.line())
-    stopping = [f for f in every if f.stops(sandbox, models)]
-    wanted = ", ".join([f"sandbox {sandbox}", *models])
-    if stopping:
-        echo(f"cannot run ({wanted}): {', '.join(f.item for f in stopping)}")
-        return 1
-    echo(f"ready ({wanted})")
-    return 0
+    from docket.doctor_verdict import verdict
+
+    echo(verdict(every, sandbox, models))  # which failed checks block which tasks
+    return 1 if any(f.stops(sandbox, models) for f in every) else 0

@@ -32,7 +32,7 @@ from inspect_ai.model import GenerateConfig, Model, get_model
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from rich.console import Console
 
-from docket import compatible, endpoints
+from docket import bindings, compatible, endpoints, limits
 from docket.agents.scripted.policy import load_policies
 from docket.benchmarks.presets import listed_tasks, preset_path
 from docket.core.errored import UNANSWERED_PREFIX, last_model_error, unanswered_reason
@@ -117,7 +117,9 @@ class Preset(BaseModel):
     description: str = ""
     log_dir: str
     tasks: Literal["all"] | list[str] = "all"
-    roles: Literal["scripted"] | dict[str, ModelSpec] = {}
+    #: `scripted` (each task's listing policies), `under_test` (every role the model under test,
+    #: for `--model` runs on one server) or a model per role.
+    roles: Literal["scripted", "under_test"] | dict[str, ModelSpec] = {}
     budget_minutes: float | None = None
     #: The drop `docket regress` should be able to rule out on these runs, and its level: a
     #: `--limit` too small to detect it is warned about before the suite runs.
@@ -154,7 +156,7 @@ def _check_eval_args(source: str, where: str, args: dict[str, Any]) -> None:
 def load_preset(name_or_path: str) -> Preset:
     """A validated preset; `PresetError` (one line) when the file or a field is bad."""
     path = preset_path(name_or_path)
-    data = load_document(path, PresetError, "preset (shipped: offline, api, local)")
+    data = load_document(path, PresetError, "preset (shipped: offline, api, local, local-server)")
     try:
         preset = Preset.model_validate(data)
     except ValidationError as ex:
@@ -186,6 +188,11 @@ class TaskPlan:
     image_task: ImageTask | None = None
     #: `-T` keys given on the command line: never switched to text input behind the user's back.
     forced_task_args: set[str] = field(default_factory=set)
+    #: Where each role's binding came from (`--role`, `preset api`, ...), for --dry-run and the
+    #: probe's line.
+    role_sources: dict[str, str] = field(default_factory=dict)
+    #: Where each eval argument came from (`preset`, `stage NAME`, `--time-limit`, ...).
+    arg_sources: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -275,19 +282,50 @@ def _under_test(spec: ModelSpec, args: dict[str, Any], base_url: str | None) -> 
     return _chat_completions(spec.model_copy(update=update))
 
 
-def _cli_roles(preset: Preset, roles: dict[str, str], base_url: str | None) -> Preset:
+def _cli_roles(roles: dict[str, str], base_url: str | None) -> dict[str, ModelSpec]:
+    """The `--role` bindings (`--base-url` for network ones); an unknown role is one line."""
     unknown = sorted(set(roles) - known_roles())
     if unknown:
         raise PresetError(
             f"--role {unknown[0]}: no docket task has a {unknown[0]!r} role "
             f"(roles: {', '.join(sorted(known_roles()))})"
         )
-    bound = {
+    return {
         k: ModelSpec(model=v, base_url=base_url if endpoints.is_network(v) else None)
         for k, v in roles.items()
     }
+
+
+def _with_flags(preset: Preset, flags: dict[str, ModelSpec]) -> Preset:
+    """`preset` with the `--role` bindings over its own (a `scripted` preset keeps only them)."""
+    if not flags or preset.roles == "under_test":
+        return preset
     current = {} if preset.roles == "scripted" else dict(preset.roles)
-    return preset.model_copy(update={"roles": {**current, **bound}})
+    return preset.model_copy(update={"roles": {**current, **flags}})
+
+
+def _task_bindings(
+    preset: Preset,
+    task: str,
+    flags: dict[str, ModelSpec],
+    under_test: list[ModelSpec],
+    args: dict[str, Any],
+) -> dict[str, bindings.RoleBinding]:
+    """`task`'s roles with their sources (`docket.bindings`); `PresetError` for a required role
+    left unbound."""
+    if preset.roles == "scripted":
+        found = _scripted_roles(task)
+        return {r: bindings.RoleBinding(m, bindings.FROM_LISTING) for r, m in found.items()}
+    source = f"preset {preset.name}"
+    if preset.roles == "under_test":
+        if not under_test:
+            raise PresetError(f"preset {preset.name}: no model under test; give --model")
+        bound = {**{r: under_test[0] for r in known_roles()}, **flags}
+        source = f"{bindings.FROM_UNDER_TEST}, preset {preset.name}"
+    else:
+        task_roles(preset, task)  # a required role left unbound is one line
+        bound = dict(preset.roles)
+    return bindings.bind_roles(task, bound, set(flags), source, under_test, args)
 
 
 class SuiteBindings(BaseModel):
@@ -373,7 +411,8 @@ def task_roles(preset: Preset, task: str) -> dict[str, ModelSpec]:
     listed = listed_tasks().get(task)
     if preset.roles == "scripted":
         return _scripted_roles(task)
-    assert isinstance(preset.roles, dict)
+    if preset.roles == "under_test":
+        return {}
     if listed is None:
         return dict(preset.roles)
     needed = list(listed.get("roles") or [])
@@ -425,8 +464,8 @@ def plan(
     stray = [t for t in [*preset.task_args, *preset.image_tasks] if t not in registered_tasks()]
     if stray:
         raise PresetError(f"preset {preset.name}: task_args names unknown task {stray[0]!r}")
-    if roles:
-        preset = _cli_roles(preset, roles, cli.base_url)
+    flags = _cli_roles(roles, cli.base_url) if roles else {}
+    preset = _with_flags(preset, flags)
     chosen_stages = preset.stages
     if stages:
         names = [s.name for s in preset.stages]
@@ -449,25 +488,36 @@ def plan(
         ]
     plans: list[TaskPlan] = []
     for stage in chosen_stages:
+        if not stage.models:
+            raise PresetError(
+                f"preset {preset.name}: stage {stage.name} names no model; give --model "
+                "provider/name (and --base-url URL for your own server)"
+            )
         for task in [t for t in chosen if t not in stage.skip_tasks]:
             extra = _reference_models(task) if stage.reference_policies else []
-            args = {**preset.eval_args, **stage.eval_args, **cli.eval_args}
+            layers = [(f"preset {preset.name}", preset.eval_args)]
+            layers += [(f"stage {stage.name}", stage.eval_args), ("", cli.eval_args)]
             if limit is not None:
-                args["limit"] = limit
+                layers.append(("--limit", {"limit": limit}))
+            args, sources = limits.merge_eval_args(layers)
             model_args = Overrides.pick(cli.model_args, task)
             under_test = [_under_test(m, model_args, cli.base_url) for m in stage.models]
             forced = Overrides.pick(cli.task_args, task)
+            merged_task_args = {**task_args(preset, task), **forced}
+            bound = _task_bindings(preset, task, flags, under_test, merged_task_args)
             plans.append(
                 TaskPlan(
                     task=task,
                     stage=stage.name,
                     models=[*under_test, *extra],
-                    roles={r: _chat_completions(m) for r, m in task_roles(preset, task).items()},
+                    roles={r: _chat_completions(b.model) for r, b in bound.items()},
                     log_dir=log_dir / task.replace("/", "_") / stage.name,
                     eval_args=args,
-                    task_args={**task_args(preset, task), **forced},
+                    task_args=merged_task_args,
                     image_task=preset.image_tasks.get(task),
                     forced_task_args=set(forced),
+                    role_sources={r: b.source for r, b in bound.items()},
+                    arg_sources=sources,
                 )
             )
     return plans
@@ -754,12 +804,27 @@ def check_endpoints(plans: list[TaskPlan]) -> list[str]:
         answered.
     """
     seen: dict[str, str | None] = {}
+    users: dict[str, dict[str, str]] = {}  # identity -> role -> its source (first seen)
     for item in plans:
+        for spec in item.models:
+            users.setdefault(_identity(spec), {}).setdefault("", "")
+        for role, spec in item.roles.items():
+            users.setdefault(_identity(spec), {}).setdefault(role, item.role_sources.get(role, ""))
         for spec in [*item.models, *item.roles.values()]:
             key = _identity(spec)
             if endpoints.is_network(spec.model) and key not in seen:
                 seen[key] = endpoints.endpoint_problem(_probe_model(spec))
-    return list(dict.fromkeys(line for line in seen.values() if line))
+    return list(dict.fromkeys(_with_roles(line, users[key]) for key, line in seen.items() if line))
+
+
+def _with_roles(line: str, users: dict[str, str]) -> str:
+    """A probe's failure line, naming the roles that model plays and the flag that binds each."""
+    roles = {r: s for r, s in users.items() if r}
+    if not roles:
+        return line
+    named = ", ".join(f"{r} (from {s})" if s else r for r, s in roles.items())
+    fixes = " or ".join(bindings.role_flag(r) for r in roles)
+    return f"{line}; used as role {named}: bind it with {fixes}"
 
 
 def _readers(item: TaskPlan, image: ImageTask) -> list[ModelSpec]:
@@ -850,12 +915,47 @@ def _shown(spec: ModelSpec) -> str:
 
 
 def describe(plans: list[TaskPlan]) -> list[str]:
-    """One line per eval_set (for --dry-run)."""
-    return [
-        f"{p.stage}: {p.task} on {', '.join(_shown(m) for m in p.models)}"
-        + (f"; roles {', '.join(f'{r}={_shown(m)}' for r, m in p.roles.items())}" * bool(p.roles))
-        + (f"; -T {p.task_args}" if p.task_args else "")
-        + (f"; {p.eval_args}" if p.eval_args else "")
-        + f" -> {p.log_dir}"
-        for p in plans
-    ]
+    """Per eval_set (for --dry-run): one line, then its roles' sources and its time limits.
+
+    Args:
+        plans: The suite's plans.
+
+    Returns:
+        `STAGE: TASK on MODELS; roles ...; -T ...; {eval args} -> LOGDIR`, an indented
+        `roles:` line (each role's model and where it came from, unused optional roles named)
+        and an indented `time limits:` line (`docket.limits.limit_line`).
+    """
+    lines = []
+    for p in plans:
+        lines.append(
+            f"{p.stage}: {p.task} on {', '.join(_shown(m) for m in p.models)}"
+            + (
+                f"; roles {', '.join(f'{r}={_shown(m)}' for r, m in p.roles.items())}"
+                * bool(p.roles)
+            )
+            + (f"; -T {p.task_args}" if p.task_args else "")
+            + (f"; {p.eval_args}" if p.eval_args else "")
+            + f" -> {p.log_dir}"
+        )
+        lines.append(f"  {role_line(p)}")
+        lines.append(f"  {limits.limit_line(p)}")
+    return lines
+
+
+def role_line(item: TaskPlan) -> str:
+    """`roles: judge openai/x (--role); emulator unbound (used only with -T emulator=true)`.
+
+    Args:
+        item: One plan.
+
+    Returns:
+        Each bound role's model and source, then each listed role left unbound and why.
+    """
+    parts = [f"{r} {_shown(m)} ({item.role_sources.get(r, '?')})" for r, m in item.roles.items()]
+    listed = listed_tasks().get(item.task) or {}
+    for role in listed.get("optional_roles") or []:
+        if role in item.roles:
+            continue
+        when = bindings.when_text(item.task, role)
+        parts.append(f"{role} unbound (used only with {when})" if when else f"{role} unbound")
+    return "roles: " + ("; ".join(parts) if parts else "none")

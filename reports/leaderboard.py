@@ -253,13 +253,17 @@ def health_entry(run: Run) -> dict[str, Any]:
 
 
 def health_text(e: dict[str, Any]) -> str:
-    """The model-behaviour cell: `unparsed 2/5; message limit 1/5`, `ok`, or `–` (no samples
-    in the log)."""
+    """The model-behaviour cell: `unparsed 2/5; message limit 1/5`, a sentence when nothing
+    went wrong, or `–` (no samples in the log)."""
     if not e["health_known"]:
         return "–"
     if e.get("ran_with") and not e["behaviour"]:
         return "no model call"
-    return "; ".join(e["behaviour"]) or "ok"
+    return "; ".join(e["behaviour"]) or HEALTHY
+
+
+#: The health cell of a run whose scored samples show no failure the health reads.
+HEALTHY = "ok: every answer parsed, no tool-call error, refusal, limit hit or cut reply"
 
 
 def missing_text(e: dict[str, Any]) -> str:
@@ -271,21 +275,34 @@ def missing_text(e: dict[str, Any]) -> str:
     return f"{e['valueless']} scored samples without a value: {', '.join([why, *truncated])}"
 
 
-def _tokens_text(e: dict[str, Any]) -> str:
-    """`forced max_tokens 512; calls carried max_tokens model 512, judge 256` (or empty)."""
+def _callers(by_caller: dict[str, list[int]]) -> str:
+    """`the model under test's 512, the judge's 256` (`model` is the model under test)."""
+    named = {"model": "the model under test"}
+    return ", ".join(
+        f"{named.get(caller, f'the {caller}')}'s {'/'.join(map(str, values))}"
+        for caller, values in by_caller.items()
+    )
+
+
+def budget_text(e: dict[str, Any]) -> str:
+    """The reply-length limits the calls carried, as a sentence (or empty).
+
+    E.g. `the task set its own reply limit (max_tokens): calls carried the model under test's
+    512 where the run asked for 256` and `replies were limited to (max_tokens) the model under
+    test's 256, the judge's 1024`.
+    """
     parts = []
     forced = e["forced_max_tokens"]
     if isinstance(forced, dict) and isinstance(forced.get("calls"), dict):
-        calls = ", ".join(
-            f"{caller} {'/'.join(map(str, values))}" for caller, values in forced["calls"].items()
+        parts.append(
+            "the task set its own reply limit (max_tokens): calls carried "
+            f"{_callers(forced['calls'])} where the run asked for {forced.get('run')}"
         )
-        parts.append(f"the task forces max_tokens {calls} (run: {forced.get('run')})")
     elif forced is not None:
-        parts.append(f"the task forces max_tokens {json.dumps(forced)}")
+        parts.append(f"the task set its own reply limit (max_tokens): {json.dumps(forced)}")
     seen = e["max_tokens_seen"]
-    if seen:
-        shown = ", ".join(f"{role} {'/'.join(map(str, v))}" for role, v in seen.items())
-        parts.append(f"calls carried max_tokens {shown}")
+    if seen and not parts:
+        parts.append(f"replies were limited to (max_tokens) {_callers(seen)}")
     return "; ".join(parts)
 
 
@@ -637,7 +654,7 @@ def _markdown_table(t: dict[str, Any], lines: list[str]) -> None:
     notes = [
         (e["model"], text)
         for e in t["entries"]
-        for text in (e["errored_text"], missing_text(e), _tokens_text(e))
+        for text in (e["errored_text"], missing_text(e), budget_text(e))
         if text
     ]
     if notes:
@@ -850,7 +867,7 @@ def render_html(data: dict[str, Any], runs: list[Run], bundle_links: dict[str, s
         counters=_counters_text,
         health=health_text,
         missing=missing_text,
-        budgets=_tokens_text,
+        budgets=budget_text,
     )
     figures: dict[str, list[dict[str, str]]] = {}
     for bench in data["benchmarks"]:

@@ -152,3 +152,33 @@ def test_suite_warns_before_a_limit_that_cannot_detect_the_preset_tolerance(
     ) in out
     assert main([*args, "--limit", "72"]) == 0
     assert "warning" not in capsys.readouterr().out
+
+
+def test_every_listed_role_says_what_it_does_and_when_an_optional_one_is_used() -> None:
+    for name, entry in listed_tasks().items():
+        helps = entry.get("role_help") or {}
+        roles = [*(entry.get("roles") or []), *(entry.get("optional_roles") or [])]
+        assert sorted(helps) == sorted(roles), name  # no role without its sentence, none extra
+        assert set(entry.get("optional_when") or {}) <= set(entry.get("optional_roles") or []), name
+
+
+def test_list_shows_each_tasks_roles(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["list"]) == 0
+    rows = [
+        [cell.strip() for cell in line.split("│")[1:-1]]
+        for line in capsys.readouterr().out.splitlines()
+        if line.count("│") == 5
+    ]
+    needed = ("required", "optional")
+    roles = {
+        (r[0], r[1]): r[2] for r in rows if r[0].startswith("docket/") and r[2].startswith(needed)
+    }
+    assert roles[("docket/anchor_direct", "judge")] == "required"
+    assert roles[("docket/anchor_direct", "emulator")] == "optional, used with -T emulator=true"
+    assert roles[("docket/scsuff", "generator")] == "required"
+    expected = {
+        (name, str(role))
+        for name, entry in listed_tasks().items()
+        for role in [*(entry.get("roles") or []), *(entry.get("optional_roles") or [])]
+    }
+    assert set(roles) == expected

@@ -56,10 +56,29 @@ def test_cli_exit_code_follows_the_chosen_sandbox(capsys: pytest.CaptureFixture[
         "ok   bwrap: probe passed",
         "warn cgroup delegation: none; fix: delegate one",
         "fail docker engine: no daemon; fix: make docker-deps",
-        "ready (sandbox bwrap)",
+        "ready (sandbox bwrap): every task can run on bwrap; the fail lines block only other "
+        "choices: -T sandbox=docker (docker engine)",
     ]
     assert main(["doctor", "--sandbox", "docker"]) == 1
-    assert capsys.readouterr().out.splitlines()[-1] == "cannot run (sandbox docker): docker engine"
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "cannot run (sandbox docker): docker engine failed, so the 3 tasks that run in a sandbox "
+        "(smoke, anchor_direct, anchor_audit) cannot run on docker; tasks without a sandbox can"
+    )
+
+
+@pytest.mark.usefixtures("planted")
+def test_the_last_line_names_what_a_failed_model_check_blocks(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert main(["doctor", "--model", "openai/gpt-4o"]) == 1
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "cannot run (sandbox bwrap, openai/gpt-4o): openai/gpt-4o failed, so no task can run on "
+        "openai/gpt-4o; the fail lines block only other choices: -T sandbox=docker (docker engine)"
+    )
+    monkeypatch.setitem(doctor.SANDBOX_CHECKS, "docker", ())  # nothing fails: only "ready"
+    assert main(["doctor"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "ready (sandbox bwrap)"
 
 
 @pytest.mark.usefixtures("planted")

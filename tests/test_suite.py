@@ -15,7 +15,7 @@ from docket.suite import PresetError, load_preset, plan, registered_tasks
 
 
 def test_presets_ship_with_the_package() -> None:
-    assert preset_names() == ["api", "local", "offline"]
+    assert preset_names() == ["api", "local", "local-server", "offline"]
 
 
 def test_api_preset_binds_every_required_role_with_openai_models(tmp_path: Path) -> None:
@@ -28,7 +28,7 @@ def test_api_preset_binds_every_required_role_with_openai_models(tmp_path: Path)
         assert all(m.model.startswith("openai/") for m in [*item.models, *item.roles.values()])
         assert item.log_dir == tmp_path / item.task.replace("/", "_") / "api"
     anchor = next(p for p in plans if p.task == "docket/anchor_audit")
-    assert sorted(anchor.roles) == ["auditor", "emulator", "judge"]
+    assert sorted(anchor.roles) == ["auditor", "judge"]  # the emulator only with -T emulator=true
     smoke = next(p for p in plans if p.task == "docket/smoke")
     assert smoke.roles == {}  # a task gets only the roles its listing names
 
@@ -39,8 +39,9 @@ def test_local_preset_runs_every_task_with_every_role_on_qwen(tmp_path: Path) ->
     assert [p.task for p in plans] == registered_tasks()
     for item in plans:
         listed = listed_tasks()[item.task]
-        wanted = {*listed.get("roles", []), *listed.get("optional_roles", [])}
-        assert set(item.roles) == wanted, item.task  # required and optional roles all bound
+        unused = set(listed.get("optional_when") or {})  # optional roles the -T args turn on
+        wanted = {*listed.get("roles", []), *listed.get("optional_roles", [])} - unused
+        assert set(item.roles) == wanted, item.task  # required roles and the used optional ones
         assert {m.model for m in [*item.models, *item.roles.values()]} == {"docket/qwen"}
         assert item.eval_args["limit"] == 2 and item.eval_args["max_tokens"] == 128
         assert item.eval_args["max_connections"] == 2  # both samples decode in one batch
@@ -127,8 +128,10 @@ def test_unbound_required_role_stops_the_suite_before_it_runs(
 def test_dry_run_prints_the_plan(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     assert main(["suite", "api", "--dry-run", "--log-dir", str(tmp_path)]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
-    assert len(lines) == len(registered_tasks())
-    assert lines[0].startswith("api: docket/smoke on openai/gpt-4o-mini")
+    heads = [line for line in lines if not line.startswith("  ")]
+    assert len(heads) == len(registered_tasks())
+    assert heads[0].startswith("api: docket/smoke on openai/gpt-4o-mini")
+    assert len(lines) == 3 * len(heads)  # each with its roles and its time limits
 
 
 @pytest.mark.slow

@@ -261,4 +261,8 @@ def test_timeout_flags_win_over_the_preset_and_its_stage(tmp_path: Path) -> None
     cli = Overrides(eval_args={"attempt_timeout": 900, "time_limit": 1800})
     [item] = plan(load_preset("api"), tmp_path, tasks=["docket/smoke"], overrides=cli)
     assert (item.eval_args["attempt_timeout"], item.eval_args["time_limit"]) == (900, 1800)
-    assert item.eval_args["timeout"] == 300  # what the flags do not name stays the preset's
+    assert item.eval_args["max_retries"] == 3  # what the flags do not name stays the preset's
+    # the preset's request timeout (300, retries included) would end the first 900 s attempt:
+    # it is raised to the attempts the flag asks for, and its source says so
+    assert item.eval_args["timeout"] == 900 * 4
+    assert item.arg_sources["timeout"].startswith("raised from 300 (preset api)")

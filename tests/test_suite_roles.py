@@ -31,7 +31,7 @@ def _api_key(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 def test_every_role_model_gets_the_stage_config(tmp_path: Path) -> None:
     preset = load_preset("api")
-    cli = Overrides(eval_args={"max_tokens": 256})
+    cli = Overrides(eval_args={"max_tokens": 256}, task_args={"": {"emulator": True}})
     [item] = plan(preset, tmp_path, tasks=["docket/anchor_audit"], overrides=cli)
     models = role_models(item)
     assert sorted(models) == ["auditor", "emulator", "judge"]
@@ -45,7 +45,8 @@ def test_a_roles_own_config_wins_over_the_stage(tmp_path: Path) -> None:
     judge = ModelSpec(model="openai/gpt-4o-mini", config={"max_tokens": 1024})
     roles = {**preset.roles, "judge": judge}  # type: ignore[dict-item]
     preset = preset.model_copy(update={"roles": roles})
-    [item] = plan(preset, tmp_path, tasks=["docket/anchor_direct"])
+    cli = Overrides(task_args={"": {"emulator": True}})  # the emulator is used only then
+    [item] = plan(preset, tmp_path, tasks=["docket/anchor_direct"], overrides=cli)
     models = role_models(item)
     assert models["judge"].config.max_tokens == 1024
     assert models["judge"].config.max_retries == 3  # the rest still from the stage

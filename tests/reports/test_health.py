@@ -12,7 +12,7 @@ import pytest
 
 from docket.cli import main
 from docket.reports import build_runs, load_logs
-from docket.reports.leaderboard import ReportOptions, build_report
+from docket.reports.leaderboard import HEALTHY, ReportOptions, budget_text, build_report
 from docket.reports.runs import MODEL_FREE, Run
 from tests.reports.constructed import planned, write_log
 
@@ -247,8 +247,8 @@ def test_samples_without_a_value_are_counted_with_their_flags(tmp_path: Path) ->
     markdown = (tmp_path / "out" / "leaderboard.md").read_text()
     assert "1 scored samples without a value: no_alternatives 1/3" in markdown
     assert (
-        "the task forces max_tokens model 512 (run: 256); calls carried max_tokens model 512"
-        in (markdown)
+        "the task set its own reply limit (max_tokens): calls carried the model under test's "
+        "512 where the run asked for 256" in (markdown)
     )
     assert (
         "1 scored samples without a value: no_alternatives 1/3"
@@ -321,7 +321,7 @@ def test_a_clean_run_is_ok(tmp_path: Path) -> None:
     write_log(tmp_path, [planned(1, 1), planned(2, 0)], task="clean")
     [entry] = _tables(_report(tmp_path, tmp_path / "out"))["clean"]["entries"]
     assert entry["behaviour"] == [] and entry["errored"] == 0 and entry["health_known"]
-    assert "| 0 | ok |" in (tmp_path / "out" / "leaderboard.md").read_text()
+    assert f"| 0 | {HEALTHY} |" in (tmp_path / "out" / "leaderboard.md").read_text()
 
 
 def test_an_errored_epoch_leaves_only_that_epoch_out(tmp_path: Path) -> None:
@@ -369,3 +369,17 @@ def test_a_log_the_suite_marked_errored_keeps_its_other_samples_scored(tmp_path:
     assert run.status == "error" and run.scored
     assert run.headline_value == pytest.approx(2 / 3)  # samples 1-3; Inspect's was 2/4
     assert run.n == 3 and run.errored_samples == 1
+
+
+def test_the_reply_limit_note_is_a_sentence() -> None:
+    """Issue #54 item 6: not `ok calls carried max_tokens model 256`."""
+    entry = {"forced_max_tokens": None, "max_tokens_seen": {"model": [256], "judge": [64]}}
+    assert budget_text(entry) == (
+        "replies were limited to (max_tokens) the model under test's 256, the judge's 64"
+    )
+    forced = {"run": 256, "calls": {"model": [8]}}
+    assert budget_text({"forced_max_tokens": forced, "max_tokens_seen": {"model": [8]}}) == (
+        "the task set its own reply limit (max_tokens): calls carried the model under test's 8 "
+        "where the run asked for 256"
+    )
+    assert budget_text({"forced_max_tokens": None, "max_tokens_seen": {}}) == ""
