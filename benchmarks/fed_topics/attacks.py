@@ -8,6 +8,8 @@ Under a Dirichlet label skew a client can score well without reading a text:
 - `surface_booster`: scikit-learn gradient boosting over surface features that name no topic
   (word count, character count, filler words, the longest word's length), fitted on the
   client's own training split.
+- `pooled_forest` (the learned attacker, issue #53 item 6): a random forest over the client's
+  index and the same surface features, fitted on all clients' training splits pooled.
 
 Reading the topic words is the task (a bag-of-words classifier is a reader, not an attacker).
 """
@@ -15,10 +17,10 @@ Reading the topic words is the task (a bag-of-words classifier is a reader, not 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from docket.benchmarks.fed_topics.dataset import FILLER, LABELS, Client, Example
+from docket.benchmarks.fed_topics.dataset import FILLER, LABELS, TOPIC_WORDS, Client, Example
 from docket.core.agreement import match_share
 
 
@@ -111,3 +113,62 @@ def surface_booster(train: Sequence[Example], heldout: Sequence[Example], seed: 
     model.fit([surface_features(e.text) for e in train], labels)
     predicted = model.predict([surface_features(e.text) for e in heldout])
     return match_share([str(p) for p in predicted], _labels(heldout))
+
+
+def example_surface(example: Example) -> list[float]:
+    """`surface_features` of an example's text (the pooled forest's default features)."""
+    return surface_features(example.text)
+
+
+def pooled_forest(
+    clients: Sequence[Client],
+    features: Callable[[Example], list[float]] = example_surface,
+    seed: int = 0,
+) -> float:
+    """The learned attacker of issue #53 item 6: a random forest over the client's index and
+    `features`, fitted on every client's training split pooled (so it sees each client's label
+    prior and 8× the data the per-client booster sees), scored on each client's held-out split.
+
+    Args:
+        clients: A partition.
+        features: What the forest reads of an example (default its surface features; a test
+            plants the label here to check the attacker can score 1.0).
+        seed: The forest's random state.
+
+    Returns:
+        The mean over clients of each client's held-out accuracy.
+    """
+    from sklearn.ensemble import RandomForestClassifier
+
+    def rows(client: Client, examples: Sequence[Example]) -> list[list[float]]:
+        onehot = [float(client.index == c.index) for c in clients]
+        return [onehot + features(e) for e in examples]
+
+    model = RandomForestClassifier(
+        n_estimators=100, min_samples_leaf=3, max_features=None, random_state=seed
+    )
+    model.fit(
+        [row for c in clients for row in rows(c, c.train)],
+        [e.label for c in clients for e in c.train],
+    )
+    scores = [
+        match_share([str(p) for p in model.predict(rows(c, c.heldout))], _labels(c.heldout))
+        for c in clients
+    ]
+    return sum(scores) / len(scores)
+
+
+def topic_reader(text: str) -> str:
+    """The oracle row's reader: the label with the most topic words in `text` (ties: `LABELS`
+    order). It reads the text, so it is the ceiling, not an attacker."""
+    words = text.split()
+    counts = {label: sum(w in TOPIC_WORDS[label] for w in words) for label in LABELS}
+    return max(LABELS, key=lambda label: (counts[label], -LABELS.index(label)))
+
+
+def reader_accuracy(clients: Sequence[Client]) -> float:
+    """The mean over clients of `topic_reader`'s held-out accuracy."""
+    scores = [
+        match_share([topic_reader(e.text) for e in c.heldout], _labels(c.heldout)) for c in clients
+    ]
+    return sum(scores) / len(scores)

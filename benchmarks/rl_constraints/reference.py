@@ -1,6 +1,6 @@
 """Reference policies of `docket/rl_constraints`: an oracle that writes the canonical word for the
-prompt's constraints (the ceiling), a no-reasoning baseline and the chance row, the first-letter
-fill attacker (exact scores in the README)."""
+prompt's constraints (the ceiling), a no-reasoning baseline and the first-letter fill attacker
+(exact scores in the README; the chance row is the strongest attacker, `attacks.attack_rows`)."""
 
 from __future__ import annotations
 
@@ -28,5 +28,5 @@ def rl_constraints_constant(state: PolicyInput) -> PolicyReply:
 
 @policy("rl_constraints_first_letter")
 def rl_constraints_first_letter(state: PolicyInput) -> PolicyReply:
-    """The chance row: the asked length filled with the first letter a constraint names."""
+    """A blind attacker: the asked length filled with the first letter a constraint names."""
     return PolicyReply(text=first_letter_fill(state.last_user_text))
