@@ -343,6 +343,70 @@ def _sort_key(entry: dict[str, Any], direction: str | None) -> tuple[Any, ...]:
     return (int(rank) if rank.isdigit() else 0, -value if direction != "lower" else value)
 
 
+def _ranked_pairs(
+    runs: list[Run], spec: HeadlineSpec, alpha: float, tolerance: float
+) -> tuple[list[str], list[dict[str, Any]], set[frozenset[int]]]:
+    """Each run's rank, the pairwise tests and the pairs too small to tell apart."""
+    beats, pairs = pairwise(runs, alpha, tolerance)
+    weak = {frozenset((r["a"], r["b"])) for r in pairs if r["status"] == "underpowered"}
+    if spec.direction in ("higher", "lower"):
+        ranks = pairwise_ranks(len(runs), beats, [run.n < SMALL_N for run in runs], weak)
+    else:
+        ranks = ["–"] * len(runs)
+    return ranks, pairs, weak
+
+
+def _name_methods(
+    runs: list[Run], entries: list[dict[str, Any]], common_args: dict[str, Any]
+) -> None:
+    """Name each model-free row by the task args its rows do not share."""
+    for run, e in zip(runs, entries, strict=True):
+        differing = {
+            k: v for k, v in run.task_args.items() if k not in common_args or common_args[k] != v
+        }
+        e["model"] = replace(run, task_args=differing).method_label
+
+
+def _label(entries: list[dict[str, Any]], pairs: list[dict[str, Any]]) -> list[str]:
+    """Label each entry (model and differing setup) and name the pairs by those labels."""
+    labels = [e["model"] + "".join(f" {k}={v}" for k, v in e["setup"].items()) for e in entries]
+    for e, text in zip(entries, labels, strict=True):
+        e["label"] = text
+    for record in pairs:
+        record["a"], record["b"] = labels[record["a"]], labels[record["b"]]
+    return labels
+
+
+def _survival_curves(
+    runs: list[Run], spec: HeadlineSpec, order: list[int], labels: list[str]
+) -> dict[str, Any]:
+    """The Kaplan-Meier curve of each survival row, by label, in table order."""
+    if spec.value != "survival":
+        return {}
+    curves: dict[str, Any] = {}
+    for i in order:
+        c = survival.curve(runs[i].observations, spec.horizon or 0)
+        if c is not None:
+            curves[labels[i]] = {
+                "turns": c.turns,
+                "survival": c.survival,
+                "low": c.low,
+                "high": c.high,
+                "n": c.n,
+            }
+    return curves
+
+
+def _pooled(runs: list[Run]) -> dict[str, Any]:
+    """What the rows declare together: chance line, categories, metric names and tags."""
+    return {
+        "chance": next((run.chance for run in runs if run.chance), None),
+        "categories": sorted({c for run in runs for c in run.categories}),
+        "metric_names": sorted({m for run in runs for m in run.metrics}),
+        "tags": sorted({t for run in runs for t in run.tags}),
+    }
+
+
 def table_data(
     runs: list[Run], prices: PriceTable, alpha: float = ALPHA, tolerance: float = TOLERANCE
 ) -> dict[str, Any]:
@@ -351,12 +415,7 @@ def table_data(
     spec = first.headline
     assert spec is not None
     intervals = [headline_interval(run) for run in runs]
-    beats, pairs = pairwise(runs, alpha, tolerance)
-    weak = {frozenset((r["a"], r["b"])) for r in pairs if r["status"] == "underpowered"}
-    if spec.direction in ("higher", "lower"):
-        ranks = pairwise_ranks(len(runs), beats, [run.n < SMALL_N for run in runs], weak)
-    else:
-        ranks = ["–"] * len(runs)
+    ranks, pairs, weak = _ranked_pairs(runs, spec, alpha, tolerance)
     common = _common_setup(runs)
     entries = [
         _entry(r, ci, rank, common, prices)
@@ -365,26 +424,11 @@ def table_data(
     for index, e in enumerate(entries):
         e["underpowered"] = e["underpowered"] or any(index in pair for pair in weak)
     common_args = _common_args(runs) if first.model_free else first.task_args
-    if first.model_free:  # a method is named by the task args its rows do not share
-        for run, e in zip(runs, entries, strict=True):
-            differing = {
-                k: v
-                for k, v in run.task_args.items()
-                if k not in common_args or common_args[k] != v
-            }
-            e["model"] = replace(run, task_args=differing).method_label
-    labels = [e["model"] + "".join(f" {k}={v}" for k, v in e["setup"].items()) for e in entries]
-    for e, text in zip(entries, labels, strict=True):
-        e["label"] = text
-    for record in pairs:
-        record["a"], record["b"] = labels[record["a"]], labels[record["b"]]
+    if first.model_free:
+        _name_methods(runs, entries, common_args)
+    labels = _label(entries, pairs)
     order = sorted(range(len(entries)), key=lambda i: _sort_key(entries[i], spec.direction))
-    curves: dict[str, Any] = {}
-    if spec.value == "survival":
-        for i in order:
-            found = survival.curve(runs[i].observations, spec.horizon or 0)
-            if found is not None:
-                curves[labels[i]] = found
+    pooled = _pooled(runs)
     return {
         "kind": "method" if first.model_free else "model",
         "task": first.task,
@@ -394,25 +438,16 @@ def table_data(
         "split_sha256": first.split,
         "tolerance": tolerance,
         "headline": spec.to_json() | {"name": spec.name, "arrow": spec.arrow},
-        "chance": next((run.chance for run in runs if run.chance), None),
+        "chance": pooled["chance"],
         "common_setup": common,
         "category_field": first.category_field,
-        "categories": sorted({c for run in runs for c in run.categories}),
-        "metric_names": sorted({m for run in runs for m in run.metrics}),
+        "categories": pooled["categories"],
+        "metric_names": pooled["metric_names"],
         "entries": [entries[i] for i in order],
         "pairwise": pairs,
         "alpha": alpha,
-        "survival": {
-            label: {
-                "turns": c.turns,
-                "survival": c.survival,
-                "low": c.low,
-                "high": c.high,
-                "n": c.n,
-            }
-            for label, c in curves.items()
-        },
-        "tags": sorted({t for run in runs for t in run.tags}),
+        "survival": _survival_curves(runs, spec, order, labels),
+        "tags": pooled["tags"],
     }
 
 

@@ -526,105 +526,124 @@ def _current_samples(run: Run) -> dict[str, Any]:
     return dict(run.samples)
 
 
-def _compare_one(
-    entry: dict[str, Any],
-    candidates: list[Run],
-    flags: dict[str, HeadlineSpec],
-    tolerance: float,
-    alpha: float,
-    min_coverage: float,
-) -> Comparison:
-    task, model = str(entry["task"]), str(entry["model"])
+def _resolved_spec(entry: dict[str, Any], flags: dict[str, HeadlineSpec]) -> HeadlineSpec:
+    """The baseline's headline, its direction taken from `--headline` when the entry lacks one."""
     spec = _entry_spec(entry)
-    result = Comparison(task, model, "untestable", "", setup=entry["setup"], headline=spec.name)
-    result.baseline_value = float(entry["value"])
     if spec.direction is None:
-        flag = flag_for(task, flags)
+        flag = flag_for(str(entry["task"]), flags)
         if flag is not None and flag.name == spec.name:
             spec = HeadlineSpec(**{**spec.__dict__, "direction": flag.direction})
-    result.direction = spec.direction
-    if not candidates:
-        result.verdict, result.detail = "missing", "no run of this task and model in the logs"
-        return result
+    return spec
+
+
+def _same_setup_and_version(entry: dict[str, Any], candidates: list[Run]) -> tuple[list[Run], str]:
+    """The candidates with the baseline's setup and major version, or why there are none."""
     same_setup = [r for r in candidates if r.setup == entry["setup"]]
     if not same_setup:
-        result.verdict = "not comparable"
-        result.detail = "setup differs: " + _differences(entry["setup"], candidates[0].setup)
-        return result
+        return [], "setup differs: " + _differences(entry["setup"], candidates[0].setup)
     major = [r for r in same_setup if version_major(r.version) == version_major(entry["version"])]
     if not major:
         found = ", ".join(sorted({r.version for r in same_setup}))
-        result.verdict = "not comparable"
-        result.detail = f"version {entry['version']} in baseline, {found} now (N changed)"
-        return result
+        return [], f"version {entry['version']} in baseline, {found} now (N changed)"
+    return major, ""
+
+
+def _same_args_and_split(entry: dict[str, Any], major: list[Run]) -> tuple[list[Run], str]:
+    """The runs with the baseline's task args and data split, or why there are none."""
     same_args = [r for r in major if r.task_args == entry["task_args"]]
     if not same_args:
-        result.verdict = "not comparable"
-        result.detail = f"task args {entry['task_args']} in baseline, {major[0].task_args} now"
-        return result
+        return [], f"task args {entry['task_args']} in baseline, {major[0].task_args} now"
     base_split = entry.get("split")
     same_split = [r for r in same_args if not (base_split and r.split and r.split != base_split)]
     if not same_split:
         now_split = str(same_args[0].split)
-        result.verdict = "not comparable"
-        result.detail = (
+        return [], (
             f"split {str(base_split)[:12]} in baseline, {now_split[:12]} now: rows from different "
             "data splits are never compared"
         )
-        return result
-    run = same_split[0]
+    return same_split, ""
+
+
+def _comparable_run(entry: dict[str, Any], candidates: list[Run]) -> tuple[Run | None, str, str]:
+    """The current run to compare with the baseline entry, or None with the verdict and why."""
+    if not candidates:
+        return None, "missing", "no run of this task and model in the logs"
+    runs, why = _same_setup_and_version(entry, candidates)
+    if runs:
+        runs, why = _same_args_and_split(entry, runs)
+    if not runs:
+        return None, "not comparable", why
+    run = runs[0]
     if not run.scored or run.headline is None:
-        result.verdict = "not comparable"
-        result.detail = f"current run has no score: {run.unscored_reason or 'no headline'}"
-        return result
-    result.current_value = run.headline_value
-    now_spec = run.headline
+        return (
+            None,
+            "not comparable",
+            (f"current run has no score: {run.unscored_reason or 'no headline'}"),
+        )
+    return run, "", ""
+
+
+def _headline_mismatch(spec: HeadlineSpec, now_spec: HeadlineSpec, task: str) -> tuple[str, str]:
+    """The verdict and why when the headlines cannot be tested against each other; else ("", "")."""
     if now_spec.comparable_key()[::2] != spec.comparable_key()[::2] or (
         now_spec.direction is not None and now_spec.direction != spec.direction
     ):
-        result.verdict = "not comparable"
-        result.detail = (
+        return "not comparable", (
             f"headline {spec.name} ({spec.direction}, {spec.value}) in baseline, "
             f"{now_spec.name} ({now_spec.direction}, {now_spec.value}) now"
         )
-        return result
     if spec.direction not in ("higher", "lower"):
-        result.verdict = "untestable"
-        result.detail = (
+        return "untestable", (
             f"direction of {spec.name} unknown: give --headline {task}={spec.name}:higher|lower"
         )
-        return result
-    base_samples, now_samples = entry["samples"], _current_samples(run)
+    return "", ""
+
+
+def _check_coverage(
+    result: Comparison,
+    spec: HeadlineSpec,
+    base_samples: dict[str, Any],
+    now_samples: dict[str, Any],
+    min_coverage: float,
+) -> bool:
+    """Set coverage and flips; False (verdict "coverage") when too few baseline samples remain."""
+    assert spec.direction is not None
     shared = set(base_samples) & set(now_samples)
-    if base_samples:
-        result.coverage = len(shared) / len(base_samples)
-        result.worse, result.better = flips(
-            base_samples, now_samples, spec.value or "continuous", spec.direction
-        )
-        if result.coverage + EPSILON < min_coverage:
-            missing = sorted(set(base_samples) - shared)
-            shown = ", ".join(missing[:10]) + (
-                f" (+{len(missing) - 10} more)" if len(missing) > 10 else ""
-            )
-            result.verdict = "coverage"
-            result.detail = (
-                f"current run covers {len(shared)} of {len(base_samples)} baseline samples "
-                f"({result.coverage:.1%}), below --min-coverage {min_coverage:.0%}; "
-                f"missing {1 - result.coverage:.1%}: {shown}"
-            )
-            return result
-    assert run.headline_value is not None
-    sign = 1.0 if spec.direction == "higher" else -1.0
-    result.drop = sign * (result.baseline_value - run.headline_value)
-    if abs(result.drop) <= EPSILON:
-        result.drop = 0.0
-    if not shared:
-        result.verdict = "untestable"
-        result.detail = f"drop {_fmt(result.drop)} cannot be tested: no per-sample values"
-        return result
-    clusters = entry.get("clusters") or (
+    result.coverage = len(shared) / len(base_samples)
+    result.worse, result.better = flips(
+        base_samples, now_samples, spec.value or "continuous", spec.direction
+    )
+    if result.coverage + EPSILON >= min_coverage:
+        return True
+    missing = sorted(set(base_samples) - shared)
+    shown = ", ".join(missing[:10]) + (f" (+{len(missing) - 10} more)" if len(missing) > 10 else "")
+    result.verdict = "coverage"
+    result.detail = (
+        f"current run covers {len(shared)} of {len(base_samples)} baseline samples "
+        f"({result.coverage:.1%}), below --min-coverage {min_coverage:.0%}; "
+        f"missing {1 - result.coverage:.1%}: {shown}"
+    )
+    return False
+
+
+def _clusters(entry: dict[str, Any], run: Run) -> dict[str, Any] | None:
+    """The baseline's sample clusters, else the current run's, else None."""
+    found: dict[str, Any] | None = entry.get("clusters") or (
         {"field": run.cluster_field, "ids": run.clusters} if run.cluster_field else None
     )
+    return found
+
+
+def _test_drop(
+    result: Comparison,
+    spec: HeadlineSpec,
+    samples: tuple[dict[str, Any], dict[str, Any]],
+    clusters: dict[str, Any] | None,
+    tolerance: float,
+    alpha: float,
+) -> None:
+    """Fill the test, p, interval and samples needed of a comparison with shared samples."""
+    base_samples, now_samples = samples
     stats = _statistics(
         spec, base_samples, now_samples, alpha, clusters["ids"] if clusters else None
     )
@@ -645,6 +664,45 @@ def _compare_one(
         result.design_effect, _ = design_effect(values, clusters["ids"])
         result.cluster_field = str(clusters["field"])
         result.n_needed = math.ceil(result.n_needed * result.design_effect)
+
+
+def _compare_one(
+    entry: dict[str, Any],
+    candidates: list[Run],
+    flags: dict[str, HeadlineSpec],
+    tolerance: float,
+    alpha: float,
+    min_coverage: float,
+) -> Comparison:
+    task, model = str(entry["task"]), str(entry["model"])
+    spec = _resolved_spec(entry, flags)
+    result = Comparison(task, model, "untestable", "", setup=entry["setup"], headline=spec.name)
+    result.baseline_value = float(entry["value"])
+    result.direction = spec.direction
+    run, verdict, detail = _comparable_run(entry, candidates)
+    if run is None:
+        result.verdict, result.detail = verdict, detail
+        return result
+    assert run.headline is not None
+    result.current_value = run.headline_value
+    verdict, detail = _headline_mismatch(spec, run.headline, task)
+    if verdict:
+        result.verdict, result.detail = verdict, detail
+        return result
+    base_samples, now_samples = entry["samples"], _current_samples(run)
+    if base_samples and not _check_coverage(result, spec, base_samples, now_samples, min_coverage):
+        return result
+    assert run.headline_value is not None
+    sign = 1.0 if spec.direction == "higher" else -1.0
+    result.drop = sign * (result.baseline_value - run.headline_value)
+    if abs(result.drop) <= EPSILON:
+        result.drop = 0.0
+    if not set(base_samples) & set(now_samples):
+        result.verdict = "untestable"
+        result.detail = f"drop {_fmt(result.drop)} cannot be tested: no per-sample values"
+        return result
+    samples = (base_samples, now_samples)
+    _test_drop(result, spec, samples, _clusters(entry, run), tolerance, alpha)
     return result
 
 

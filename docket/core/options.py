@@ -7,16 +7,82 @@
   scalars from the CLI (`-M threshold=0.9` is a float) or as anything from Python; these accept
   numbers written as strings too.
 - Policy arguments (`-M key=value` of `docket/scripted`): `converted` applies the declared type.
+
+Types, bounds and accepted values are checked by pydantic (`TypeAdapter`); its multi-line
+`ValidationError` never reaches the user: each function turns it into its one line.
 """
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
+
+from pydantic import AfterValidator, ConfigDict, Field, TypeAdapter, ValidationError
 
 from docket.core.inspect_private import PrerequisiteError
 
 T = TypeVar("T")
+
+#: Task arguments take exactly their type (no "1" for 1, no True for 1; an int for a float).
+_STRICT = ConfigDict(strict=True, arbitrary_types_allowed=True)
+
+
+@functools.lru_cache(maxsize=256)
+def _adapter(kind: Any) -> TypeAdapter[Any]:
+    """A cached strict pydantic validator of `kind` (no coercion between types)."""
+    return TypeAdapter(kind, config=_STRICT)
+
+
+@functools.lru_cache(maxsize=256)
+def _bounded(
+    kind: type[float] | type[int], minimum: float | None, maximum: float | None
+) -> TypeAdapter[Any]:
+    """A cached lax pydantic validator of a number within [minimum, maximum] (text is read)."""
+    if kind is float:
+        return TypeAdapter(
+            Annotated[float, Field(ge=minimum, le=maximum), AfterValidator(_not_nan)]
+        )
+    return TypeAdapter(Annotated[int, Field(ge=minimum, le=maximum)])
+
+
+def _not_nan(number: float) -> float:
+    if math.isnan(number):
+        raise ValueError("NaN is not a number")
+    return number
+
+
+def _valid(kind: Any, value: object) -> tuple[Any, str | None]:
+    """`value` validated as `kind` (strict), and None; or `value` and pydantic's error type."""
+    return _check(_adapter(kind), value)
+
+
+def _check(adapter: TypeAdapter[Any], value: object) -> tuple[Any, str | None]:
+    """`value` validated by `adapter`, and None; or `value` and pydantic's first error type."""
+    try:
+        return adapter.validate_python(value), None
+    except ValidationError as error:
+        return value, str(error.errors()[0]["type"])
+
+
+#: An int >= 1 (a `-T` count or limit).
+_POSITIVE = Annotated[int, Field(ge=1)]
+
+
+def _literal(accepted: Sequence[str]) -> Any:
+    """`Literal[accepted...]`, the pydantic type of a closed set of strings (none: nothing)."""
+    if not accepted:
+        return _NOTHING
+    return Literal.__getitem__(tuple(accepted))
+
+
+def _reject(value: object) -> object:
+    raise ValueError("nothing is accepted")
+
+
+#: What an empty set of accepted values takes: nothing.
+_NOTHING = Annotated[object, AfterValidator(_reject)]
 
 
 def checked(task: str, name: str, value: object, kind: type[T]) -> T:
@@ -34,14 +100,13 @@ def checked(task: str, name: str, value: object, kind: type[T]) -> T:
     Raises:
         PrerequisiteError: `value` is not a `kind` (a bool is not an int).
     """
-    ok = isinstance(value, kind) and not (kind is int and isinstance(value, bool))
-    if kind is float and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)  # type: ignore[return-value]
-    if not ok:
+    result, error = _valid(kind, value)
+    if error is not None:
         raise PrerequisiteError(
             f"{task}: -T {name}={value!r} must be {kind.__name__}, got {type(value).__name__}"
         )
-    return value  # type: ignore[return-value]
+    found: T = result
+    return found
 
 
 def one_of(task: str, name: str, value: object, accepted: Iterable[str]) -> str:
@@ -60,11 +125,12 @@ def one_of(task: str, name: str, value: object, accepted: Iterable[str]) -> str:
         PrerequisiteError: `value` is not accepted (the line lists the accepted values).
     """
     options = list(accepted)
-    if value not in options:
+    result, error = _valid(_literal(options), value)
+    if error is not None:
         raise PrerequisiteError(
             f"{task}: -T {name}={value!r} is not accepted; choose one of: {', '.join(options)}"
         )
-    return str(value)
+    return str(result)
 
 
 def positive(task: str, name: str, value: object) -> int:
@@ -81,10 +147,12 @@ def positive(task: str, name: str, value: object) -> int:
     Raises:
         PrerequisiteError: `value` is not an int or is below 1.
     """
-    number = checked(task, name, value, int)
-    if number < 1:
+    number, error = _valid(_POSITIVE, value)
+    if error == "greater_than_equal":
         raise PrerequisiteError(f"{task}: -T {name}={number} must be at least 1")
-    return number
+    if error is not None:
+        checked(task, name, value, int)  # raises: the line saying the type
+    return int(number)
 
 
 def names(task: str, name: str, value: object, accepted: Iterable[str]) -> list[str]:
@@ -107,19 +175,28 @@ def names(task: str, name: str, value: object, accepted: Iterable[str]) -> list[
         PrerequisiteError: `value` is not names, names none or names an unknown one.
     """
     options = list(accepted)
-    items = value.split(",") if isinstance(value, str) else value
-    if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
+    items, error = _valid(list[str], value.split(",") if isinstance(value, str) else value)
+    if error is not None:
         raise PrerequisiteError(
             f"{task}: -T {name}={value!r} must be comma-separated names from: {', '.join(options)}"
         )
     chosen = [i.strip() for i in items if i.strip()]
-    unknown = [i for i in chosen if i not in options]
-    if unknown or not chosen:
-        bad = f"unknown {unknown[0]!r}" if unknown else "no names given"
+    found, unknown = _first_unknown(chosen, options)
+    if unknown is not None or not chosen:
+        bad = f"unknown {unknown!r}" if unknown is not None else "no names given"
         raise PrerequisiteError(
             f"{task}: -T {name}={value!r}: {bad}; choose from: {', '.join(options)}"
         )
-    return chosen
+    return list(found)
+
+
+def _first_unknown(chosen: list[str], options: list[str]) -> tuple[list[str], str | None]:
+    """`chosen` validated against `options`, and the first name not among them (or None)."""
+    try:
+        names_of = _literal(options)
+        return _adapter(list[names_of]).validate_python(chosen), None  # type: ignore[valid-type]
+    except ValidationError as error:
+        return chosen, str(error.errors()[0]["input"])
 
 
 def _bad(method: str, name: str, value: Any, wanted: str) -> ValueError:
@@ -154,15 +231,13 @@ def integer(
     wanted = "an integer" + (f" >= {minimum}" if minimum is not None else "")
     if maximum is not None:
         wanted += f" and <= {maximum}"
-    if isinstance(value, bool):
+    # an int, or one written as text (" 7 "); pydantic would also take True, 3.0, "3.0", b"3"
+    if isinstance(value, bool) or not isinstance(value, (int, str)) or "." in str(value):
         raise _bad(method, name, value, wanted)
-    try:
-        number = int(str(value).strip()) if not isinstance(value, int) else value
-    except ValueError:
-        raise _bad(method, name, value, wanted) from None
-    if (minimum is not None and number < minimum) or (maximum is not None and number > maximum):
+    number, error = _check(_bounded(int, minimum, maximum), value)
+    if error is not None:
         raise _bad(method, name, value, wanted)
-    return number
+    return int(number)
 
 
 def real(
@@ -197,15 +272,10 @@ def real(
         wanted += f" >= {minimum:g}"
     if isinstance(value, bool):
         raise _bad(method, name, value, wanted)
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise _bad(method, name, value, wanted) from None
-    if number != number or (minimum is not None and number < minimum):
+    number, error = _check(_bounded(float, minimum, maximum), value)
+    if error is not None:
         raise _bad(method, name, value, wanted)
-    if maximum is not None and number > maximum:
-        raise _bad(method, name, value, wanted)
-    return number
+    return float(number)
 
 
 def choice(
@@ -226,10 +296,10 @@ def choice(
     Raises:
         ValueError: The value is not accepted (the line lists the accepted values).
     """
-    value = str(knobs.get(name, default)).strip()
-    if value not in accepted:
+    value, error = _valid(_literal(accepted), str(knobs.get(name, default)).strip())
+    if error is not None:
         raise _bad(method, name, knobs.get(name), "one of " + ", ".join(accepted))
-    return value
+    return str(value)
 
 
 def flag(method: str, knobs: Mapping[str, Any], name: str, default: bool) -> bool:
@@ -250,12 +320,15 @@ def flag(method: str, knobs: Mapping[str, Any], name: str, default: bool) -> boo
     value = knobs.get(name, default)
     if isinstance(value, bool):
         return value
-    text = str(value).strip().lower()
-    if text in ("true", "yes", "1", "on"):
-        return True
-    if text in ("false", "no", "0", "off"):
-        return False
-    raise _bad(method, name, value, "true or false")
+    text, error = _valid(_FLAG, str(value).strip().lower())
+    if error is not None:
+        raise _bad(method, name, value, "true or false")
+    return text in _TRUE
+
+
+#: The spellings of a boolean knob (pydantic's own bool also takes t/f/y/n; these do not).
+_TRUE = ("true", "yes", "1", "on")
+_FLAG = Literal["true", "yes", "1", "on", "false", "no", "0", "off"]
 
 
 def converted(owner: str, key: str, value: Any, kind: type[T]) -> T:

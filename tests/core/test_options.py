@@ -35,3 +35,41 @@ def test_policy_arguments_are_converted_by_their_declared_type() -> None:
     assert converted("policy=p", "n", "4", int) == 4
     with pytest.raises(ValueError, match=r"^policy=p: -M n='x' must be int$"):
         converted("policy=p", "n", "x", int)
+
+
+@pytest.mark.parametrize(
+    ("call", "line"),
+    [
+        (lambda: integer("m", {"n": "3.0"}, "n", 3), "-M method=m: -M n='3.0' is not valid"),
+        (lambda: integer("m", {"n": 3.0}, "n", 3), "-M method=m: -M n=3.0 is not valid"),
+        (lambda: integer("m", {"n": b"3"}, "n", 3), "-M method=m: -M n=b'3' is not valid"),
+        (lambda: flag("m", {"f": "t"}, "f", True), "-M method=m: -M f='t' is not valid"),
+        (lambda: real("m", {"t": True}, "t", 0.5), "-M method=m: -M t=True is not valid"),
+    ],
+)
+def test_knobs_take_no_more_than_their_spellings(call: object, line: str) -> None:
+    """pydantic's lax int and bool would take these; a knob does not."""
+    with pytest.raises(ValueError) as error:
+        call()  # type: ignore[operator]
+    assert str(error.value).startswith(line)
+
+
+def test_task_arguments_are_strict_and_lists_name_the_first_unknown() -> None:
+    from docket.core.inspect_private import PrerequisiteError
+    from docket.core.options import checked, names, one_of, positive
+
+    assert checked("t", "x", 2, float) == 2.0 and type(checked("t", "x", 2, float)) is float
+    assert names("t", "c", " b , a ,", ["a", "b"]) == ["b", "a"]
+    cases = [
+        (lambda: checked("t", "n", True, int), "t: -T n=True must be int, got bool"),
+        (lambda: checked("t", "n", "1", int), "t: -T n='1' must be int, got str"),
+        (lambda: positive("t", "n", 0), "t: -T n=0 must be at least 1"),
+        (lambda: positive("t", "n", 1.5), "t: -T n=1.5 must be int, got float"),
+        (lambda: one_of("t", "m", "a", []), "t: -T m='a' is not accepted; choose one of: "),
+        (lambda: names("t", "c", "a,z,y", ["a"]), "t: -T c='a,z,y': unknown 'z'; choose from: a"),
+        (lambda: names("t", "c", ",", ["a"]), "t: -T c=',': no names given; choose from: a"),
+    ]
+    for call, line in cases:
+        with pytest.raises(PrerequisiteError) as error:
+            call()
+        assert str(error.value) == line

@@ -279,6 +279,21 @@ def test_version_minor_change_is_comparable(runs: dict[str, Path]) -> None:
 
 def test_different_task_args_are_not_comparable(runs: dict[str, Path]) -> None:
     assert _regress(runs, "args") == 2
+    result = _compare(runs, "args")
+    assert (result.verdict, result.detail) == (
+        "not comparable",
+        "task args {'variant': 'a'} in baseline, {'variant': 'b'} now",
+    )
+    assert result.current_value is None and result.drop is None
+
+
+def test_no_run_of_the_row_is_missing(runs: dict[str, Path]) -> None:
+    [result] = compare(read_baseline(runs["baseline_file"]), [])
+    assert (result.verdict, result.detail) == (
+        "missing",
+        "no run of this task and model in the logs",
+    )
+    assert result.baseline_value == 1.0 and result.direction == "higher"
 
 
 def test_missing_run_and_empty_log_dir_exit_2(
