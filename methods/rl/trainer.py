@@ -1,20 +1,23 @@
 """docket's own RL loop: the six variants on one policy, the same budget, measured generation.
 
-Every variant runs `steps` updates. An update trains on a batch of B = prompts_per_step ×
-group_size rollouts for `epochs` passes of `minibatches` minibatches (so ratios leave 1 and
-clipping matters), AdamW, gradient norm clipped. What differs is where the batch comes from,
-its advantages and its loss:
+One trainer class per variant, picked by the configuration's type (`configs.py`;
+`trainer_for(policy, family, cfg)`). Every variant runs `steps` updates. An update trains on
+a batch of B = prompts_per_step × group_size rollouts for `epochs` passes of `minibatches`
+minibatches (so ratios leave 1 and clipping matters), AdamW, gradient norm clipped. What
+differs is where the batch comes from, its advantages and its loss:
 
-- grpo: B fresh rollouts; GRPO advantage; clipped surrogate (ε 0.2 / 0.28).
-- replay: R fresh pushed to a FIFO buffer (capacity N), B drawn without removal (positives
-  up-weighted); GRPO advantage at insertion; clipped surrogate against the behaviour
-  log-probabilities, or AsymRE.
-- nsr: B fresh; GRPO; NSR rescue (scaled upper side, plain lower side).
-- stratified: B fresh; SAN blend (strata: `family.stratum`); clipped surrogate.
-- echo: tree rollouts, group_size per prompt; GRPO on majority-vote pseudo-labels (or the
-  verifier's reward), hybrid-shaped per token; clipped surrogate with confidence-adaptive ε.
-- hir: B fresh plus up to k hindsight rewrites (reward 1, in their prompt's group); GRPO;
-  clipped surrogate.
+- grpo (`Trainer`): B fresh rollouts; GRPO advantage; clipped surrogate (ε 0.2 / 0.28).
+- replay (`ReplayTrainer`): R fresh pushed to a FIFO buffer (capacity N), B drawn without
+  removal (positives up-weighted); GRPO advantage at insertion; clipped surrogate against the
+  behaviour log-probabilities, or AsymRE.
+- nsr (`NSRTrainer`): B fresh; GRPO; NSR rescue (scaled upper side, plain lower side).
+- stratified (`StratifiedTrainer`): B fresh; SAN blend (strata: `family.stratum`); clipped
+  surrogate.
+- echo (`EchoTrainer`): tree rollouts, group_size per prompt; GRPO on majority-vote
+  pseudo-labels (or the verifier's reward), hybrid-shaped per token; clipped surrogate with
+  confidence-adaptive ε.
+- hir (`HiRTrainer`): B fresh plus up to k hindsight rewrites (reward 1, in their prompt's
+  group); GRPO; clipped surrogate.
 
 Generation cost (batched calls, forward passes, rollouts, tokens) is counted by the policy;
 evaluation (greedy on the shipped test split) is not counted.
@@ -26,15 +29,22 @@ import random
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar, Generic, TypeVar
 
 import torch
 from torch import Tensor
 
 from .advantages import grpo_advantages, stratified_advantages
 from .batch import Rollouts, concat
-from .echo.branching import TreeConfig
+from .configs import (
+    EchoConfig,
+    GRPOConfig,
+    HiRConfig,
+    NSRConfig,
+    ReplayConfig,
+    StratifiedConfig,
+)
 from .echo.shaping import echo_policy_loss, hybrid_advantages
 from .echo.signals import actor_confidence, entropy_from_logits
 from .echo.tree import tree_rollouts
@@ -47,121 +57,6 @@ from .policy import HFPolicy, Sampled, pad_right
 from .replay import FIFOReplayBuffer, asymre_loss
 from .tasks import Problem, TaskFamily
 from .tasks.constraints import ConstraintsFamily, render
-
-VARIANTS: tuple[str, ...] = ("grpo", "replay", "nsr", "stratified", "echo", "hir")
-
-
-def toy_tree() -> TreeConfig:
-    """ECHO tree thresholds for the toy tasks' short answers and small vocabulary (ours):
-    full-vocabulary entropy, branching from the first token, thresholds in the range the
-    warm-started tiny model's signals take (the released values cannot fire here)."""
-    return TreeConfig(
-        min_depth=0,
-        entropy_high=1.3,
-        entropy_low=0.3,
-        entropy_window=2,
-        group_window=2,
-        tail_window=3,
-        tail_decline_steps=2,
-        tail_threshold=2.5,
-        delta_rise_steps=2,
-        delta_upper=1.0,
-        branch_threshold=3.0,
-        entropy_delta_threshold=0.0,
-        max_branches=3,
-        prune_threshold=2.4,
-        logprob_top_k=None,
-        confidence_top_k=5,
-    )
-
-
-@dataclass
-class RLConfig:
-    """Every knob of a run (defaults: the README's toy runs)."""
-
-    variant: str = "grpo"
-    task: str = "arith"
-    seed: int = 0
-    steps: int = 200
-    prompts_per_step: int = 8
-    group_size: int = 8
-    epochs: int = 2
-    minibatches: int = 2
-    lr: float = 1e-4
-    temperature: float = 1.0
-    max_grad_norm: float = 1.0
-    eps_low: float = 0.2
-    eps_high: float = 0.28
-    aggregation: str = "token_mean"
-    warmup_steps: int = 10
-    eval_every: int = 25
-    eval_size: int = 200
-    eval_samples: int = 4
-    # replay (`replay.py`): R = replay_fresh_prompts × group_size fresh rollouts per update
-    replay_fresh_prompts: int = 4
-    replay_capacity: int = 256  # N > B, so each update samples B of the N buffered
-    replay_positive_weight: float = 2.0
-    replay_loss: str = "clip"
-    asymre_offset: float = 0.1
-    # NSR (`nsr.py`)
-    nsr_variant_high: str = "scaled"
-    nsr_variant_low: str = "plain"
-    nsr_u_min_high: float = 0.0
-    nsr_u_min_low: float = 0.0
-    # Stratified GRPO (`advantages.py`)
-    san_alpha: float = 1.0
-    # ECHO (`echo/`)
-    echo_tree: bool = True
-    echo_pseudo_labels: bool = True
-    echo_mult: float = 0.1
-    echo_add: float = 0.0
-    echo_adaptive_clip: bool = True
-    echo_eps_min: float = 0.05
-    echo_eps_max: float = 0.2
-    echo_kappa: float = 4.0
-    echo_conf_k: int = 5
-    echo_conf_norm: str = "mass_topk"
-    echo_tail_window: int = 16
-    tree: TreeConfig = field(default_factory=toy_tree)
-    # HiR (`hir.py`)
-    hir_k: int = 8
-    hir_lam0: float = 2.0
-    hir_growth: float = 1.05
-    hir_placement: str = "group"
-
-    def validate(self) -> None:
-        """One clear ValueError for an impossible combination."""
-        if self.variant not in VARIANTS:
-            raise ValueError(f"unknown variant {self.variant!r} (accepted: {', '.join(VARIANTS)})")
-        if self.variant == "hir" and self.task != "constraints":
-            raise ValueError("variant hir needs --task constraints (it rewrites constraints)")
-        if self.replay_loss not in ("clip", "asymre"):
-            raise ValueError(f"replay_loss must be clip or asymre, got {self.replay_loss!r}")
-        for name in ("steps", "prompts_per_step", "group_size", "epochs", "minibatches"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1")
-        if self.variant == "replay":
-            self._validate_replay()
-
-    def _validate_replay(self) -> None:
-        """Replay must sample: capacity N above the batch B, fresh rollouts R within N."""
-        batch = self.prompts_per_step * self.group_size
-        fresh = self.replay_fresh_prompts * self.group_size
-        if self.replay_capacity <= batch:
-            raise ValueError(
-                f"replay_capacity N = {self.replay_capacity} must exceed the batch B = "
-                f"prompts_per_step x group_size = {batch} (at N <= B every update takes the "
-                f"whole buffer and nothing is sampled); set replay_capacity > {batch}, "
-                f"e.g. {4 * batch}"
-            )
-        if not 1 <= fresh <= self.replay_capacity:
-            raise ValueError(
-                f"replay_fresh_prompts x group_size = {fresh} fresh rollouts per update must be "
-                f"between 1 and replay_capacity = {self.replay_capacity}"
-            )
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass
@@ -239,15 +134,28 @@ def evaluate(
     return total / max(count, 1)
 
 
-class Trainer:
-    """Runs one variant: collect a batch, compute its advantages, optimise, record."""
+C = TypeVar("C", bound=GRPOConfig)
 
-    def __init__(self, policy: HFPolicy, family: TaskFamily, cfg: RLConfig) -> None:
+
+class Trainer(Generic[C]):
+    """Runs GRPO (B fresh rollouts, GRPO advantages, clipped surrogate); each other variant is a
+    subclass overriding `collect`, `advantages` or `loss`. `trainer_for(policy, family, cfg)`
+    picks the class from the configuration's type."""
+
+    config_class: ClassVar[type[GRPOConfig]] = GRPOConfig
+
+    def __init__(self, policy: HFPolicy, family: TaskFamily, cfg: C) -> None:
+        expected = trainer_class(cfg)
+        if not isinstance(self, expected):
+            raise TypeError(
+                f"{type(cfg).__name__} (variant {cfg.variant}) runs with {expected.__name__}, "
+                f"not {type(self).__name__}; use trainer_for(policy, family, cfg)"
+            )
         cfg.validate()
         policy.temperature = cfg.temperature
         self.policy = policy
         self.family = family
-        self.cfg = cfg
+        self.cfg: C = cfg
         self.rng = random.Random(cfg.seed)
         self.generator = torch.Generator().manual_seed(cfg.seed)
         self.loss_generator = torch.Generator().manual_seed(cfg.seed + 1)
@@ -255,9 +163,6 @@ class Trainer:
         warmup = max(cfg.warmup_steps * cfg.epochs * cfg.minibatches, 1)
         self.schedule = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer, lambda k: min(1.0, (k + 1) / warmup)
-        )
-        self.buffer: FIFOReplayBuffer[tuple[Rollouts, Tensor]] = FIFOReplayBuffer(
-            cfg.replay_capacity, positive_weight=cfg.replay_positive_weight, seed=cfg.seed
         )
         self.next_group = 0
         self.eval_problems = family.split("test", cfg.eval_size)
@@ -281,138 +186,23 @@ class Trainer:
         return batch
 
     @torch.no_grad()
-    def _signals(self, batch: Rollouts) -> tuple[Tensor, Tensor, Tensor]:
-        """log π_old, token entropy and actor confidence of the batch under the current policy."""
+    def _logits(self, batch: Rollouts) -> tuple[Tensor, Tensor, Tensor]:
+        """Masked log π_old, the logits and the token entropy of the batch (current policy)."""
         scored = self.policy.score(
             batch.prompt_ids, batch.completion_ids, batch.mask, keep_logits=True
         )
         assert scored.logits is not None
-        entropy = entropy_from_logits(scored.logits)
-        conf = actor_confidence(scored.logits, self.cfg.echo_conf_k, self.cfg.echo_conf_norm)
-        return scored.logp * scored.mask, entropy, conf
+        return scored.logp * scored.mask, scored.logits, entropy_from_logits(scored.logits)
 
     def collect(self, step: int) -> TrainBatch:
-        """The training batch of update `step` for the configured variant."""
-        cfg = self.cfg
-        if cfg.variant == "replay":
-            return self._collect_replay(step)
-        if cfg.variant == "echo":
-            return self._collect_echo()
-        if cfg.variant == "hir":
-            return self._collect_hir(step)
-        batch = self._fresh(cfg.prompts_per_step)
+        """The training batch of update `step`: B fresh rollouts and their advantages."""
+        batch = self._fresh(self.cfg.prompts_per_step)
         stats = {"reward": float(batch.rewards.mean())}
-        if cfg.variant == "stratified":
-            adv = stratified_advantages(
-                batch.rewards, batch.groups, batch.strata, alpha=cfg.san_alpha
-            )
-            stats["strata"] = float(len(set(batch.strata.tolist())))
-        else:
-            adv = grpo_advantages(batch.rewards, batch.groups)
-        return TrainBatch(batch, adv, stats=stats)
+        return TrainBatch(batch, self.advantages(batch, stats), stats=stats)
 
-    def _collect_replay(self, step: int) -> TrainBatch:
-        cfg = self.cfg
-        fresh = self._fresh(cfg.replay_fresh_prompts)
-        adv = grpo_advantages(fresh.rewards, fresh.groups)
-        rows = [(fresh.rows([i]), adv[i : i + 1]) for i in range(len(fresh))]
-        self.buffer.push(rows, fresh.rewards.tolist(), version=step)
-        drawn = self.buffer.sample(cfg.prompts_per_step * cfg.group_size, version=step)
-        batch = concat([d.item[0] for d in drawn])
-        advantages = torch.cat([d.item[1] for d in drawn])
-        ages = [d.age for d in drawn]
-        uses = [d.uses for d in drawn]
-        stats = {
-            "reward": float(fresh.rewards.mean()),
-            "batch_reward": float(batch.rewards.mean()),
-            "buffer": float(len(self.buffer)),
-            "mean_age": sum(ages) / len(drawn),
-            "max_age": float(max(ages)),
-            "fresh_share": sum(age == 0 for age in ages) / len(drawn),
-            "mean_uses": sum(uses) / len(drawn),
-            "first_use_share": sum(use == 1 for use in uses) / len(drawn),
-        }
-        draws = {"sampled_ages": ages, "sampled_uses": uses}
-        return TrainBatch(batch, advantages, stats=stats, draws=draws)
-
-    def _collect_echo(self) -> TrainBatch:
-        cfg = self.cfg
-        problems, prompts = self._problems(cfg.prompts_per_step)
-        tokens: list[list[int]] = []
-        index: list[int] = []
-        tree_stats = {"branch_points": 0.0, "children": 0.0, "pruned": 0.0}
-        if cfg.echo_tree:
-            results, _ = tree_rollouts(
-                self.policy.next_logits,
-                prompts,
-                cfg.group_size,
-                cfg.tree,
-                max_new_tokens=self.family.max_new_tokens,
-                eos_id=self.policy.eos_id,
-                generator=self.generator,
-            )
-            self.policy.cost.calls += 1
-            for i, result in enumerate(results):
-                self.policy.cost.tokens += result.tokens_generated
-                self.policy.cost.rollouts += len(result.completions) + result.dropped
-                tree_stats["branch_points"] += result.branch_points
-                tree_stats["children"] += result.children
-                tree_stats["pruned"] += sum(result.pruned.values())
-                tokens += [c.tokens for c in result.completions]
-                index += [i] * len(result.completions)
-            sampled = Sampled(index, tokens, [[0.0] * len(t) for t in tokens])
-            sampled.texts = [self.policy.decode(t) for t in tokens]
-        else:
-            sampled = self.policy.sample(
-                prompts,
-                cfg.group_size,
-                max_new_tokens=self.family.max_new_tokens,
-                generator=self.generator,
-            )
-        batch = to_rollouts(self.policy, self.family, problems, prompts, sampled, self.next_group)
-        self.next_group += len(prompts)
-        true_reward = float(batch.rewards.mean())
-        if cfg.echo_pseudo_labels:
-            pseudo = torch.zeros(len(batch))
-            for i in range(len(prompts)):
-                rows = [r for r, p in enumerate(sampled.prompt_index) if p == i]
-                _, marks = majority_rewards([self.family.answer(sampled.texts[r]) for r in rows])
-                pseudo[rows] = torch.tensor(marks)
-            batch.rewards = pseudo
-        old_logp, entropy, conf = self._signals(batch)
-        batch.old_logp = old_logp
-        adv = grpo_advantages(batch.rewards, batch.groups)
-        token_adv = hybrid_advantages(
-            adv, entropy, conf, batch.mask, batch.groups, mult_coeff=cfg.echo_mult,
-            add_coeff=cfg.echo_add,
-        )  # fmt: skip
-        stats = {"reward": true_reward, "pseudo_reward": float(batch.rewards.mean()), **tree_stats}
-        return TrainBatch(batch, token_adv, confidence=conf, stats=stats)
-
-    def _collect_hir(self, step: int) -> TrainBatch:
-        cfg = self.cfg
-        family = self.family
-        assert isinstance(family, ConstraintsFamily)
-        batch = self._fresh(cfg.prompts_per_step)
-        cla = torch.tensor(
-            [family.cla(info["problem"], str(info["text"])) for info in batch.info]  # type: ignore[arg-type]
-        )
-        _, entropy, _ = self._signals(batch)
-        mean_entropy = (entropy * batch.mask).sum(-1) / batch.mask.sum(-1).clamp(min=1)
-        picked = select_replay(
-            cla, mean_entropy, step, cfg.hir_k, lam0=cfg.hir_lam0, growth=cfg.hir_growth
-        )
-        stats = {"reward": float(batch.rewards.mean()), "hindsight": float(picked.numel())}
-        if picked.numel():
-            prompts = []
-            for i in picked.tolist():
-                problem, text = batch.info[i]["problem"], str(batch.info[i]["text"])
-                marks = family.judgements(problem, text)
-                kept = [c for c, ok in zip(problem["constraints"], marks, strict=True) if ok]
-                prompts.append(self.policy.encode_prompt(render(kept)))
-            replayed = hindsight_rows(batch, picked, prompts, placement=cfg.hir_placement)
-            batch = concat([batch, replayed])
-        return TrainBatch(batch, grpo_advantages(batch.rewards, batch.groups), stats=stats)
+    def advantages(self, batch: Rollouts, stats: dict[str, float]) -> Tensor:
+        """GRPO advantages of a fresh batch (a variant may add to `stats`)."""
+        return grpo_advantages(batch.rewards, batch.groups)
 
     def evaluate(self) -> dict[str, float]:
         """Greedy and sampled mean reward on the shipped test split."""
@@ -425,29 +215,15 @@ class Trainer:
 
     # ---- optimisation -----------------------------------------------------------------------
 
-    def loss(self, logp: Tensor, part: TrainBatch) -> PolicyLoss:
-        """The variant's policy loss on a minibatch."""
+    def clip(self) -> dict[str, Any]:
+        """The clipped surrogate's ε and aggregation."""
         cfg = self.cfg
+        return dict(eps_low=cfg.eps_low, eps_high=cfg.eps_high, aggregation=cfg.aggregation)
+
+    def loss(self, logp: Tensor, part: TrainBatch) -> PolicyLoss:
+        """The variant's policy loss on a minibatch (GRPO: the clipped surrogate)."""
         rows = part.rollouts
-        clip = dict(eps_low=cfg.eps_low, eps_high=cfg.eps_high, aggregation=cfg.aggregation)
-        if cfg.variant == "nsr":
-            return nsr_policy_loss(
-                logp, rows.old_logp, part.advantages, rows.mask, **clip,  # type: ignore[arg-type]
-                variant_high=cfg.nsr_variant_high, variant_low=cfg.nsr_variant_low,
-                u_min_high=cfg.nsr_u_min_high, u_min_low=cfg.nsr_u_min_low,
-                generator=self.loss_generator,
-            )  # fmt: skip
-        if cfg.variant == "echo":
-            assert part.confidence is not None
-            return echo_policy_loss(
-                logp, rows.old_logp, part.advantages, rows.mask, part.confidence,
-                tail_window=cfg.echo_tail_window, eps_min=cfg.echo_eps_min,
-                eps_max=cfg.echo_eps_max, kappa=cfg.echo_kappa, adaptive=cfg.echo_adaptive_clip,
-                aggregation=cfg.aggregation,
-            )  # fmt: skip
-        if cfg.variant == "replay" and cfg.replay_loss == "asymre":
-            return asymre_loss(logp, rows.mask, rows.rewards, offset=cfg.asymre_offset)
-        return clipped_surrogate(logp, rows.old_logp, part.advantages, rows.mask, **clip)  # type: ignore[arg-type]
+        return clipped_surrogate(logp, rows.old_logp, part.advantages, rows.mask, **self.clip())
 
     def optimise(self, batch: TrainBatch) -> dict[str, float]:
         """`epochs` passes of `minibatches` steps over the batch; mean loss metrics."""
@@ -473,6 +249,10 @@ class Trainer:
                 count += 1
         self.policy.model.eval()
         return {key: value / count for key, value in totals.items()}
+
+    def summary_extra(self) -> dict[str, Any]:
+        """What the variant adds to the run summary (GRPO: nothing)."""
+        return {}
 
     def run(
         self,
@@ -510,7 +290,6 @@ class Trainer:
                     f" sampled {latest['eval_sampled']:.2f}"
                 )
         tail = rewards[-10:]
-        extra = {"replay": replay_summary(self.buffer)} if cfg.variant == "replay" else {}
         return {
             "variant": cfg.variant,
             "task": cfg.task,
@@ -523,8 +302,228 @@ class Trainer:
             "final_rewards": sum(tail) / len(tail),
             **self.policy.cost.as_dict(),
             "wall_s": round(time.perf_counter() - started, 2),
-            **extra,
+            **self.summary_extra(),
         }
+
+
+class ReplayTrainer(Trainer[ReplayConfig]):
+    """R fresh rollouts pushed to a FIFO buffer (capacity N), B drawn without removal
+    (positives up-weighted); GRPO advantage at insertion; clipped surrogate against the
+    behaviour log-probabilities, or AsymRE."""
+
+    config_class = ReplayConfig
+
+    def __init__(self, policy: HFPolicy, family: TaskFamily, cfg: ReplayConfig) -> None:
+        super().__init__(policy, family, cfg)
+        self.buffer: FIFOReplayBuffer[tuple[Rollouts, Tensor]] = FIFOReplayBuffer(
+            cfg.replay_capacity, positive_weight=cfg.replay_positive_weight, seed=cfg.seed
+        )
+
+    def collect(self, step: int) -> TrainBatch:
+        cfg = self.cfg
+        fresh = self._fresh(cfg.replay_fresh_prompts)
+        adv = grpo_advantages(fresh.rewards, fresh.groups)
+        rows = [(fresh.rows([i]), adv[i : i + 1]) for i in range(len(fresh))]
+        self.buffer.push(rows, fresh.rewards.tolist(), version=step)
+        drawn = self.buffer.sample(cfg.prompts_per_step * cfg.group_size, version=step)
+        batch = concat([d.item[0] for d in drawn])
+        advantages = torch.cat([d.item[1] for d in drawn])
+        ages = [d.age for d in drawn]
+        uses = [d.uses for d in drawn]
+        stats = {
+            "reward": float(fresh.rewards.mean()),
+            "batch_reward": float(batch.rewards.mean()),
+            "buffer": float(len(self.buffer)),
+            "mean_age": sum(ages) / len(drawn),
+            "max_age": float(max(ages)),
+            "fresh_share": sum(age == 0 for age in ages) / len(drawn),
+            "mean_uses": sum(uses) / len(drawn),
+            "first_use_share": sum(use == 1 for use in uses) / len(drawn),
+        }
+        draws = {"sampled_ages": ages, "sampled_uses": uses}
+        return TrainBatch(batch, advantages, stats=stats, draws=draws)
+
+    def loss(self, logp: Tensor, part: TrainBatch) -> PolicyLoss:
+        if self.cfg.replay_loss == "asymre":
+            rows = part.rollouts
+            return asymre_loss(logp, rows.mask, rows.rewards, offset=self.cfg.asymre_offset)
+        return super().loss(logp, part)
+
+    def summary_extra(self) -> dict[str, Any]:
+        return {"replay": replay_summary(self.buffer)}
+
+
+class NSRTrainer(Trainer[NSRConfig]):
+    """B fresh; GRPO; NSR rescue (scaled upper side, plain lower side)."""
+
+    config_class = NSRConfig
+
+    def loss(self, logp: Tensor, part: TrainBatch) -> PolicyLoss:
+        cfg = self.cfg
+        rows = part.rollouts
+        return nsr_policy_loss(
+            logp, rows.old_logp, part.advantages, rows.mask, **self.clip(),
+            variant_high=cfg.nsr_variant_high, variant_low=cfg.nsr_variant_low,
+            u_min_high=cfg.nsr_u_min_high, u_min_low=cfg.nsr_u_min_low,
+            generator=self.loss_generator,
+        )  # fmt: skip
+
+
+class StratifiedTrainer(Trainer[StratifiedConfig]):
+    """B fresh; SAN blend (strata: `family.stratum`); clipped surrogate."""
+
+    config_class = StratifiedConfig
+
+    def advantages(self, batch: Rollouts, stats: dict[str, float]) -> Tensor:
+        stats["strata"] = float(len(set(batch.strata.tolist())))
+        return stratified_advantages(
+            batch.rewards, batch.groups, batch.strata, alpha=self.cfg.san_alpha
+        )
+
+
+class EchoTrainer(Trainer[EchoConfig]):
+    """Tree rollouts, group_size per prompt; GRPO on majority-vote pseudo-labels (or the
+    verifier's reward), hybrid-shaped per token; clipped surrogate with confidence-adaptive ε."""
+
+    config_class = EchoConfig
+
+    def _sample(self, prompts: list[list[int]]) -> tuple[Sampled, dict[str, float]]:
+        """Tree rollouts (or plain sampling) of the prompts, with the tree's counts."""
+        cfg = self.cfg
+        tree_stats = {"branch_points": 0.0, "children": 0.0, "pruned": 0.0}
+        if not cfg.echo_tree:
+            sampled = self.policy.sample(
+                prompts,
+                cfg.group_size,
+                max_new_tokens=self.family.max_new_tokens,
+                generator=self.generator,
+            )
+            return sampled, tree_stats
+        tokens: list[list[int]] = []
+        index: list[int] = []
+        results, _ = tree_rollouts(
+            self.policy.next_logits,
+            prompts,
+            cfg.group_size,
+            cfg.tree,
+            max_new_tokens=self.family.max_new_tokens,
+            eos_id=self.policy.eos_id,
+            generator=self.generator,
+        )
+        self.policy.cost.calls += 1
+        for i, result in enumerate(results):
+            self.policy.cost.tokens += result.tokens_generated
+            self.policy.cost.rollouts += len(result.completions) + result.dropped
+            tree_stats["branch_points"] += result.branch_points
+            tree_stats["children"] += result.children
+            tree_stats["pruned"] += sum(result.pruned.values())
+            tokens += [c.tokens for c in result.completions]
+            index += [i] * len(result.completions)
+        sampled = Sampled(index, tokens, [[0.0] * len(t) for t in tokens])
+        sampled.texts = [self.policy.decode(t) for t in tokens]
+        return sampled, tree_stats
+
+    def collect(self, step: int) -> TrainBatch:
+        cfg = self.cfg
+        problems, prompts = self._problems(cfg.prompts_per_step)
+        sampled, tree_stats = self._sample(prompts)
+        batch = to_rollouts(self.policy, self.family, problems, prompts, sampled, self.next_group)
+        self.next_group += len(prompts)
+        true_reward = float(batch.rewards.mean())
+        if cfg.echo_pseudo_labels:
+            pseudo = torch.zeros(len(batch))
+            for i in range(len(prompts)):
+                rows = [r for r, p in enumerate(sampled.prompt_index) if p == i]
+                _, marks = majority_rewards([self.family.answer(sampled.texts[r]) for r in rows])
+                pseudo[rows] = torch.tensor(marks)
+            batch.rewards = pseudo
+        old_logp, logits, entropy = self._logits(batch)
+        conf = actor_confidence(logits, cfg.echo_conf_k, cfg.echo_conf_norm)
+        batch.old_logp = old_logp
+        adv = grpo_advantages(batch.rewards, batch.groups)
+        token_adv = hybrid_advantages(
+            adv, entropy, conf, batch.mask, batch.groups, mult_coeff=cfg.echo_mult,
+            add_coeff=cfg.echo_add,
+        )  # fmt: skip
+        stats = {"reward": true_reward, "pseudo_reward": float(batch.rewards.mean()), **tree_stats}
+        return TrainBatch(batch, token_adv, confidence=conf, stats=stats)
+
+    def loss(self, logp: Tensor, part: TrainBatch) -> PolicyLoss:
+        cfg = self.cfg
+        rows = part.rollouts
+        assert part.confidence is not None
+        return echo_policy_loss(
+            logp, rows.old_logp, part.advantages, rows.mask, part.confidence,
+            tail_window=cfg.echo_tail_window, eps_min=cfg.echo_eps_min,
+            eps_max=cfg.echo_eps_max, kappa=cfg.echo_kappa, adaptive=cfg.echo_adaptive_clip,
+            aggregation=cfg.aggregation,
+        )  # fmt: skip
+
+
+class HiRTrainer(Trainer[HiRConfig]):
+    """B fresh plus up to k hindsight rewrites (reward 1, in their prompt's group); GRPO;
+    clipped surrogate."""
+
+    config_class = HiRConfig
+
+    def collect(self, step: int) -> TrainBatch:
+        cfg = self.cfg
+        family = self.family
+        assert isinstance(family, ConstraintsFamily)
+        batch = self._fresh(cfg.prompts_per_step)
+        cla = torch.tensor(
+            [family.cla(info["problem"], str(info["text"])) for info in batch.info]  # type: ignore[arg-type]
+        )
+        _, _, entropy = self._logits(batch)
+        mean_entropy = (entropy * batch.mask).sum(-1) / batch.mask.sum(-1).clamp(min=1)
+        picked = select_replay(
+            cla, mean_entropy, step, cfg.hir_k, lam0=cfg.hir_lam0, growth=cfg.hir_growth
+        )
+        stats = {"reward": float(batch.rewards.mean()), "hindsight": float(picked.numel())}
+        if picked.numel():
+            prompts = []
+            for i in picked.tolist():
+                problem, text = batch.info[i]["problem"], str(batch.info[i]["text"])
+                marks = family.judgements(problem, text)
+                kept = [c for c, ok in zip(problem["constraints"], marks, strict=True) if ok]
+                prompts.append(self.policy.encode_prompt(render(kept)))
+            replayed = hindsight_rows(batch, picked, prompts, placement=cfg.hir_placement)
+            batch = concat([batch, replayed])
+        return TrainBatch(batch, grpo_advantages(batch.rewards, batch.groups), stats=stats)
+
+
+TRAINERS: tuple[type[Trainer[Any]], ...] = (
+    Trainer,
+    ReplayTrainer,
+    NSRTrainer,
+    StratifiedTrainer,
+    EchoTrainer,
+    HiRTrainer,
+)
+
+
+def trainer_class(cfg: GRPOConfig) -> type[Trainer[Any]]:
+    """The trainer of a configuration: the one whose `config_class` is nearest in its type's MRO
+    (so a subclass of a variant's configuration runs with that variant's trainer)."""
+    by_config = {t.config_class: t for t in TRAINERS}
+    for cls in type(cfg).__mro__:
+        if cls in by_config:
+            return by_config[cls]
+    raise TypeError(f"{type(cfg).__name__} is not a run configuration (a GRPOConfig subclass)")
+
+
+def trainer_for(policy: HFPolicy, family: TaskFamily, cfg: GRPOConfig) -> Trainer[Any]:
+    """The variant's trainer of `cfg`, by its type.
+
+    Args:
+        policy: The policy to train.
+        family: The task family.
+        cfg: A variant's configuration (`configs.py`).
+
+    Returns:
+        The trainer, ready to `run`.
+    """
+    return trainer_class(cfg)(policy, family, cfg)
 
 
 def replay_summary(buffer: FIFOReplayBuffer[Any]) -> dict[str, Any]:

@@ -20,12 +20,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import asdict, fields, replace
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
+from docket.methods.rl.configs import (
+    VARIANTS,
+    EchoConfig,
+    GRPOConfig,
+    check_settings,
+    config_class,
+)
 from docket.methods.rl.echo.branching import TreeConfig
-from docket.methods.rl.trainer import VARIANTS, RLConfig
 
 DEFAULT_SFT = {"arith": 1000, "constraints": 600}
 
@@ -79,10 +85,12 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     """
     parser = argparse.ArgumentParser(prog="python methods/rl/scripts/run.py", description=__doc__)
     parser.add_argument("--variant", required=True, choices=VARIANTS)
-    parser.add_argument("--task", default="arith", choices=("arith", "constraints"))
+    parser.add_argument(
+        "--task", choices=("arith", "constraints"), help="default: arith (hir: constraints)"
+    )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--steps", type=int, default=RLConfig.steps)
-    parser.add_argument("--lr", type=float, default=RLConfig.lr)
+    parser.add_argument("--steps", type=int, default=GRPOConfig.steps)
+    parser.add_argument("--lr", type=float, default=GRPOConfig.lr)
     parser.add_argument("--out", type=Path, required=True, help="run folder")
     parser.add_argument("--init", type=Path, help="start from this checkpoint (no warm start)")
     parser.add_argument("--model-id", help="a real causal LM (local folder or Hub id)")
@@ -90,15 +98,19 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--sft-steps", type=int, help="warm-start SFT steps (default per task)")
     parser.add_argument("--sft-noise", type=float, default=0.3)
     parser.add_argument("--sft-cache", type=Path, default=Path("runs/rl/sft"))
-    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="RLConfig")
-    parser.add_argument("--tree", nargs="*", default=[], metavar="KEY=VALUE", help="TreeConfig")
+    parser.add_argument(
+        "--set", nargs="*", default=[], metavar="KEY=VALUE", help="the variant's config"
+    )
+    parser.add_argument(
+        "--tree", nargs="*", default=[], metavar="KEY=VALUE", help="TreeConfig (echo)"
+    )
     parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: default)")
     parser.add_argument("--no-progress", action="store_true")
     return parser.parse_args(argv)
 
 
-def config_from(args: argparse.Namespace) -> RLConfig:
-    """The validated `RLConfig` of the options, `--set` and `--tree` applied.
+def config_from(args: argparse.Namespace) -> GRPOConfig:
+    """The validated configuration of the variant (`configs.py`), `--set` and `--tree` applied.
 
     Args:
         args: The parsed command line.
@@ -107,18 +119,22 @@ def config_from(args: argparse.Namespace) -> RLConfig:
         The run's configuration.
 
     Raises:
-        ValueError: An unknown or malformed setting, or a configuration `validate` rejects.
+        ValueError: An unknown or malformed setting, a setting of another variant, `--tree`
+            without echo, or a configuration `validate` rejects.
     """
-    base = RLConfig(
-        variant=args.variant, task=args.task, seed=args.seed, steps=args.steps, lr=args.lr
-    )
+    check_settings(args.variant, [item.partition("=")[0] for item in args.set if "=" in item])
+    task = {} if args.task is None else {"task": args.task}
+    base = config_class(args.variant)(seed=args.seed, steps=args.steps, lr=args.lr, **task)
     cfg = replace(base, **overrides(args.set, base))
-    cfg = replace(cfg, tree=replace(cfg.tree, **overrides(args.tree, TreeConfig())))
+    if args.tree:
+        if not isinstance(cfg, EchoConfig):
+            raise ValueError(f"--tree sets ECHO's tree; variant {args.variant} has none")
+        cfg = replace(cfg, tree=replace(cfg.tree, **overrides(args.tree, TreeConfig())))
     cfg.validate()
     return cfg
 
 
-def initial_policy(args: argparse.Namespace, cfg: RLConfig) -> Any:
+def initial_policy(args: argparse.Namespace, cfg: GRPOConfig) -> Any:
     """The starting policy: --init, --model-id, or the cached warm-started tiny model.
 
     Args:
@@ -171,19 +187,19 @@ def main(argv: list[str] | None = None) -> int:
     from docket.methods.rl.metrics import MetricsLog
     from docket.methods.rl.tasks import family
     from docket.methods.rl.tiny import save_checkpoint
-    from docket.methods.rl.trainer import Trainer
+    from docket.methods.rl.trainer import trainer_for
 
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(cfg.seed)
     policy = initial_policy(args, cfg)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "config.json").write_text(json.dumps(asdict(cfg), indent=2))
+    (args.out / "config.json").write_text(json.dumps(cfg.as_dict(), indent=2))
     metrics = args.out / "metrics.jsonl"
     metrics.unlink(missing_ok=True)
     log = MetricsLog(metrics)
     try:
-        summary = Trainer(policy, family(cfg.task), cfg).run(log, progress=not args.no_progress)
+        summary = trainer_for(policy, family(cfg.task), cfg).run(log, progress=not args.no_progress)
     finally:
         log.close()
     save_checkpoint(policy.model, policy.tokenizer, args.out / "model")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from docket.methods.rl.configs import ReplayConfig, config_for
 from docket.methods.rl.replay import (
     FIFOReplayBuffer,
     asymre_loss,
@@ -14,7 +15,6 @@ from docket.methods.rl.replay import (
     inclusion_probabilities,
     staleness_horizon,
 )
-from docket.methods.rl.trainer import RLConfig
 
 
 def test_fifo_evicts_the_oldest_beyond_capacity() -> None:
@@ -156,11 +156,16 @@ def test_the_positive_weight_sets_the_per_item_draw_ratio() -> None:
 def test_the_config_refuses_replay_that_cannot_sample() -> None:
     """N <= B would train every update on the whole buffer: refused with both numbers."""
     with pytest.raises(ValueError, match=r"replay_capacity N = 64 must exceed the batch B = .* 64"):
-        RLConfig(variant="replay", replay_capacity=64).validate()
+        ReplayConfig(replay_capacity=64).validate()
     with pytest.raises(ValueError, match=r"set replay_capacity > 32, e.g. 128"):
-        RLConfig(variant="replay", prompts_per_step=4, replay_capacity=16).validate()
+        ReplayConfig(prompts_per_step=4, replay_capacity=16).validate()
     with pytest.raises(ValueError, match=r"80 fresh rollouts per update .* replay_capacity = 72"):
-        RLConfig(variant="replay", replay_fresh_prompts=10, replay_capacity=72).validate()
-    RLConfig(variant="replay", replay_capacity=65).validate()  # N = B + 1 samples
-    RLConfig(variant="replay").validate()  # the default N = 256
-    RLConfig(variant="grpo", replay_capacity=8).validate()  # only replay uses the buffer
+        ReplayConfig(replay_fresh_prompts=10, replay_capacity=72).validate()
+    ReplayConfig(replay_capacity=65).validate()  # N = B + 1 samples
+    ReplayConfig().validate()  # the default N = 256
+    with pytest.raises(
+        ValueError, match="setting replay_capacity belongs to variant replay, not grpo"
+    ):
+        config_for("grpo", replay_capacity=8)  # only replay has a buffer
+    with pytest.raises(ValueError, match="replay_loss must be clip or asymre"):
+        config_for("replay", replay_loss="ppo")

@@ -19,12 +19,13 @@ import pytest
 import torch
 
 from docket.core.tiny_models import alphabet_tokenizer, tiny_llama
+from docket.methods.rl.configs import HiRConfig, config_for
 from docket.methods.rl.policy import HFPolicy
 from docket.methods.rl.sft import WarmStart, warm_start
 from docket.methods.rl.tasks.arith import ArithFamily
 from docket.methods.rl.tasks.base import TaskFamily
 from docket.methods.rl.tasks.constraints import ConstraintsFamily
-from docket.methods.rl.trainer import RLConfig, Trainer, evaluate
+from docket.methods.rl.trainer import evaluate, trainer_for
 
 MARGIN = 0.02
 
@@ -71,11 +72,11 @@ def test_a_short_run_improves_reward(
     policy = HFPolicy(copy.deepcopy(start.model), start.tokenizer)
     probe = family.split("train", 40, seed=123)
     before = evaluate(policy, family, probe, samples=8, seed=5)
-    cfg = RLConfig(
-        variant=variant, task=task, seed=0, steps=30, lr=3e-4, warmup_steps=2,
+    cfg = config_for(
+        variant, task=task, seed=0, steps=30, lr=3e-4, warmup_steps=2,
         eval_every=10**6, eval_size=30, **settings,
     )  # fmt: skip
-    summary = Trainer(policy, family, cfg).run(progress=False)
+    summary = trainer_for(policy, family, cfg).run(progress=False)
     after = evaluate(policy, family, probe, samples=8, seed=5)
     assert 0.1 < before < 0.6, before  # the warm start is sometimes right
     assert after >= before + MARGIN, (variant, before, after)
@@ -88,19 +89,17 @@ def test_replay_generates_less_than_on_policy(warm: dict[str, tuple[TaskFamily, 
     costs = {}
     for variant in ("grpo", "replay"):
         policy = HFPolicy(copy.deepcopy(start.model), start.tokenizer)
-        cfg = RLConfig(
-            variant=variant, task="arith", seed=0, steps=3, eval_every=10**6, eval_size=5
-        )
-        costs[variant] = Trainer(policy, family, cfg).run(progress=False)["gen_rollouts"]
+        cfg = config_for(variant, task="arith", seed=0, steps=3, eval_every=10**6, eval_size=5)
+        costs[variant] = trainer_for(policy, family, cfg).run(progress=False)["gen_rollouts"]
     # 8 prompts x 8 samples per update on-policy; replay generates 4 prompts x 8 per update
     assert costs == {"grpo": 3 * 64, "replay": 3 * 32}
 
 
 def test_hir_needs_the_constraints_family() -> None:
     with pytest.raises(ValueError, match="hir needs --task constraints"):
-        RLConfig(variant="hir", task="arith").validate()
-    with pytest.raises(ValueError, match="unknown variant"):
-        RLConfig(variant="ppo").validate()
+        HiRConfig(task="arith").validate()
+    with pytest.raises(ValueError, match="unknown variant 'ppo'"):
+        config_for("ppo")
 
 
 def test_policy_sampling_matches_scoring() -> None:
@@ -137,12 +136,13 @@ def test_replay_and_its_positive_weight_change_the_run(
         ("w1", "replay", 1.0),
     ):
         policy = HFPolicy(copy.deepcopy(start.model), start.tokenizer)
-        cfg = RLConfig(
-            variant=variant, task="arith", seed=0, steps=30, lr=3e-4, warmup_steps=2,
-            eval_every=10**6, eval_size=30, replay_positive_weight=weight,
+        cfg = config_for(
+            variant, task="arith", seed=0, steps=30, lr=3e-4, warmup_steps=2,
+            eval_every=10**6, eval_size=30,
+            **({"replay_positive_weight": weight} if variant == "replay" else {}),
         )  # fmt: skip
         records: list[dict[str, Any]] = []
-        Trainer(policy, family, cfg).run(progress=False, on_step=records.append)
+        trainer_for(policy, family, cfg).run(progress=False, on_step=records.append)
         weights = torch.cat([p.detach().flatten() for p in policy.model.parameters()])
         results[name] = (records, evaluate(policy, family, probe, samples=8, seed=5), weights)
     assert not torch.equal(results["grpo"][2], results["w2"][2])
