@@ -266,10 +266,12 @@ def sandbox_sample(quick: bool) -> Measurement:
 
 def sandbox_score(quick: bool) -> Measurement:
     """The scorer's clean-room step (`docket.sandboxes.clean_room`: end every agent process,
-    make a fresh private room) vs one plain `exec(['true'])`, in the same bwrap sandbox.
+    sweep links through /proc out of the agent's folders, make a fresh private room) vs one
+    plain `exec(['true'])`, in the same bwrap sandbox.
 
     Paid once per sample before its scorer's first command; the ratio says how many plain execs
-    it costs."""
+    it costs. Target 5: the end request, then one exec that starts a Python interpreter for the
+    sweep and runs mkdir (a Python start is about three plain execs)."""
     from docket.sandboxes.bwrap.sandbox import BwrapSandboxEnvironment
     from docket.sandboxes.cleanroom import clean_room
 
@@ -299,9 +301,10 @@ def sandbox_score(quick: bool) -> Measurement:
         "one exec(['true']) in the same sandbox",
         docket_s,
         peer_s,
-        target=3.0,
+        target=5.0,
         repeats=repeats,
-        note="the exec service's end request (reaps every live exec namespace) and one mkdir",
+        note="the exec service's end request (reaps every live exec namespace), then one exec: "
+        "the /proc-link sweep (python3 -I -S) and mkdir",
     )
 
 
