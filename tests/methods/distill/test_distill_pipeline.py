@@ -95,7 +95,7 @@ def test_refusing_and_unparsable_teachers_are_counted_and_score_zero(tmp_path: P
     assert explanation.startswith("REFUSED Q=0.000; no ANSWER: line")
     meta = good.eval.metadata or {}
     assert meta["benchmark"] == "docval" and meta["headline"]["score"] == "accepted"
-    assert meta["headline"]["value"] == "binary" and good.eval.task_version == "3-A"
+    assert meta["headline"]["value"] == "binary" and good.eval.task_version == "3-B"
 
 
 def test_an_unbound_teacher_role_stops_the_eval(tmp_path: Path) -> None:
