@@ -254,8 +254,12 @@ HTML = "<img src=x onerror=alert(1)>"
 
 
 def test_escapes_and_html_in_names_reach_neither_terminal_nor_markdown(
-    genuine: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    genuine: tuple[Path, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setenv("COLUMNS", "1000")  # the terminal table keeps the escaped name on one line
     log, _ = genuine
     named = read_eval_log(str(log))
     named.eval = named.eval.model_copy(
