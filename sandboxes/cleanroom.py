@@ -224,7 +224,10 @@ async def end_agent_processes(sb: SandboxEnvironment | None = None) -> None:
     """
     sb = sb if sb is not None else sandbox()
     if (bwrap := _as(sb, BwrapSandboxEnvironment)) is not None:
-        await bwrap.session.end_processes()
+        try:
+            await bwrap.session.end_processes()
+        except TimeoutError as ex:
+            raise CleanRoomError(f"could not end the agent's processes: {ex}") from None
     elif (docker := _as(sb, DockerSandboxEnvironment)) is not None:
         result = await compose_command(
             ["restart", "-t", "0", docker._service],

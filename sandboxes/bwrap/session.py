@@ -39,6 +39,8 @@ logger = logging.getLogger(__name__)
 _HOST_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
 _START_TIMEOUT = 30.0
 _KILL_WAIT = 10.0
+#: Seconds the exec service gets to end and reap every exec namespace (`end_processes`).
+END_WAIT = 60.0
 _SERVICE_SOURCE = Path(execd.__file__).read_bytes()
 
 
@@ -487,12 +489,19 @@ class SandboxSession:
 
         Returns:
             How many exec namespaces were ended.
+
+        Raises:
+            TimeoutError: Not every namespace was reaped within `END_WAIT` seconds (a process
+                the kernel cannot kill yet).
         """
         if self._gone is not None:
             raise self._mark_gone(self._gone)
         id = next(self._ids)
         await self._send({"op": "end", "id": id})
-        outcome = await self._wait_exit(id)
+        with anyio.move_on_after(END_WAIT) as waited:
+            outcome = await self._wait_exit(id)
+        if waited.cancelled_caught:
+            raise TimeoutError(f"the agent's processes were not all gone after {END_WAIT:g} s")
         return int(outcome.get("ended", 0))
 
     async def _kill(self, id: int, outcome: dict[str, Any]) -> None:

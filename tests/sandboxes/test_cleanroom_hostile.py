@@ -175,3 +175,25 @@ async def test_workspace_names_made_to_look_like_options_are_only_files() -> Non
             "x.sh",
         ]
         assert not (await sb.exec(["test", "-e", "/workspace/pwned"])).success
+
+
+async def test_processes_that_do_not_end_in_time_fail_the_room_in_one_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The end request is bounded: a namespace the service cannot reap (planted here as a reply
+    that never comes) is one CleanRoomError line after `END_WAIT`, never a scorer that hangs."""
+    from docket.sandboxes.bwrap import session as session_module
+
+    async def never(self: object, id: int) -> dict[str, object]:
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    async with bwrap_sandbox() as sb:
+        monkeypatch.setattr(session_module, "END_WAIT", 0.5)
+        monkeypatch.setattr(session_module.SandboxSession, "_wait_exit", never)
+        with anyio.fail_after(30), pytest.raises(CleanRoomError) as caught:
+            await end_agent_processes(sb)
+        assert str(caught.value) == (
+            "could not end the agent's processes: the agent's processes were not all gone "
+            "after 0.5 s"
+        )
