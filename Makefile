@@ -34,7 +34,7 @@ typecheck: install
 	$(VENV)/bin/mypy
 
 pytest: install
-	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -q --durations=15 $(PYTEST_ARGS)
 
 test: lint typecheck docs pytest
 

@@ -56,17 +56,27 @@ def _categories(name: str, categories: str | None) -> list[str] | None:
     return [c.strip() for c in checked(name, "categories", categories, str).split(",") if c.strip()]
 
 
+MAX_JUDGES = 25
+"""The largest judge ensemble: each judge is one model call per sample."""
+
+
 def judge_roles(name: str, judges: int | str) -> list[str]:
     """The judge role of each ensemble member: `judges=N` is N calls of `judge`, a comma list
     names one role per judge."""
     if isinstance(judges, str):
         roles = [r.strip() for r in judges.split(",") if r.strip()]
-        if roles and all(_ROLE_NAME.match(r) for r in roles):
+        if roles and len(roles) <= MAX_JUDGES and all(_ROLE_NAME.match(r) for r in roles):
             return roles
         raise PrerequisiteError(
-            f"{name}: -T judges={judges!r} must be a count (e.g. 3) or role names (judge,judge_b)"
+            f"{name}: -T judges={judges!r} must be a count (1 to {MAX_JUDGES}) or at most"
+            f" {MAX_JUDGES} role names (judge,judge_b)"
         )
-    return ["judge"] * positive(name, "judges", judges)
+    count = positive(name, "judges", judges)
+    if count > MAX_JUDGES:
+        raise PrerequisiteError(
+            f"{name}: -T judges={count} is more than {MAX_JUDGES} judge calls per sample"
+        )
+    return ["judge"] * count
 
 
 class _Roles:
