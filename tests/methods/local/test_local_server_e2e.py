@@ -4,9 +4,9 @@
 127.0.0.1 (fixture: `openai_server.qwen_server`). Each task runs twice, one sample each with
 short replies (the server answers one request at a time on a shared CPU):
 
-- the plain line, `inspect eval docket/<task> --model openai-api/tserve/<name>` (Inspect's
-  OpenAI-compatible provider; `TSERVE_BASE_URL` names the server), anchor's judge bound to the
-  same server with `--model-role`;
+- the README's plain line, `inspect eval docket/<task> --model openai/<name>` with
+  `OPENAI_BASE_URL` naming the server (docket's entry point registers the name as a plain chat
+  model, `docket/compatible.py`), anchor's judge bound to the same server with `--model-role`;
 - `docket suite local-server --model openai/<name> --base-url URL`: every role on the server.
 
 Each run must finish with its samples answered (never errored) and the judge's calls on the
@@ -84,18 +84,24 @@ def served(qwen_server: OpenAIServer, monkeypatch: pytest.MonkeyPatch) -> OpenAI
     for name, value in qwen_server.env.items():
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("OPENAI_API_KEY", "unused")  # the server checks no key
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.setenv("OPENAI_BASE_URL", qwen_server.base_url)
     return qwen_server
+
+
+def _plain(served: OpenAIServer) -> str:
+    """The README's `openai/<name>` for the served checkpoint."""
+    return "openai/" + served.model.rsplit("/", 1)[-1]
 
 
 @pytest.mark.parametrize("task", list(TASKS))
 def test_the_plain_inspect_eval_line(served: OpenAIServer, tmp_path: Path, task: str) -> None:
     command = [str(Path(sys.executable).with_name("inspect")), "eval", task]
-    command += ["--model", served.model, "--limit", "1", "--max-tokens", str(MAX_TOKENS)]
+    model = _plain(served)
+    command += ["--model", model, "--limit", "1", "--max-tokens", str(MAX_TOKENS)]
     command += ["--time-limit", str(TIME_LIMIT), "--log-dir", str(tmp_path), "--display", "none"]
     command += [f"-T{arg}" for arg in TASKS[task]]
     if task == "docket/anchor_direct":
-        command += ["--model-role", f"judge={served.model}"]
+        command += ["--model-role", f"judge={model}"]
     started = time.monotonic()
     done = subprocess.run(
         command, capture_output=True, text=True, timeout=TIME_LIMIT + 600, env=dict(os.environ)
@@ -110,7 +116,7 @@ def test_the_plain_inspect_eval_line(served: OpenAIServer, tmp_path: Path, task:
 
 
 def test_the_local_server_preset(served: OpenAIServer, tmp_path: Path) -> None:
-    model = "openai/" + served.model.rsplit("/", 1)[-1]  # the name the server serves
+    model = _plain(served)
     log_dir = tmp_path / "logs"
     argv = ["suite", "local-server", "--model", model, "--base-url", served.base_url]
     argv += ["--limit", "1", "--max-tokens", str(MAX_TOKENS), "--log-dir", str(log_dir)]
