@@ -1,4 +1,4 @@
-"""Exactness at scale (the numbers in the README): identical ids to HF tokenizers and tiktoken
+"""Exactness at scale (the run the README describes): identical ids to HF tokenizers and tiktoken
 on a 10 MB corpus and on >= 10^5 random and adversarial strings drawn by hypothesis, plus every
 prefix and the eager output of the byte-level encoder.
 
