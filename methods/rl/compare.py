@@ -1,4 +1,4 @@
-"""The tables of the variant comparison (`methods/rl/scripts/compare.py`, the README's numbers).
+"""The tables of the variant comparison (`methods/rl/scripts/compare.py`: results.md, results.json).
 
 From the finished runs of every variant under one folder: mean ± sample std over seeds of the
 final held-out reward (greedy and sampled), the training reward of the last 10 updates,
