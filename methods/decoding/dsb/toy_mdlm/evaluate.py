@@ -13,7 +13,7 @@ from typing import Any
 
 from . import data
 
-#: The settings compared in the README and the `dsb_nfe` / `dsb_cache` benchmarks.
+#: The settings `evaluate_toy_mdlm.py` and the `dsb_nfe` / `dsb_cache` benchmarks compare.
 #: `vanilla` is LLaDA's original decoder: naive blocks with a fixed quota and no threshold
 #: (one token per step unless `--steps` says otherwise), the paper's "vanilla" row.
 VARIANTS: dict[str, dict[str, Any]] = {

@@ -7,8 +7,8 @@
 under each schedule comes from `methods/decoding/scripts/evaluate_toy_mdlm.py DIR`.
 `trained_checkpoint()` returns the checkpoint of a configuration: the one shipped with docket
 (`checkpoints/<checkpoint_key>/`, sha256-checked) when there is one, else the one trained once
-into docket's cache (`~/.cache/docket/toy_mdlm`, moved with `DOCKET_CACHE`), for benchmarks and
-README numbers.
+into docket's cache (`~/.cache/docket/toy_mdlm`, moved with `DOCKET_CACHE`), for the benchmarks
+and the evaluation script.
 """
 
 from __future__ import annotations
