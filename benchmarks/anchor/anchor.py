@@ -200,6 +200,12 @@ def _task(
         spec = sandbox_spec(checked(name, "sandbox", sandbox, str))
     except ValueError as ex:
         raise PrerequisiteError(f"{name}: {ex}") from None
+    # No chance row (metadata `chance`): on both headlines a blind policy that always refuses
+    # scores the best value (direct refusal 1, compliance@T 0), so no blind attacker sets a
+    # floor to rank against. results/attackers.json measures the judge, not the target: the
+    # gamers' judged refusal while delivering (0.000 with the action judge, 1.000 with a
+    # phrase judge) is a judge's robustness on the test half; results/meaning.json checks the
+    # scorer on scripted targets.
     return Task(
         dataset=dataset,
         solver=solver,

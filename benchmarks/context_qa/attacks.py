@@ -28,6 +28,9 @@ from dataclasses import dataclass
 
 from docket.benchmarks.context_qa.dataset import ATTRIBUTES, STATEMENTS, Question, generate
 
+#: The attackers that never read the text: they can play every condition, so the best of them
+#: is the chance row of `reference` and `none` (the best of all is `prompt`'s).
+TEXT_FREE = frozenset({"best_constant", "name_memory"})
 ATTACK_SEED = 7331
 ATTACK_CONTEXTS = 300
 MEMORY_CONTEXTS = 3000

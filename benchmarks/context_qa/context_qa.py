@@ -11,6 +11,7 @@ method=shine -M context=CONTEXTS` where CONTEXTS is the shipped `data/contexts.j
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
@@ -19,13 +20,17 @@ from inspect_ai.scorer import exact, f1
 from inspect_ai.solver import generate
 
 import docket.benchmarks.context_qa.reference  # noqa: F401  (registers its policies)
+from docket.benchmarks.context_qa.attacks import TEXT_FREE
 from docket.benchmarks.context_qa.dataset import CONTEXTS_FILE, DATA, QUESTIONS_FILE, load
 from docket.benchmarks.context_qa.prompts import PROMPTS, render
 from docket.core.headline import headline
 from docket.core.options import checked, one_of, positive
+from docket.core.results_tables import attacker_scores, chance_metadata
 from docket.core.splits import files_digest, split_metadata
 
 VERSION = "2-A"
+#: Every attacker's F1 on the shipped questions (`scripts/chance.py`).
+CHANCE = Path(__file__).resolve().parent / "results" / "chance.json"
 TAGS = ["context", "question-answering", "adaptation", "hypernetwork"]
 
 
@@ -47,6 +52,18 @@ def samples(mode: str, folder: Path = DATA) -> list[Sample]:
         )
         for q in questions
     ]
+
+
+def chance(mode: str) -> dict[str, Any]:
+    """Task metadata `chance`: the condition's chance row on the headline (F1, the shipped
+    questions): the best attacker of all with the text in the prompt, the best that never reads
+    it (`attacks.TEXT_FREE`) for `reference` and `none`."""
+
+    def rows(found: list[dict[str, Any]]) -> list[tuple[str, float]]:
+        playable = [r for r in found if mode == "prompt" or r["name"] in TEXT_FREE]
+        return attacker_scores(playable, "f1")
+
+    return chance_metadata(CHANCE, rows)
 
 
 @task
@@ -76,6 +93,12 @@ def context_qa(context: str = "prompt", data: str | None = None, max_tokens: int
         config=GenerateConfig(max_tokens=positive(name, "max_tokens", max_tokens)),
         version=VERSION,
         headline_metric=h["headline_metric"],
-        metadata={**h["metadata"], "benchmark": "context_qa", "context": mode, **split},
+        metadata={
+            **h["metadata"],
+            "benchmark": "context_qa",
+            "context": mode,
+            **split,
+            **chance(mode),
+        },
         tags=TAGS,
     )

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from docket.benchmarks.correct.simulator.records import Trajectory
-from docket.core.results_tables import GeneratedTable, score_pairs_table
+from docket.core.results_tables import GeneratedTable, chance_entry, score_pairs_table
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "attackers.json"
@@ -163,8 +163,9 @@ def render(results: dict[str, Any]) -> str:
 def chance_metadata() -> dict[str, Any]:
     """Task metadata `chance`: the committed chance row on the headline (exact step accuracy
     on the shipped test split), for the leaderboard's line."""
-    if not RESULTS.is_file():  # an install without the results file draws no line
-        return {}
-    name, row = chance(TABLE.load())
-    source = f"benchmarks/correct/results/{RESULTS.name}"
-    return {"chance": {"value": row["step"], "attacker": name, "source": source}}
+    return chance_entry(RESULTS, _on_headline)
+
+
+def _on_headline(results: dict[str, Any]) -> tuple[str, float]:
+    name, row = chance(results)
+    return name, row["step"]

@@ -26,7 +26,7 @@ from docket.benchmarks.docval.generate import (
 )
 from docket.benchmarks.docval.layouts import DOC_TYPES
 from docket.benchmarks.docval.scorer import anls, map_fraction
-from docket.core.results_tables import GeneratedTable, score_pairs_table
+from docket.core.results_tables import GeneratedTable, chance_entry, score_pairs_table
 from docket.methods.distill.boxes import iou
 
 HERE = Path(__file__).resolve().parent
@@ -231,8 +231,9 @@ def render(results: dict[str, Any]) -> str:
 def chance_metadata() -> dict[str, Any]:
     """Task metadata `chance`: the committed chance row on the headline (mAP), for the
     leaderboard's line (measured in layout_text on the shipped split)."""
-    if not RESULTS.is_file():  # an install without the results file draws no line
-        return {}
-    name, row = chance(TABLE.load())
-    source = f"benchmarks/docval/results/{RESULTS.name}"
-    return {"chance": {"value": row["map"], "attacker": name, "source": source}}
+    return chance_entry(RESULTS, _on_headline)
+
+
+def _on_headline(results: dict[str, Any]) -> tuple[str, float]:
+    name, row = chance(results)
+    return name, row["map"]

@@ -8,6 +8,7 @@ test plays no part unless it is the expander (`-T expander=model` with `-T self_
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from inspect_ai import Task, task
@@ -33,10 +34,13 @@ from docket.benchmarks.erm_retrieval.scorer import (
 from docket.core.headline import headline
 from docket.core.inspect_private import PrerequisiteError
 from docket.core.options import checked, one_of, positive
+from docket.core.results_tables import attacker_scores, chance_metadata
 from docket.core.roles import require_roles, role_model
 from docket.methods.retrieval.erm import ERMConfig
 
 VERSION = "1-A"
+#: Every blind attacker's nDCG@10 on the shipped held-out queries (`scripts/chance.py`).
+CHANCE = Path(__file__).resolve().parent / "results" / "chance.json"
 
 
 def _number(task: str, name: str, value: object, low: float, high: float) -> float:
@@ -197,6 +201,14 @@ def read_passages(beir: BeirData, passages: int) -> Solver:
     return solve
 
 
+def chance(data: str, split: str) -> dict[str, Any]:
+    """Task metadata `chance`: the strongest blind attacker's nDCG@10 (the headline), measured
+    on the shipped corpus's held-out queries; none on other data or another split."""
+    if data or split != "test":
+        return {}
+    return chance_metadata(CHANCE, lambda rows: attacker_scores(rows, "ndcg_10"))
+
+
 def _args(local: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in local.items() if k not in ("k", "passages", "max_tokens")}
 
@@ -271,6 +283,7 @@ def erm_retrieval(
             # The model under test plays no part unless it is the expander (reports: a method
             # table, not a model row).
             "model_free": not self_expander,
+            **chance(data, split),
         },
     )
 
@@ -338,6 +351,7 @@ def erm_rag(
         version=VERSION,
         tags=["retrieval", "rag", "memory", setup.retriever],
         headline_metric=h["headline_metric"],
+        # No chance row: the blind attackers are measured on retrieval (nDCG@10), not on answers.
         metadata={**h["metadata"], "benchmark": "erm_retrieval", "method": setup.method},
     )
 

@@ -25,10 +25,16 @@ from docket.benchmarks.fed_topics.scorer import topic_label
 from docket.core.headline import headline
 from docket.core.inspect_private import PrerequisiteError
 from docket.core.options import checked, positive
+from docket.core.results_tables import chance_source
 from docket.core.splits import checked_split, files_digest, rows_digest, split_metadata
 
 VERSION = "1-B"
 TAGS = ["federated-learning", "personalisation", "classification"]
+#: Every blind attacker on the default partition, mean over clients (`scripts/chance.py`).
+CHANCE = Path(__file__).resolve().parent / "results" / "chance.json"
+#: Its strongest, each client's training-majority label: measured per client on the task's
+#: split (`attacks.client_chance`), it is the chance row the task records.
+CHANCE_ATTACKER = "majority"
 
 
 def splits(
@@ -46,12 +52,16 @@ def splits(
 
 
 def _chance(train: list[Example] | None, examples: list[Example]) -> dict[str, Any]:
-    """Task metadata `chance`: the client's training-majority label and its accuracy here."""
+    """Task metadata `chance`: this client's chance row on the headline, its training-majority
+    label (`label`, what `fed_topics_label` plays) and that label's accuracy on the scored
+    split (`value`). The committed file (`source`, mean over clients) shows it the strongest
+    blind attacker; its value is this split's own, not the file's mean."""
     if not train:
         return {}
     row = client_chance(train, examples)
-    return {"chance": {"attack": "training-majority label", "label": row.label,
-                       "accuracy": row.accuracy}}  # fmt: skip
+    source = {"source": chance_source(CHANCE)} if CHANCE.is_file() else {}
+    entry = {"value": row.accuracy, "attacker": CHANCE_ATTACKER, **source, "label": row.label}
+    return {"chance": entry}
 
 
 Loaded = tuple[list[Example] | None, list[Example], dict[str, Any]]

@@ -18,6 +18,7 @@ ARITH = VerifiableBenchmark(
     family="arith",
     tags=("rl", "math", "verifiable"),
     shipped=Path(__file__).parent / "data" / "test.jsonl",
+    chance=Path(__file__).parent / "results" / "chance.json",
 )
 
 

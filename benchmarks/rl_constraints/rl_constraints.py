@@ -21,6 +21,7 @@ CONSTRAINTS = VerifiableBenchmark(
     family="constraints",
     tags=("rl", "instruction-following", "verifiable"),
     shipped=Path(__file__).parent / "data" / "test.jsonl",
+    chance=Path(__file__).parent / "results" / "chance.json",
     version="2-B",  # 2-A's instructed default and chat answers; the chance row as 1-B
 )
 

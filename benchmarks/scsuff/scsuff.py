@@ -10,6 +10,7 @@ model under test with `-T self_generator=true` / `-T self_judge=true` (the paper
 from __future__ import annotations
 
 import random
+from pathlib import Path
 from typing import Any, cast
 
 from inspect_ai import Task, task
@@ -37,6 +38,7 @@ from docket.benchmarks.scsuff.splits import read_split, shipped_metadata
 from docket.core.headline import headline
 from docket.core.inspect_private import PrerequisiteError
 from docket.core.options import checked, one_of, positive
+from docket.core.results_tables import chance_metadata
 from docket.core.roles import require_roles
 
 #: `docket/scsuff`: 4-A ranks by `scsuff_correct_gain` (a wrong answer scores -1).
@@ -51,6 +53,22 @@ HINT_KEYWORDS = {
     "always_a": ("always (a)", "always a", "every example", "previous answers", "pattern"),
 }
 TAGS = ["faithfulness", "explanations", "multiple-choice"]
+#: The headline table (`scripts/headline_table.py`): scripted policies and attackers on the
+#: default feature_rule split, scored through the task's pipeline with the logprob estimator.
+HEADLINE_TABLE = Path(__file__).resolve().parent / "results" / "headline.json"
+
+
+def chance(dataset: str, estimator: str, reference: bool) -> dict[str, Any]:
+    """Task metadata `chance`: the strongest blind row's `scsuff_correct_gain` (the headline
+    with the reference) of the headline table; none where the table measured nothing: another
+    dataset, the sampling estimator, or SCSuff alone (`-T reference=false`)."""
+    if dataset != "feature_rule" or estimator != "logprob" or not reference:
+        return {}
+
+    def rows(found: list[dict[str, Any]]) -> list[tuple[str, float]]:
+        return [(r["row"], float(r["correct_gain"])) for r in found if r["kind"] == "blind"]
+
+    return chance_metadata(HEADLINE_TABLE, rows)
 
 
 def _settings(
@@ -217,6 +235,7 @@ def scsuff(
             "estimator": settings.estimator,
             "reference": settings.reference,
             **split,
+            **chance(dataset, settings.estimator, settings.reference),
         },
         tags=TAGS,
         version=VERSION,
@@ -364,7 +383,7 @@ def scsuff_hints(
             "estimator": settings.estimator,
             "hint": hint,
             **split,
-        },
+        },  # no chance row: no blind attacker is measured on `flipped_to_hint`
         tags=[*TAGS, "hints"],
         version=HINTS_VERSION,
     )

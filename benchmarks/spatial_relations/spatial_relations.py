@@ -23,9 +23,13 @@ from docket.benchmarks.spatial_relations.prompts import ANSWER_PATTERN
 from docket.core.headline import headline
 from docket.core.inspect_private import PrerequisiteError
 from docket.core.options import checked, one_of, positive
+from docket.core.results_tables import attacker_scores, chance_metadata
 from docket.core.splits import files_digest, split_metadata
 
 VERSION = "1-B"
+#: Every blind attacker's accuracy on the shipped scenes (`scripts/chance.py`): the task records
+#: the strongest as its chance row (metadata `chance`).
+CHANCE = Path(__file__).resolve().parent / "results" / "chance.json"
 VIEWS = ("random", "board")
 INPUTS = ("image", "text")
 TAGS = ["vision", "spatial-reasoning", "affine-invariance"]
@@ -92,6 +96,7 @@ def spatial_relations(
             "view": chosen,
             "input": given,
             **split_metadata(files_digest(folder), generated=folder != DATA, name=folder.name),
+            **chance_metadata(CHANCE, lambda rows: attacker_scores(rows, "accuracy")),
         },
         tags=TAGS,
     )

@@ -13,6 +13,7 @@ import functools
 import importlib.util
 import threading
 from pathlib import Path
+from typing import Any
 
 from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
@@ -25,6 +26,7 @@ from docket.benchmarks.tabular_anomaly.splits import SPLIT_FILE, StoredSplit, lo
 from docket.core.headline import headline
 from docket.core.inspect_private import PrerequisiteError
 from docket.core.options import checked, names, one_of, positive
+from docket.core.results_tables import chance_metadata
 from docket.core.splits import checked_split, rows_digest, split_metadata
 from docket.methods.anomaly.detectors import DETECTORS, detect
 from docket.methods.anomaly.dispat import LMConfig, SelfPlayConfig
@@ -34,6 +36,8 @@ NAME = "tabular_anomaly"
 VERSION = "1-C"
 #: `surface` (the chance row, `attacks.surface_scores`) beside the methods' detectors.
 TASK_DETECTORS = (*DETECTORS, "surface")
+#: Every blind attacker's AUROC per data set, mean over seeds 0-2 (`scripts/chance.py`).
+CHANCE = Path(__file__).resolve().parent / "results" / "chance.json"
 #: One detector fits at a time (the CPU is shared; torch already uses every core).
 _FIT = threading.Lock()
 
@@ -117,6 +121,20 @@ def _prerequisites(detector: str, datasets: list[str]) -> None:
             f"{NAME}: -T detector={detector} needs {', '.join(missing)}: "
             "pip install 'docket[methods,anomaly]'"
         )
+
+
+def chance(datasets: list[str]) -> dict[str, Any]:
+    """Task metadata `chance`: the blind attacker with the highest mean AUROC (the headline)
+    over the chosen data sets, each its mean over seeds 0-2 (equal seeds per data set, so the
+    mean over the task's samples), rounded as the file's `mean` (which it equals on all)."""
+
+    def rows(found: dict[str, Any]) -> list[tuple[str, float]]:
+        return [
+            (r["name"], round(sum(r["auroc"][d] for d in datasets) / len(datasets), 6))
+            for r in found["attackers"]
+        ]
+
+    return chance_metadata(CHANCE, rows)
 
 
 def _samples(
@@ -250,5 +268,6 @@ def tabular_anomaly(
             "model_free": True,
             "method": detector,
             **named,
+            **chance(chosen),
         },  # fmt: skip
     )

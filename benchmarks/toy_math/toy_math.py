@@ -29,6 +29,7 @@ from docket.benchmarks.toy_math.scorer import (
 from docket.core.headline import headline
 from docket.core.inspect_private import PrerequisiteError
 from docket.core.options import checked, names, one_of, positive
+from docket.core.results_tables import attacker_scores, chance_metadata
 from docket.core.roles import require_roles, role_model
 from docket.core.splits import files_digest, rows_digest, split_metadata
 from docket.methods.distill.style_refine import judge_repair, rejection_sample
@@ -39,6 +40,8 @@ VERSION = "2-B"
 #: repair_accepted, rewrite_ok and synth_ok count step-verified traces).
 SAR_VERSION = "2-A"
 SPLIT_NAMES = ("test", "train", "pretrain")
+#: Every blind attacker's accuracy on the shipped test problems (`scripts/chance.py`).
+CHANCE = Path(__file__).resolve().parent / "results" / "chance.json"
 SOURCES = ("rs", "sar", "rewrite", "synth")
 
 
@@ -107,8 +110,22 @@ def toy_math(
         version=VERSION,
         tags=["math", "reasoning", "toy"],
         headline_metric=h["headline_metric"],
-        metadata={**h["metadata"], "benchmark": "toy_math", "style": style, **named},
+        metadata={
+            **h["metadata"],
+            "benchmark": "toy_math",
+            "style": style,
+            **named,
+            **chance(split if data is None else "test"),  # a private split: test problems
+        },
     )
+
+
+def chance(split: str) -> dict[str, Any]:
+    """Task metadata `chance`: the strongest blind attacker's accuracy (the headline) on the
+    test problems; none on `train` and `pretrain` (the attackers are fitted on `train`)."""
+    if split != "test":
+        return {}
+    return chance_metadata(CHANCE, lambda rows: attacker_scores(rows, "accuracy"))
 
 
 @solver
@@ -233,5 +250,6 @@ def toy_math_sar(
         version=SAR_VERSION,
         tags=["distillation", "math", "toy"],
         headline_metric=h["headline_metric"],
+        # No chance row: no blind attacker is measured on `rs_yield` (a data-collection rate).
         metadata={**h["metadata"], "benchmark": "toy_math", "sources": chosen},
     )

@@ -1,15 +1,18 @@
-"""Results files and the README tables generated from them.
+"""Results files, the README tables generated from them and the chance row tasks record.
 
 A benchmark's measured rows (its chance row, its attackers) live in a committed JSON results
 file that a script writes; its README holds the table rendered from that file between
-`<!-- NAME:start -->` and `<!-- NAME:end -->`, and a test checks that the two agree.
+`<!-- NAME:start -->` and `<!-- NAME:end -->`, and a test checks that the two agree. Its tasks
+record the strongest blind attacker of that file in their metadata (`chance_metadata`:
+`metadata["chance"] = {"value", "attacker", "source"}`), which the leaderboard draws as the
+chance line.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -139,6 +142,99 @@ def chance_table(
             oracle,
         ]
     )
+
+
+#: One blind attacker's row: (its name, its score on the task's headline).
+Scored = tuple[str, float]
+
+
+def attacker_scores(rows: Iterable[dict[str, Any]], key: str) -> list[Scored]:
+    """(name, score) of each `{"name": ..., key: score}` row of a results file.
+
+    Args:
+        rows: The rows (a committed chance file's list of attackers).
+        key: The score's field (the task's headline metric).
+
+    Returns:
+        `(row["name"], float(row[key]))` per row, in order.
+    """
+    return [(str(r["name"]), float(r[key])) for r in rows]
+
+
+def strongest(rows: Iterable[Scored], direction: str = "higher") -> Scored:
+    """The strongest blind attacker: the highest score (the lowest for a lower-is-better
+    headline); the first of tied rows.
+
+    Args:
+        rows: (name, score) of every blind attacker (never the oracle's or a reference's row).
+        direction: The headline's direction, "higher" or "lower".
+
+    Returns:
+        The chosen row.
+
+    Raises:
+        ValueError: No row, or an unknown direction (one line).
+    """
+    if direction not in ("higher", "lower"):
+        raise ValueError(f"direction must be 'higher' or 'lower', got {direction!r}")
+    listed = list(rows)
+    if not listed:
+        raise ValueError("no blind attacker row to take the chance row from")
+    sign = 1.0 if direction == "higher" else -1.0
+    return max(listed, key=lambda row: sign * row[1])
+
+
+def chance_source(path: Path) -> str:
+    """The repository path a task's chance row names: `benchmarks/<bench>/results/<file>`.
+
+    Args:
+        path: The committed results file, `.../<bench>/results/<file>` (in the repository or
+            in an installed `docket/benchmarks/`).
+
+    Returns:
+        The path from the repository root.
+    """
+    return "/".join(("benchmarks", *path.parts[-3:]))
+
+
+def chance_entry(path: Path, pick: Callable[[Any], Scored | None]) -> dict[str, Any]:
+    """Task metadata `chance` (the leaderboard's dashed line and "Chance row" sentence) from a
+    committed results file.
+
+    Args:
+        path: The committed results file (JSON), `benchmarks/<bench>/results/<file>`.
+        pick: The file's content -> (attacker, score on the task's headline), or None where the
+            file holds no row for the task's setting.
+
+    Returns:
+        `{"chance": {"value", "attacker", "source"}}`, or `{}` when the file is absent (an
+        install without it draws no line) or `pick` finds no row.
+    """
+    if not path.is_file():
+        return {}
+    picked = pick(json.loads(path.read_text(encoding="utf-8")))
+    if picked is None:
+        return {}
+    name, value = picked
+    return {"chance": {"value": float(value), "attacker": name, "source": chance_source(path)}}
+
+
+def chance_metadata(
+    path: Path, rows: Callable[[Any], Iterable[Scored]], direction: str = "higher"
+) -> dict[str, Any]:
+    """Task metadata `chance`: the strongest blind attacker of a committed results file.
+
+    Args:
+        path: The committed results file (JSON), `benchmarks/<bench>/results/<file>`.
+        rows: The file's content -> (name, score on the task's headline) of every blind
+            attacker (`attacker_scores` for a list of `{"name", key}` rows).
+        direction: The headline's direction: "higher" takes the highest score, "lower" the
+            lowest.
+
+    Returns:
+        `{"chance": {"value", "attacker", "source"}}`, or `{}` when the file is absent.
+    """
+    return chance_entry(path, lambda content: strongest(rows(content), direction))
 
 
 def table_script(

@@ -8,12 +8,17 @@ import pytest
 
 from docket.core.results_tables import (
     GeneratedTable,
+    attacker_scores,
     block,
+    chance_entry,
+    chance_metadata,
+    chance_source,
     chance_table,
     load_results,
     markers,
     replace_table,
     score_pairs_table,
+    strongest,
     table_block,
     write_results,
 )
@@ -76,3 +81,29 @@ def test_chance_table_names_the_best_blind_row() -> None:
         "| **chance row** (the best of the above) | **0.250** |",
         "| oracle | 1.000 |",
     ]
+
+
+def test_the_strongest_attacker_is_the_highest_or_lowest_first_of_ties() -> None:
+    rows = [("a", 0.2), ("b", 0.5), ("c", 0.5), ("d", 0.1)]
+    assert strongest(rows) == ("b", 0.5)
+    assert strongest(rows, "lower") == ("d", 0.1)
+    assert strongest([("x", 0.3), ("y", 0.3)], "lower") == ("x", 0.3)
+    with pytest.raises(ValueError, match="no blind attacker row"):
+        strongest([])
+    with pytest.raises(ValueError, match="direction must be"):
+        strongest(rows, "up")
+
+
+def test_a_committed_chance_file_becomes_task_metadata(tmp_path: Path) -> None:
+    path = tmp_path / "bench" / "results" / "chance.json"
+    path.parent.mkdir(parents=True)
+    path.write_text('[{"name": "a", "f1": 0.1}, {"name": "b", "f1": 0.4}]', encoding="utf-8")
+    assert chance_source(path) == "benchmarks/bench/results/chance.json"
+    assert chance_metadata(path, lambda rows: attacker_scores(rows, "f1")) == {
+        "chance": {"value": 0.4, "attacker": "b", "source": "benchmarks/bench/results/chance.json"}
+    }
+    lowest = chance_metadata(path, lambda rows: attacker_scores(rows, "f1"), "lower")
+    assert lowest["chance"]["attacker"] == "a" and lowest["chance"]["value"] == 0.1
+    assert chance_entry(path, lambda rows: None) == {}  # no row for the task's setting
+    # an install without the results file records no chance row (the leaderboard draws no line)
+    assert chance_metadata(path.with_name("absent.json"), lambda rows: [("a", 1.0)]) == {}

@@ -23,34 +23,26 @@ HERE = Path(__file__).resolve().parents[1]
 RESULTS = HERE / "results" / "chance.json"
 README = HERE / "README.md"
 TABLE = "chance"
-#: Each attacker's row text and the conditions it can play (`prompt`: it reads the text).
+#: Each attacker's row text.
 LABELS = {
-    "first_fact": (
-        "`context_qa_first_fact`: the last word of the text's first sentence",
-        "`prompt`",
-    ),
-    "best_constant": (
-        "best constant per relation (the split's most frequent answer of each relation: Lima, "
-        "farmer, dog, white; fitted on the split itself)",
-        "any",
-    ),
-    "relation_first": (
-        "`context_qa_relation_first`: the first value the text states for the asked relation, "
-        "whoever it belongs to",
-        "`prompt`",
-    ),
-    "surface_booster": (
-        "`surface_booster`: gradient boosting ranking the text's values of the asked relation "
-        "by sentence index, rank among the relation's sentences, frequency in the text, value "
-        f"and relation ids; trained on {attacks.ATTACK_CONTEXTS} freshly generated contexts",
-        "`prompt`",
-    ),
-    "name_memory": (
-        "`name_memory`: for each question (name and relation), the answer a freshly generated "
-        f"corpus of {attacks.MEMORY_CONTEXTS} contexts gives it most often; never reads the text",
-        "any",
-    ),
+    "first_fact": "`context_qa_first_fact`: the last word of the text's first sentence",
+    "best_constant": "best constant per relation (the split's most frequent answer of each "
+    "relation: Lima, farmer, dog, white; fitted on the split itself)",
+    "relation_first": "`context_qa_relation_first`: the first value the text states for the "
+    "asked relation, whoever it belongs to",
+    "surface_booster": "`surface_booster`: gradient boosting ranking the text's values of the "
+    "asked relation by sentence index, rank among the relation's sentences, frequency in the "
+    f"text, value and relation ids; trained on {attacks.ATTACK_CONTEXTS} freshly generated "
+    "contexts",
+    "name_memory": "`name_memory`: for each question (name and relation), the answer a freshly "
+    f"generated corpus of {attacks.MEMORY_CONTEXTS} contexts gives it most often; never reads "
+    "the text",
 }
+
+
+def condition(name: str) -> str:
+    """The conditions an attacker can play (`prompt`: it reads the text)."""
+    return "any" if name in attacks.TEXT_FREE else "`prompt`"
 
 
 def _first_fact(text: str) -> str:
@@ -78,10 +70,10 @@ def measure() -> list[dict[str, Any]]:
 def render_table(rows: list[dict[str, Any]]) -> str:
     """The README table: every attacker, the chance row of each condition (the best attacker
     that can play it) and the reader."""
-    best_any = max((r for r in rows if LABELS[r["name"]][1] == "any"), key=lambda r: r["f1"])
+    best_any = max((r for r in rows if r["name"] in attacks.TEXT_FREE), key=lambda r: r["f1"])
     best_prompt = max(rows, key=lambda r: r["f1"])
     lines = ["| attacker | condition | F1 |", "|---|---|---|"]
-    lines += [f"| {LABELS[r['name']][0]} | {LABELS[r['name']][1]} | {r['f1']:.3f} |" for r in rows]
+    lines += [f"| {LABELS[r['name']]} | {condition(r['name'])} | {r['f1']:.3f} |" for r in rows]
     lines += [
         f"| **chance row of `reference` / `none`** (the best that never reads the text: "
         f"`{best_any['name']}`) | any | **{best_any['f1']:.3f}** |",

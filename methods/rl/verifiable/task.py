@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from inspect_ai import Task
 from inspect_ai.model import GenerateConfig
@@ -16,6 +17,7 @@ from inspect_ai.solver import generate
 
 from docket.core.headline import headline
 from docket.core.options import checked, one_of, positive
+from docket.core.results_tables import attacker_scores, chance_metadata
 
 from .dataset import load_problems, to_dataset
 from .prompts import STYLES
@@ -41,6 +43,9 @@ class VerifiableBenchmark:
         tags: The task's tags.
         shipped: The benchmark's shipped test split (a JSONL file in its own folder).
         version: The task's version (`N-X`; each benchmark bumps its own).
+        chance: The benchmark's committed chance file (`{"name", "reward"}` per blind
+            attacker, on its shipped test split), whose strongest attacker the task records in
+            its metadata (`chance`); None records none.
     """
 
     name: str
@@ -48,6 +53,7 @@ class VerifiableBenchmark:
     tags: tuple[str, ...]
     shipped: Path
     version: str = VERSION
+    chance: Path | None = None
 
 
 def verifiable_task(
@@ -85,5 +91,18 @@ def verifiable_task(
         version=benchmark.version,
         tags=list(benchmark.tags),
         headline_metric=h["headline_metric"],
-        metadata={**h["metadata"], "benchmark": name, "family": family, "style": style},
+        metadata={
+            **h["metadata"],
+            "benchmark": name,
+            "family": family,
+            "style": style,
+            **_chance(benchmark.chance),
+        },
     )
+
+
+def _chance(path: Path | None) -> dict[str, Any]:
+    """Task metadata `chance`: the strongest blind attacker's reward (the headline)."""
+    if path is None:
+        return {}
+    return chance_metadata(path, lambda rows: attacker_scores(rows, "reward"))

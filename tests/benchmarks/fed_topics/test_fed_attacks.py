@@ -50,9 +50,10 @@ def test_the_task_records_each_clients_chance_row_and_the_label_policy_scores_it
     assert log.status == "success" and log.results is not None
     assert log.results.scores[0].metrics["accuracy"].value == pytest.approx(0.375)
     assert (log.eval.metadata or {})["chance"] == {
-        "attack": "training-majority label",
+        "value": 0.375,
+        "attacker": "majority",
+        "source": "benchmarks/fed_topics/results/chance.json",
         "label": "weather",
-        "accuracy": 0.375,
     }
     folder = write_clients(partition(8, alpha=0.5, seed=0), tmp_path / "data")
     log = inspect_eval(
@@ -62,7 +63,7 @@ def test_the_task_records_each_clients_chance_row_and_the_label_policy_scores_it
         log_dir=str(tmp_path),
         display="none",
     )[0]
-    assert (log.eval.metadata or {})["chance"]["accuracy"] == 0.375
+    assert (log.eval.metadata or {})["chance"]["value"] == 0.375
     (tmp_path / "alone.jsonl").write_bytes((folder / "client-3" / "heldout.jsonl").read_bytes())
     log = inspect_eval(
         "docket/fed_topics",

@@ -57,7 +57,7 @@ def test_the_chance_row_holds_on_a_generated_partition(tmp_path: Path) -> None:
         heldout = read_examples(folder / "heldout.jsonl")
         row = client_chance(read_examples(folder / "train.jsonl"), heldout)
         assert metadata["chance"]["label"] == row.label
-        assert metadata["chance"]["accuracy"] == row.accuracy
+        assert metadata["chance"]["value"] == row.accuracy
         assert [s.target for s in task.dataset] == [e.label for e in heldout]
         accuracies.append(row.accuracy)
     assert abs(sum(accuracies) / SPLIT_CLIENTS - PRIVATE_CHANCE) <= 0.2  # 3 sd of the seeds
