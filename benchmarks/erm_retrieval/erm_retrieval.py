@@ -36,7 +36,7 @@ from docket.core.options import checked, one_of, positive
 from docket.core.roles import require_roles, role_model
 from docket.methods.retrieval.erm import ERMConfig
 
-VERSION = "1-A"
+VERSION = "2-A"
 
 
 def _number(task: str, name: str, value: object, low: float, high: float) -> float:
