@@ -38,7 +38,7 @@ from docket.core.results_tables import attacker_scores, chance_metadata
 from docket.core.roles import require_roles, role_model
 from docket.methods.retrieval.erm import ERMConfig
 
-VERSION = "1-A"
+VERSION = "2-A"
 #: Every blind attacker's nDCG@10 on the shipped held-out queries (`scripts/chance.py`).
 CHANCE = Path(__file__).resolve().parent / "results" / "chance.json"
 

@@ -11,6 +11,13 @@ Splits: `feedback` (two paraphrased queries for each of the "seen" documents, 60
 all the facets a query names (usually one). The expander's thesaurus maps each lay word it knows
 (`coverage`) to its technical term, plus a wrong term for some words (`noise`).
 
+Ids are opaque and the files are shuffled (version 2-A): every document id is `d` and every query
+id `q` followed by `ID_DIGITS` hex digits drawn from a random stream of their own, and
+corpus.jsonl, queries.jsonl and the qrels list their rows in a shuffled order. Neither an id nor a
+row's position says which document a query is about (1-A numbered both in one pass, so a held-out
+query's number pointed at its document: `attacks.id_neighbours`). That stream is separate from
+the one that draws the content, so the documents, queries, qrels and thesaurus are those of 1-A.
+
     python benchmarks/erm_retrieval/scripts/generate.py benchmarks/erm_retrieval/data
 writes the BEIR layout (corpus.jsonl, queries.jsonl, qrels/{feedback,test}.tsv) and
 thesaurus.json, byte for byte the same for the same arguments.
@@ -20,6 +27,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -101,6 +109,8 @@ QUERY_TEMPLATES = (
     "How old is the place{town} that does {a} and {b}{c}?",
     "Which year was the {type} with {a} plus {b}{c} started{town}?",
 )
+#: Hex digits after an id's one-letter prefix (`d` documents, `q` queries).
+ID_DIGITS = 10
 
 
 @dataclass(frozen=True)
@@ -115,8 +125,26 @@ class Document:
     text: str
 
 
-def documents(rng: random.Random, count: int) -> list[Document]:
-    """`count` documents with distinct (type, town, specialities)."""
+def opaque_ids(rng: random.Random, prefix: str) -> Iterator[str]:
+    """Distinct ids `prefix` + `ID_DIGITS` hex digits, each drawn from `rng`.
+
+    Args:
+        rng: The stream the ids are drawn from (not the one that draws the content).
+        prefix: The id's first letter.
+
+    Returns:
+        An endless iterator of ids of one length that carry no order.
+    """
+    used: set[str] = set()
+    while True:
+        ident = f"{prefix}{rng.getrandbits(4 * ID_DIGITS):0{ID_DIGITS}x}"
+        if ident not in used:
+            used.add(ident)
+            yield ident
+
+
+def documents(rng: random.Random, count: int, ids: Iterator[str]) -> list[Document]:
+    """`count` documents with distinct (type, town, specialities), named by `ids`."""
     seen: set[tuple[str, str, tuple[int, ...]]] = set()
     out: list[Document] = []
     while len(out) < count:
@@ -131,7 +159,7 @@ def documents(rng: random.Random, count: int) -> list[Document]:
             name=rng.choice(NAMES), Type=kind.capitalize(), type=kind, town=town,
             a=a, b=b, c=c, year=year,
         )  # fmt: skip
-        out.append(Document(f"d{len(out):04d}", kind, town, chosen, year, text))
+        out.append(Document(next(ids), kind, town, chosen, year, text))
     return out
 
 
@@ -198,12 +226,14 @@ def generate(
 ) -> dict[str, int]:
     """Write the corpus, queries, qrels and thesaurus under `out`; returns split sizes."""
     rng = random.Random(seed)
-    corpus = documents(rng, n_docs)
+    labels = random.Random(f"erm-ids:{seed}")  # ids and file order: not the content's stream
+    corpus = documents(rng, n_docs, opaque_ids(labels, "d"))
     doc_words = {w for d in corpus for w in tokenize(d.text)}
     lay_words = {w for _, lay in CONCEPTS for p in lay for w in tokenize(p)}
     assert not doc_words & lay_words, sorted(doc_words & lay_words)
+    query_ids = opaque_ids(labels, "q")
     queries: list[dict[str, object]] = []
-    qrels: dict[str, list[tuple[str, str]]] = {"feedback": [], "test": []}
+    judged: dict[str, tuple[str, list[str]]] = {}  # query id -> (split, relevant ids)
     seen_ids = {d.id for d in rng.sample(corpus, round(seen * n_docs))}
     for doc in corpus:
         splits = ["feedback", "feedback", "test"] if doc.id in seen_ids else ["test"]
@@ -213,7 +243,7 @@ def generate(
             while text in texts:
                 text, relevant, facets = query(rng, doc, corpus, mismatch)
             texts.add(text)
-            qid = f"q{len(queries):04d}"
+            qid = next(query_ids)
             answers = sorted({str(d.year) for d in corpus if d.id in relevant})
             queries.append(
                 {
@@ -228,7 +258,14 @@ def generate(
                     },
                 }
             )
-            qrels[split] += [(qid, d) for d in relevant]
+            judged[qid] = (split, relevant)
+    labels.shuffle(corpus)
+    labels.shuffle(queries)
+    position = {d.id: i for i, d in enumerate(corpus)}
+    qrels: dict[str, list[tuple[str, str]]] = {"feedback": [], "test": []}
+    for row in queries:  # the shuffled order; a query's documents in corpus order
+        split, relevant = judged[str(row["_id"])]
+        qrels[split] += [(str(row["_id"]), d) for d in sorted(relevant, key=position.__getitem__)]
     out.mkdir(parents=True, exist_ok=True)
     (out / "qrels").mkdir(exist_ok=True)
     corpus_rows = [{"_id": d.id, "title": "", "text": d.text} for d in corpus]

@@ -21,11 +21,16 @@ RESULTS = HERE / "results" / "chance.json"
 README = HERE / "README.md"
 TABLE = "chance"
 LABELS = {
-    "random": "a seeded random ranking (`-T method=random`)",
+    "random": "a seeded random ranking (`-T method=random`, seed 0: one draw)",
+    "random_expected": "a uniformly random ranking, its exact expectation "
+    "(`attacks.expected_random`)",
     "feedback_prior": "documents by their count of relevant feedback queries (one ranking for "
     "all queries)",
-    "id_neighbours": "the query's id number only, fitted on the feedback qrels: documents by "
-    "distance to the interpolated document number (the learned attacker, `attacks.id_neighbours`)",
+    "id_neighbours": "the query's id only, fitted on the feedback qrels: documents by distance to "
+    "the interpolated rank of their id among the sorted ids (the learned attacker, "
+    "`attacks.id_neighbours`)",
+    "order_neighbours": "the query's row in queries.jsonl only, fitted on the feedback qrels: "
+    "documents by distance to the interpolated row of corpus.jsonl (`attacks.order_neighbours`)",
 }
 
 
