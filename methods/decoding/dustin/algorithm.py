@@ -5,7 +5,8 @@ there: verification is the bottleneck of long-context speculative decoding becau
 reads its whole KV cache; Dustin scores context tokens by combining the draft's *lookahead*
 attention with the target's *historical* attention, estimated on a minimal subset of heads,
 and verifies against the selected entries only. The rest is our reconstruction (the paper leaves
-it open), with every choice exposed as a knob:
+it open), with every choice exposed as a knob (`settings.DustinSettings`; the knobs only our
+experiments use are in `experimental.ExperimentalDustinSettings`):
 
 - draft: the target's first `draft_layers` layers with its final norm and LM head
   (self-speculative, same tokenizer; `make_self_draft`), or `-M draft=DIR` (a small model with
@@ -62,142 +63,14 @@ from docket.methods.local.sampling import (
     forward_style,
     token_step,
 )
-from docket.methods.local.settings import knob
 
 from ..attention import head_weights, register, sdpa
 from .candidates import candidate_head_weights, candidate_keys_read
+from .experimental import ExperimentalDustinSettings
+from .settings import DustinSettings
 from .tree import TokenTree, common_prefix, compact_cache
 
 ATTENTION = "docket_dustin"
-VERIFY_MODES = ("sparse", "dense")
-PREFILL_HEADS = ("all", "est")
-SELECT_BY = ("layer", "group")
-BRANCH_GROW = ("sparse", "copy")
-TAIL_PROPOSALS = ("uniform", "score")
-TAIL_FROM = ("start", "failure")
-
-
-@dataclass(frozen=True)
-class DustinSettings:
-    """The knobs of `-M method=dustin` (defaults: our reconstruction above)."""
-
-    draft_tokens: int = knob(4, "γ: tokens the draft proposes per round", minimum=1, maximum=64)
-    draft_layers: int = knob(8, "the self-draft: the target's first N layers", minimum=1)
-    #: A separate draft checkpoint directory (same vocabulary) instead of the self-draft.
-    draft: str | None = knob(None, "a draft checkpoint directory (same vocabulary as the target)")
-    verify: str = knob(
-        "sparse", "sparse: Dustin's verifier; dense: reads everything", choices=VERIFY_MODES
-    )
-    budget: int = knob(1024, "top-scored cache entries the sparse verifier reads", minimum=0)
-    sinks: int = knob(4, "first positions always read", minimum=0)
-    recent: int = knob(64, "last positions always read", minimum=0)
-    refresh: int = knob(
-        16, "sparse rounds between dense checks (which also refresh the history)", minimum=1
-    )
-    est_heads: int = knob(32, "(layer, head) pairs that estimate historical attention", minimum=0)
-    prefill_heads: str = knob(
-        "all",
-        "heads whose attention from the last prompt queries starts the history: all, or est",
-        choices=PREFILL_HEADS,
-    )
-    prefill_candidates: int = knob(
-        0,
-        "the prefill's history estimate reads only this many candidate positions per key-value "
-        "group, in the blocks whose key bounds (channel-wise min and max, Quest's page "
-        "metadata) carry the most attention (0: every key)",
-        minimum=0,
-    )
-    refresh_candidates: int = knob(
-        0,
-        "the same for the estimation heads' refresh at a dense check (0: every key)",
-        minimum=0,
-    )
-    candidate_block: int = knob(
-        16, "positions per block of prefill_candidates and refresh_candidates", minimum=1
-    )
-    layer_share: float = knob(
-        0.0,
-        "weight of the mean over layers in each layer's selection score",
-        minimum=0.0,
-        maximum=1.0,
-    )
-    mix: float = knob(
-        0.5, "weight of the draft's lookahead score against history", minimum=0.0, maximum=1.0
-    )
-    decay: float = knob(0.8, "EMA decay of the historical attention", minimum=0.0, maximum=1.0)
-    successors: int = knob(
-        0,
-        "positions after a scored one that inherit its score (a copying head reads the next)",
-        minimum=0,
-        maximum=16,
-    )
-    escalate: float = knob(
-        0.0,
-        "re-run a sparse round with escalate_budget when a new token's top-1 minus top-2 "
-        "logit is below this (0: off)",
-        minimum=0.0,
-    )
-    escalate_budget: int = knob(512, "the budget of an escalated sparse round", minimum=0)
-    fail_budget: int = knob(
-        0, "the budget for the rest of a generation after a failed dense check (0: same)", minimum=0
-    )
-    select_by: str = knob(
-        "layer",
-        "one index set per layer, or one per key-value group of each layer (same entries read)",
-        choices=SELECT_BY,
-    )
-    branches: int = knob(
-        0,
-        "greedy: near-tie branches grown per dense check and verified with the tentative "
-        "tokens in one tree-masked pass (0: off)",
-        minimum=0,
-        maximum=32,
-    )
-    branch_margin: float = knob(
-        0.25,
-        "a tentative token whose sparse top-1 minus top-2 logit is below this gets a branch "
-        "through its runner-up",
-        minimum=0.0,
-    )
-    tail_samples: int = knob(
-        0,
-        "sparse rounds also read this many of each layer's unselected entries, one drawn "
-        "in each of as many equal strata, each weighted by the entries it stands for (an "
-        "estimate of the unselected attention; 0: off)",
-        minimum=0,
-    )
-    tail_proposal: str = knob(
-        "uniform",
-        "where tail samples are drawn: uniform, or score (half uniform, half by the "
-        "selection score, each sample weighted by its density)",
-        choices=TAIL_PROPOSALS,
-    )
-    tail_from: str = knob(
-        "start",
-        "when sparse rounds take tail samples: from the start, or after the generation's first "
-        "failed dense check",
-        choices=TAIL_FROM,
-    )
-    summary_block: int = knob(
-        0,
-        "sparse rounds also read, per block of this many dense-verified positions, one mean "
-        "key and value of the block's unselected entries, weighted by their count (0: off)",
-        minimum=0,
-    )
-    branch_rank: int = knob(
-        2,
-        "the lowest sparse rank a branch goes through (2: the runner-up only; 3: also the "
-        "third token, with margin top-1 minus top-3)",
-        minimum=2,
-        maximum=8,
-    )
-    branch_grow: str = knob(
-        "sparse",
-        "a branch's tokens after its near-tie: sparse rounds (read), or copy: the parent "
-        "path's own tokens (a guess that reads nothing before the check)",
-        choices=BRANCH_GROW,
-    )
-
 
 # --- the per-round state the attention function reads ------------------------------------------
 
@@ -832,6 +705,28 @@ def with_successors(scores: torch.Tensor, count: int) -> torch.Tensor:
     return raised
 
 
+def decayed_history(
+    history: torch.Tensor, now: torch.Tensor, length: int, decay: float, groups: int
+) -> torch.Tensor:
+    """The history after a dense check: an EMA of the checks' attention mass.
+
+    Args:
+        history: `[rows, positions]` the history so far (positions beyond it count as 0).
+        now: `[rows, positions]` the check's attention mass per cached position.
+        length: Positions kept (the dense-verified cache).
+        decay: Weight of the old history.
+        groups: Rows per layer (an empty group row of `now` takes its layer's mean).
+
+    Returns:
+        `[rows, length]`: `decay` · history + (1 − `decay`) · `now` normalised per row.
+    """
+    known = history[:, :length]
+    if known.shape[1] < length:
+        known = torch.nn.functional.pad(known, (0, length - known.shape[1]))
+    fresh = fill_from_layer(_row_normalised(now[:, :length]), groups)
+    return decay * known + (1 - decay) * fresh
+
+
 def _row_normalised(values: torch.Tensor) -> torch.Tensor:
     totals = values.sum(dim=-1, keepdim=True)
     return torch.where(totals > 0, values / totals.clamp_min(1e-30), values)
@@ -986,27 +881,26 @@ class DustinDecoder:
         register_attention()
         self.target = target
         self.draft = draft
-        self.settings = settings
+        #: Every knob, the experimental ones at their off defaults for a plain `DustinSettings`.
+        self.settings = s = ExperimentalDustinSettings.of(settings)
         for model in {id(target): target, id(draft): draft}.values():
             if model.config._attn_implementation != ATTENTION:
                 model.set_attn_implementation(ATTENTION)
         self.geometry = geometry_of(target)
         self.cache_name, _ = forward_style(target)
         self.draft_cache_name, _ = forward_style(draft)
-        self.est_heads = estimation_heads(
-            self.geometry.layers, self.geometry.heads, settings.est_heads
-        )
+        self.est_heads = estimation_heads(self.geometry.layers, self.geometry.heads, s.est_heads)
         #: The heads whose last-prompt attention starts each generation's history.
         self.prefill_heads = (
             {layer: list(range(self.geometry.heads)) for layer in range(self.geometry.layers)}
-            if settings.prefill_heads == "all"
+            if s.prefill_heads == "all"
             else self.est_heads
         )
         self.draft_layers = int(draft.config.get_text_config(decoder=True).num_hidden_layers)
         #: Leading draft layers that are the target's own modules (the self-draft).
         self.shared_layers = _shared_layers(target, draft)
         #: Selection rows per layer: 1, or the key-value heads (`select_by=group`).
-        self.groups = self.geometry.kv_heads if settings.select_by == "group" else 1
+        self.groups = self.geometry.kv_heads if s.select_by == "group" else 1
         #: Lookahead rows per draft layer: the target's groups for the self-draft's own
         #: layers; one (their mean serves every row) for a separate draft.
         self.lookahead_groups = self.groups if self.shared_layers else 1
@@ -1014,10 +908,6 @@ class DustinDecoder:
         self.history = torch.zeros(self.geometry.layers * self.groups, 0)
         #: Per layer, the key and value sums of the dense blocks (`summary_block`).
         self.block_store: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
-        if settings.summary_block and settings.select_by != "layer":
-            raise ValueError("-M method=dustin: summary_block needs select_by=layer")
-        if settings.summary_block and settings.tail_samples:
-            raise ValueError("-M method=dustin: summary_block and tail_samples exclude each other")
         #: Draws the tail samples; reseeded per generation, so a run repeats exactly.
         self.sampler = torch.Generator().manual_seed(0)
 
@@ -1336,11 +1226,7 @@ class DustinDecoder:
         # the draft's cache followed the tentative path (and its drafts)
         crop_to(draft_cache, min(kept, start + 1 + common_prefix(new, proposal)))
         if sparse and not final:
-            known = self.history[:, :kept]
-            if known.shape[1] < kept:
-                known = torch.nn.functional.pad(known, (0, kept - known.shape[1]))
-            fresh = fill_from_layer(_row_normalised(now[:, :kept]), self.groups)
-            self.history = s.decay * known + (1 - s.decay) * fresh
+            self.history = decayed_history(self.history, now, kept, s.decay, self.groups)
         del sequence[start + 1 :]
         sequence += new
         progress.dense_length = kept

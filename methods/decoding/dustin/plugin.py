@@ -11,7 +11,9 @@ from docket.methods.local.loading import CheckpointSpec, LoadedModel, load
 from docket.methods.local.registry import method_plugin
 from docket.methods.local.sampling import DecodeFn, DecodeParams, Generation, eos_token_ids
 
-from .algorithm import DustinDecoder, DustinSettings, make_self_draft
+from .algorithm import DustinDecoder, make_self_draft
+from .experimental import ExperimentalDustinSettings
+from .settings import DustinSettings
 
 
 def _load_draft(loaded: LoadedModel, path: str) -> Any:
@@ -27,9 +29,10 @@ def _load_draft(loaded: LoadedModel, path: str) -> Any:
     return draft
 
 
+# every knob is accepted; without an experimental one the run gets a plain `DustinSettings`
 @method_plugin(
     "dustin",
-    DustinSettings,
+    ExperimentalDustinSettings,
     "speculative decoding with sparse (Dustin) or dense verification",
 )
 def build(loaded: LoadedModel, settings: DustinSettings) -> DecodeFn:
@@ -37,7 +40,8 @@ def build(loaded: LoadedModel, settings: DustinSettings) -> DecodeFn:
 
     Args:
         loaded: The target checkpoint.
-        settings: The run's `-M` knobs.
+        settings: The run's `-M` knobs (`ExperimentalDustinSettings` when an experimental
+            knob was given).
 
     Returns:
         The `DecodeFn` that decodes speculatively with the draft the settings name.

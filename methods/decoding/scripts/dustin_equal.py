@@ -54,21 +54,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-tokens", type=int, default=24)
     parser.add_argument("--draft-layers", type=int, default=8)
     parser.add_argument("--recent", type=int, default=64, help="recent window (default 64)")
-    parser.add_argument("--successors", type=int, default=0, help="see DustinSettings")
-    parser.add_argument("--fail-budget", type=int, default=0, help="see DustinSettings")
+    parser.add_argument("--successors", type=int, default=0, help="see ExperimentalDustinSettings")
+    parser.add_argument("--fail-budget", type=int, default=0, help="see ExperimentalDustinSettings")
     parser.add_argument("--prefill-heads", choices=["all", "est"], default="all")
     args = parser.parse_args(argv)
 
-    from docket.methods.decoding.dustin.algorithm import (
-        DustinDecoder,
-        DustinSettings,
-        make_self_draft,
-    )
+    from docket.methods.decoding.dustin.algorithm import DustinDecoder, make_self_draft
+    from docket.methods.decoding.dustin.experimental import ExperimentalDustinSettings
     from docket.methods.local.provider import load_or_smollm2
 
     loaded = load_or_smollm2(args.model)
     draft = make_self_draft(loaded.model, args.draft_layers)
-    base = DustinSettings(
+    base = ExperimentalDustinSettings(
         draft_layers=args.draft_layers,
         recent=args.recent,
         successors=args.successors,

@@ -80,12 +80,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tail-from", choices=["start", "failure"], default="start")
     args = parser.parse_args(argv)
 
-    from docket.methods.decoding.dustin.algorithm import DustinSettings, make_self_draft
+    from docket.methods.decoding.dustin.algorithm import make_self_draft
+    from docket.methods.decoding.dustin.experimental import ExperimentalDustinSettings
     from docket.methods.local.provider import load_or_smollm2
 
     loaded = load_or_smollm2(args.model)
     draft = make_self_draft(loaded.model, args.draft_layers)
-    base = DustinSettings(
+    base = ExperimentalDustinSettings(
         draft_layers=args.draft_layers,
         recent=args.recent,
         refresh=args.refresh,

@@ -78,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from docket.methods.decoding.attention import register
     from docket.methods.decoding.dustin import algorithm
+    from docket.methods.decoding.dustin.experimental import ExperimentalDustinSettings
     from docket.methods.decoding.dustin.passkey import cases, passkey_text
     from docket.methods.local.provider import load_or_smollm2
     from docket.methods.local.sampling import DecodeParams
@@ -88,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     eos = {tokenizer.eos_token_id}
     params = DecodeParams(max_new_tokens=16)
     dense = algorithm.DustinSettings(verify="dense")
-    oracle = algorithm.DustinSettings(
+    oracle = ExperimentalDustinSettings(
         budget=args.budget, sinks=args.sinks, recent=args.recent, select_by=args.select_by
     )
     retained: list[tuple[float, float]] = []

@@ -6,7 +6,8 @@ from typing import Any
 
 import torch
 
-from docket.methods.decoding.dustin.algorithm import DustinDecoder, DustinSettings, make_self_draft
+from docket.methods.decoding.dustin.algorithm import DustinDecoder, make_self_draft
+from docket.methods.decoding.dustin.experimental import ExperimentalDustinSettings
 from docket.methods.local.sampling import DecodeParams
 
 #: The tiny target's end-of-sequence id (its vocabulary's last).
@@ -20,9 +21,12 @@ def random_prompt() -> list[int]:
 
 def decode(target: Any, prompt: list[int], new: int = 32, **settings: Any) -> Any:
     """Greedy Dustin decoding of `new` tokens (logprobs on) with a self-draft of
-    `draft_layers` (2) layers; returns the generation and its trace."""
+    `draft_layers` (2) layers; returns the generation and its trace. The settings are those
+    `-M method=dustin` would run with: `ExperimentalDustinSettings` when an experimental
+    knob is given, else `DustinSettings`."""
     draft = make_self_draft(target, settings.pop("draft_layers", 2))
-    decoder = DustinDecoder(target, draft, DustinSettings(**settings))
+    chosen = ExperimentalDustinSettings(**settings).resolve_knobs(frozenset(settings))
+    decoder = DustinDecoder(target, draft, chosen)
     params = DecodeParams(max_new_tokens=new, logprobs=True)
     return decoder.generate(prompt, params, {EOS}, lambda ids: str(ids))
 

@@ -23,6 +23,7 @@ from docket.methods.decoding.dustin.algorithm import (
     select_positions,
     with_successors,
 )
+from docket.methods.decoding.dustin.experimental import ExperimentalDustinSettings
 from docket.methods.local.sampling import DecodeParams
 from tests.methods.decoding.dustin_support import EOS, decode, greedy
 
@@ -465,7 +466,9 @@ def test_the_decoder_selects_the_successor_of_a_read_position(target: Any) -> No
     with `successors` 1; without it, 51 is not preferred to any other position."""
     draft = make_self_draft(target, 2)
     for successors, expected in ((1, True), (0, False)):
-        settings = DustinSettings(budget=2, sinks=0, recent=0, mix=0.0, successors=successors)
+        settings = ExperimentalDustinSettings(
+            budget=2, sinks=0, recent=0, mix=0.0, successors=successors
+        )
         decoder = DustinDecoder(target, draft, settings)
         decoder.history = torch.zeros(4, 100)
         decoder.history[:, 50] = 1.0
@@ -532,7 +535,9 @@ def test_all_heads_group_estimation_is_each_groups_exact_mass(
     different top positions somewhere."""
 
     decoder = DustinDecoder(
-        target, make_self_draft(target, 2), DustinSettings(est_heads=16, select_by="group")
+        target,
+        make_self_draft(target, 2),
+        ExperimentalDustinSettings(est_heads=16, select_by="group"),
     )
     assert decoder.groups == 2
     context, new = prompt[:100], prompt[100:104]
@@ -566,7 +571,9 @@ def test_the_decoder_selects_per_group(target: Any) -> None:
     1 reads 80 for group 0 and 50 for group 1; by layer, both read the same one."""
     draft = make_self_draft(target, 2)
     for select_by, expected in (("group", [[80], [50]] * 4), ("layer", None)):
-        settings = DustinSettings(budget=1, sinks=0, recent=0, mix=0.0, select_by=select_by)
+        settings = ExperimentalDustinSettings(
+            budget=1, sinks=0, recent=0, mix=0.0, select_by=select_by
+        )
         decoder = DustinDecoder(target, draft, settings)
         rows = 4 * decoder.groups
         decoder.history = torch.zeros(rows, 100)

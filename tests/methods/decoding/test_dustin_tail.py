@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from docket.methods.decoding.dustin.algorithm import DustinDecoder, stratified_tail
+from docket.methods.decoding.dustin.experimental import ExperimentalDustinSettings
 from tests.methods.decoding.dustin_support import decode
 
 
@@ -130,12 +131,9 @@ def test_tail_samples_stay_dense_greedy_count_their_reads_and_change_the_sparse_
     assert all(reads == min(context, 4 + 8 + 8 + 16) for reads, context in rounds)
 
 
-def test_summaries_and_tail_samples_exclude_each_other(target: Any) -> None:
-    from docket.methods.decoding.dustin.algorithm import DustinSettings, make_self_draft
-
-    draft = make_self_draft(target, 2)
+def test_summaries_and_tail_samples_exclude_each_other() -> None:
     with pytest.raises(ValueError, match="exclude each other"):
-        DustinDecoder(target, draft, DustinSettings(summary_block=16, tail_samples=8))
+        ExperimentalDustinSettings(summary_block=16, tail_samples=8)
 
 
 @pytest.mark.parametrize("select_by", ["layer", "group"])

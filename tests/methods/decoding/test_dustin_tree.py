@@ -13,12 +13,12 @@ from transformers import DynamicCache
 from docket.methods.decoding.attention import head_weights
 from docket.methods.decoding.dustin.algorithm import (
     DustinDecoder,
-    DustinSettings,
     Round,
     in_round,
     make_self_draft,
     register_attention,
 )
+from docket.methods.decoding.dustin.experimental import ExperimentalDustinSettings
 from docket.methods.decoding.dustin.tree import TokenTree, common_prefix, compact_cache
 from docket.methods.local.sampling import DecodeParams
 from tests.methods.decoding.dustin_support import EOS, decode, greedy
@@ -174,7 +174,7 @@ def test_copied_branches_read_nothing_before_the_check(target: Any, prompt: list
 
 def test_sampling_ignores_branches(target: Any, prompt: list[int]) -> None:
     draft = make_self_draft(target, 2)
-    settings = DustinSettings(budget=8, sinks=4, recent=8, refresh=4, branches=4)
+    settings = ExperimentalDustinSettings(budget=8, sinks=4, recent=8, refresh=4, branches=4)
     decoder = DustinDecoder(target, draft, settings)
     params = DecodeParams(max_new_tokens=16, temperature=1.0)
     rng = torch.Generator().manual_seed(0)
