@@ -47,7 +47,8 @@ class BwrapConfig(BaseModel):
     `None` means unlimited.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Field docstrings become descriptions: the README's options table (options_doc.py).
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     memory_mb: int | None = Field(default=2048, gt=0)
     """RAM of the whole sample (its processes, files and shared memory) through a cgroup
@@ -90,10 +91,10 @@ class BwrapConfig(BaseModel):
     Docker-format JSON profile."""
 
     require: list[Requirement] | None = None
-    """Limits the host must enforce or the eval stops: `seccomp`, `cgroup`, `uid` (each
-    concurrent sample runs as a host uid of its own). Default: `[seccomp]` (unless `seccomp:
-    none`); without `cgroup` here, a host with no usable cgroup falls back to per-process
-    rlimits and says so once (and likewise for `uid`)."""
+    """Limits the host must enforce or the eval stops: `seccomp`, `cgroup`, `ptys` (a devpts
+    instance of the sandbox's own with a pty limit), `uid` (each concurrent sample runs as a host
+    uid of its own). Default: `[seccomp]` (unless `seccomp: none`); a limit not listed that the
+    host cannot enforce is said once as a warning naming what it still allows."""
 
     ro_binds: list[str] | dict[str, str] = Field(default_factory=list)
     """Host paths bound read-only: `["/host/path", "/host:/in/sandbox"]` or `{host: sandbox}`."""
