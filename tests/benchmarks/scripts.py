@@ -24,8 +24,9 @@ def load_script(relative: str) -> ModuleType:
     return module
 
 
-def readme_block_of_results(relative: str) -> tuple[list[dict[str, Any]], bool]:
-    """The script's committed results, and whether its README block is rendered from them."""
+def readme_block_of_results(relative: str) -> tuple[Any, bool]:
+    """The script's committed results (a list of rows or an object, as the script writes them),
+    and whether its README block is rendered from them."""
     script = load_script(relative)
     rows = json.loads(script.RESULTS.read_text(encoding="utf-8"))
     readme = script.README.read_text(encoding="utf-8")

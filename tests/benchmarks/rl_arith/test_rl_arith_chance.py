@@ -26,3 +26,13 @@ def test_the_readme_table_is_the_committed_results() -> None:
     rows, rendered = readme_block_of_results("benchmarks/rl_arith/scripts/chance.py")
     assert rendered
     assert rows == [{"name": r.name, "reward": r.reward} for r in attack_rows()]
+
+
+def test_the_models_table_is_the_committed_results() -> None:
+    results, rendered = readme_block_of_results("benchmarks/rl_arith/scripts/models_table.py")
+    assert rendered
+    rows = {row["model"].split("`")[1]: row for row in results["rows"]}
+    # the scripted rows are exact: 200 of 200, 13 of 200 (as the attacker above), none
+    assert rows["docket/scripted -M policy=rl_arith_oracle"]["reward"] == 1.0
+    assert rows["docket/scripted -M policy=rl_arith_first_operand"]["reward"] == 13 / 200
+    assert rows["docket/scripted -M policy=refuse"]["reward"] == 0.0

@@ -51,3 +51,13 @@ def test_the_readme_table_is_the_committed_results() -> None:
     rows, rendered = readme_block_of_results("benchmarks/rl_constraints/scripts/chance.py")
     assert rendered
     assert rows == [{"name": r.name, "reward": r.reward} for r in attack_rows()]
+
+
+def test_the_models_table_is_the_committed_results() -> None:
+    results, rendered = readme_block_of_results("benchmarks/rl_constraints/scripts/models_table.py")
+    assert rendered
+    rows = {row["model"].split("`")[1]: row for row in results["rows"]}
+    # the scripted rows equal the chance table's attackers: 114 and 15 of 200
+    first_letter = rows["docket/scripted -M policy=rl_constraints_first_letter"]
+    assert (first_letter["reward"], first_letter["cla"]) == (114 / 200, 0.824)
+    assert rows["docket/scripted -M policy=rl_constraints_constant"]["reward"] == 15 / 200
