@@ -21,6 +21,7 @@ from docket.core.text import printable
 
 if TYPE_CHECKING:
     from docket.reports.trust import LogWarning
+    from docket.suite import TaskPlan
 
 EXIT_BAD_INPUT = 2
 
@@ -415,6 +416,8 @@ def _suite(console: Console, args: argparse.Namespace) -> int:
         console.print(f"[yellow]{escape(warning)}[/yellow]", soft_wrap=True)
     if args.dry_run:
         return 0
+    if args.emit_flow:
+        return _emit_flow(console, args, plans, str(log_dir), preset.name)
     stops = suite.check_prerequisites(plans)  # `docket doctor`'s blocking lines
     if not stops:
         stops = suite.check_endpoints(plans)
@@ -446,6 +449,25 @@ def _suite(console: Console, args: argparse.Namespace) -> int:
     console.print("Leaderboard HTML:")
     print(files.html)
     return 0 if ok and not files.errors else 1
+
+
+def _emit_flow(
+    console: Console, args: argparse.Namespace, plans: list[TaskPlan], log_dir: str, preset: str
+) -> int:
+    """`docket suite PRESET --emit-flow FILE`: the plan as an Inspect Flow spec; nothing runs."""
+    from docket.suite import PresetError
+
+    try:
+        from docket import flow
+    except ImportError as ex:
+        return _error(console, f"--emit-flow needs {ex.name} (pip install 'docket[flow]')")
+    try:
+        spec = flow.flow_spec(plans, log_dir, preset)
+        path = flow.write_spec(spec, Path(args.emit_flow), f"docket suite {args.preset}")
+    except PresetError as ex:
+        return _error(console, ex)
+    console.print(f"Flow spec: {path}  (flow run {path})", soft_wrap=True, markup=False)
+    return 0
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -550,6 +572,12 @@ def _parser() -> argparse.ArgumentParser:
     suite.add_argument("-o", "--out", help="report directory (default: LOGDIR-report)")
     suite.add_argument("--display", default="plain", help="Inspect display (plain, rich, none)")
     suite.add_argument("--dry-run", action="store_true", help="print the plan, run nothing")
+    suite.add_argument(
+        "--emit-flow",
+        metavar="FILE",
+        help="write the plan as an Inspect Flow spec (.py with docket's preflight and "
+        "errored-sample handling, or .yaml) and run nothing; then `flow run FILE`",
+    )
     suite.add_argument(
         "-M",
         "--model-arg",

@@ -28,6 +28,7 @@ SECTIONS = [
     "Benchmarks",
     "Methods",
     "Use your own model server",
+    "Run at scale",
     "CI gating",
     "Sandboxes and security",
     "Add a benchmark",

@@ -7,6 +7,7 @@ module is known to have moved fall back to a stand-in (noted at each).
 
 from __future__ import annotations
 
+from inspect_ai._eval.registry import task_create
 from inspect_ai._util import logger as inspect_logger
 from inspect_ai._util.config import parse_cli_args
 from inspect_ai._util.error import PrerequisiteError
@@ -14,7 +15,7 @@ from inspect_ai._util.logger import warn_once
 from inspect_ai._util.registry import RegistryType, registry_lookup
 from inspect_ai.log._samples import active_samples, sample_active
 from inspect_ai.model._generate_config import active_generate_config
-from inspect_ai.model._model import active_model
+from inspect_ai.model._model import active_model, init_model_roles
 from inspect_ai.model._model_info import _get_model_info_direct as model_info_direct
 from inspect_ai.scorer._classification import max_f1_score
 from inspect_ai.util._sandbox.compose import parse_compose_yaml
@@ -48,6 +49,7 @@ __all__ = [
     "active_model",
     "active_samples",
     "deserialize_sandbox_specific_config",
+    "init_model_roles",
     "inspect_logger",
     "max_f1_score",
     "max_subprocesses_context_var",
@@ -58,5 +60,6 @@ __all__ = [
     "parse_compose_yaml",
     "registry_lookup",
     "sample_active",
+    "task_create",
     "warn_once",
 ]
