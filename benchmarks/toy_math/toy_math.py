@@ -213,7 +213,8 @@ def toy_math_sar(
         split: train (default), test or pretrain.
         size: Problems.
         k: Student samples per problem.
-        budget: Largest accepted edit ratio of a repair (token edits / tokens of the trace).
+        budget: Largest accepted edit ratio of a repair (character edit distance / characters
+            of the trace).
         temperature: Student sampling temperature.
         sources: Comma-separated sources to collect: rs, sar (repairs), rewrite (the teacher
             rewrites every trace), synth (the teacher solves the problem, K times).

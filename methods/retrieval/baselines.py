@@ -34,7 +34,9 @@ def prf_units(keys: SparseKeys, query: str, top_docs: int = 3, terms: int = 5) -
             continue
         for term, value in keys.row(doc).items():
             weight[term] = weight.get(term, 0.0) + value
+    # ties by the term itself: bm25s numbers its vocabulary in set order (PYTHONHASHSEED)
     best = sorted(
-        (t for t in weight if names.get(t) and names[t] not in asked), key=lambda t: -weight[t]
+        (t for t in weight if names.get(t) and names[t] not in asked),
+        key=lambda t: (-weight[t], names[t]),
     )
     return [names[t] for t in best[:terms]]

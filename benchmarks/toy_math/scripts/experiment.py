@@ -14,7 +14,7 @@
    `docket/local`.
 
     python benchmarks/toy_math/scripts/experiment.py --out runs/sar --seeds 3
-prints the Markdown table of the README and writes `OUT/results.json`.
+prints a Markdown table of every source and writes `OUT/results.json`.
 """
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ from docket.benchmarks.correct.dataset import load_trajectories, select
 from docket.benchmarks.correct.simulator.records import Step, Trajectory
 
 #: How far above chance (the best position policy on the test split) the attacker may score:
-#: issue 29's 0.05. On 3-C it is 0.021 above chance (0.173 vs 0.152, 100 or 200 rounds, README),
-#: down from 0.064 on 3-B and 0.086 on 3-A.
+#: issue 29's 0.05. On 3-C it is 0.021 above chance (0.173 vs 0.152, 100 or 200 rounds;
+#: listing.yaml), down from 0.064 on 3-B and 0.086 on 3-A.
 MARGIN = 0.05
 
 
@@ -52,7 +52,7 @@ def test_the_attacker_trained_on_the_full_train_split_stays_near_chance() -> Non
     """Issue 29 item 1: surface features (number identity included) do not find the mistake.
 
     Trained on every train trajectory, scored on every test trajectory (100 boosting rounds
-    instead of 200 to keep the test fast; the README gives both).
+    instead of 200 to keep the test fast; 200 rounds score the same on 3-C).
     """
     everything = load_trajectories()
     train, test = select(everything, "train"), select(everything, "test")

@@ -1,7 +1,7 @@
 """The surface cues the learned attacker used on 3-A and 3-B are gone from the shipped 3-C split.
 
 Each test checks one cue that `attack.SurfaceAttacker` exploited (found by ablation and by
-comparing clean and faulty plans of the same family, see the README), on the shipped data or on
+comparing clean and faulty plans of the same family, see listing.yaml), on the shipped data or on
 the replay of a clean and a faulty run of the same task. Each is a string property, so a reader
 that does not reason could read the faulty step off it.
 """

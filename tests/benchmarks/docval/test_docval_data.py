@@ -146,7 +146,7 @@ def test_one_token_is_not_an_answer_box(docs: list[dict[str, Any]]) -> None:
             union += [max(b[2] for b in inside), max(b[3] for b in inside)]
             union_hits += iou(union, q["bbox"]) >= 0.5
     n = len(best_single)
-    # measured on the shipped split (README, "Why word-level OCR tokens")
+    # measured on the shipped split (the layout_text ceiling the README describes)
     assert round(sum(best_single) / n, 3) == 0.634
     assert round(sum(map_fraction(b) for b in best_single) / n, 3) == 0.381
     assert round(sum(b >= 0.9 for b in best_single) / n, 3) == 0.079

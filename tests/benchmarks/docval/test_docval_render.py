@@ -85,7 +85,7 @@ def test_shipped_split_size_and_balance() -> None:
     assert Counter((d["doc_type"], d["difficulty"]) for d in docs) == {
         (t, level): 14 for t in DOC_TYPES for level in ("easy", "medium", "hard")
     }
-    # the README's question-kind table
+    # the question kinds of the shipped split
     assert Counter(q["kind"] for q in questions) == {
         "distractor": 359,
         "key_value": 292,

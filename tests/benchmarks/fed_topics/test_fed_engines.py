@@ -129,8 +129,8 @@ def test_deployment_engine_runs_the_same_app_on_local_processes(
 
 @pytest.mark.slow
 def test_inprocess_engine_runs_fedpissa_and_its_share_all_ablation(tmp_path: Path) -> None:
-    """The runner's in-process engine (the README's table) and its variant names: FedPissa
-    starts from the prior (14 of 28 matrices), the ablation shares all 28 and asks for no
+    """The runner's in-process engine (the README's comparison command) and its variant names:
+    FedPissa starts from the prior (14 of 28 matrices), the ablation shares all 28 and asks for no
     sketches, so its uplink is the components alone."""
     args = [
         "--out", str(tmp_path), "--engine", "inprocess", "--base-steps", "5",

@@ -22,7 +22,7 @@ from docket.core.inspect_private import PrerequisiteError
 from tests.benchmarks.generated import generator, manifest
 
 _generate = generator("fed_topics", 32)
-#: README: the mean over clients of the training-majority label on private partitions,
+#: listing.yaml (1-B): the mean over clients of the training-majority label on private partitions,
 #: 0.608 ± 0.066 over 40 secret seeds (range 0.445-0.734).
 PRIVATE_CHANCE = 0.608
 

@@ -40,5 +40,12 @@ def test_prf_units_are_the_heaviest_new_terms_of_the_top_documents() -> None:
     assert prf_units(keys, "unknownword") == []  # nothing matched: no feedback
 
 
+def test_prf_units_break_weight_ties_by_the_term() -> None:
+    """Six terms of one document weigh the same; bm25s numbers its vocabulary in set order
+    (PYTHONHASHSEED), so the order must come from the terms, not from their ids."""
+    keys = SparseKeys(["glaucoma zeta kappa alpha omega delta mu", "sailing boats harbour"])
+    assert prf_units(keys, "glaucoma", top_docs=1, terms=4) == ["alpha", "delta", "kappa", "mu"]
+
+
 def test_doc2query_appends_generated_queries() -> None:
     assert doc2query_texts(["a b"], [["q1", "q2"]]) == ["a b\nq1\nq2"]
