@@ -155,6 +155,10 @@ def _cached_pages(path: Path) -> tuple[int, int]:
     return sum(byte & 1 for byte in vector.raw), pages
 
 
+#: Pages of the watched file the host's own memory reclaim may evict during the test.
+RECLAIM_SLACK = 4
+
+
 def _host_file() -> Path:
     """A host file under /usr that nothing maps (so DONTNEED could evict all of it)."""
     for candidate in sorted(Path("/usr/lib").glob("python3*/pydoc_data/topics.py")):
@@ -185,7 +189,10 @@ async def test_fadvise_dontneed_leaves_the_host_page_cache_alone() -> None:
     async with bwrap_sandbox(LIMITS) as sb:
         result = await sb.exec(["python3", "-c", FADVISE, str(path)])
     assert result.stdout == "advised\n", result.stderr
-    assert _cached_pages(path) == (pages, pages)
+    # DONTNEED would drop every page; the kernel's own reclaim on a loaded host may drop one or
+    # two of its 185 meanwhile, which is no timing channel an agent controls.
+    cached, _ = _cached_pages(path)
+    assert cached >= pages - RECLAIM_SLACK, (cached, pages)
 
 
 # -- xattrs ------------------------------------------------------------------------------------
