@@ -19,6 +19,7 @@ a detached request only to the launcher it sealed, see `seal_tools`).
 
 from __future__ import annotations
 
+import _signal  # type: ignore[import-not-found]  # signal.signal without its enum wrapper
 import ctypes
 import errno
 import fcntl
@@ -37,6 +38,7 @@ from typing import Any
 
 MAX_MESSAGE = 64 << 20
 _HEADER = struct.Struct(">I")
+_ENCODER = json.JSONEncoder(separators=(",", ":"))  # json.dumps builds one per call otherwise
 _FDS_PER_MESSAGE = 3
 
 CLONE_NEWNS = 0x00020000
@@ -61,7 +63,7 @@ FILE_TOO_LARGE = 4
 
 def encode(message: dict[str, Any]) -> bytes:
     """One framed message."""
-    body = json.dumps(message, separators=(",", ":")).encode()
+    body = _ENCODER.encode(message).encode()
     return _HEADER.pack(len(body)) + body
 
 
@@ -159,22 +161,37 @@ def _bounding_set() -> list[int]:
     return sorted((cap for cap in range(64) if mask >> cap & 1), key=lambda cap: cap == 8)
 
 
-def _drop_privileges(seccomp: list[bytes], bounding: Any = range(64)) -> None:
+class Privileges:
+    """What `_drop_privileges` passes the kernel, built once by the service.
+
+    Every command is forked from the service: built here, the capability structures and the
+    seccomp programs cost the command only its system calls, not the ctypes objects (and the
+    pages that building them writes) per exec.
+    """
+
+    def __init__(self, seccomp: list[bytes], bounding: Any = range(64)) -> None:
+        self.bounding = tuple(bounding)
+        self.cap_header = _CapHeader(_CAPABILITY_VERSION_3, 0)
+        self.cap_data = (_CapData * 2)()  # all zero: nothing effective, permitted, inheritable
+        self.buffers = [ctypes.create_string_buffer(program, len(program)) for program in seccomp]
+        self.programs = [
+            _SockFprog(len(program) // 8, ctypes.addressof(buffer))
+            for program, buffer in zip(seccomp, self.buffers, strict=True)
+        ]
+
+
+def _drop_privileges(privileges: Privileges) -> None:
     """No capabilities (none inheritable, ambient or bounding), no_new_privs, then filters."""
-    _check(_libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0), "clear ambient caps")
-    for cap in bounding:
-        if _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() != errno.EINVAL:
+    prctl = _libc.prctl
+    _check(prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0), "clear ambient caps")
+    for cap in privileges.bounding:
+        if prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() != errno.EINVAL:
             _check(-1, f"drop capability {cap} from the bounding set")
-    header = _CapHeader(_CAPABILITY_VERSION_3, 0)
-    _check(_libc.capset(ctypes.byref(header), ctypes.byref((_CapData * 2)())), "capset")
-    _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
-    for program in seccomp:
-        buffer = ctypes.create_string_buffer(program, len(program))
-        fprog = _SockFprog(len(program) // 8, ctypes.addressof(buffer))
-        _check(
-            _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0),
-            "seccomp",
-        )
+    header, data = ctypes.byref(privileges.cap_header), ctypes.byref(privileges.cap_data)
+    _check(_libc.capset(header, data), "capset")
+    _check(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    for fprog in privileges.programs:
+        _check(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "seccomp")
 
 
 def _fresh_session_keyring() -> None:
@@ -417,15 +434,26 @@ def set_rlimits(limits: dict[str, int], headroom: bool = False) -> None:
     With `headroom` (the exec service's own), a value above the hard limit docket runs under
     is lowered to it instead.
     """
-    for name, value in limits.items():
-        number = _rlimit_number(name)
-        hard = resource.getrlimit(number)[1]
-        if headroom and hard != resource.RLIM_INFINITY:
-            value = min(value, hard)
+    numbered = [(name, _rlimit_number(name), value) for name, value in limits.items()]
+    if headroom:
+        numbered = [
+            (name, number, _under_hard(value, resource.getrlimit(number)[1]))
+            for name, number, value in numbered
+        ]
+    _set_numbered_rlimits(numbered)
+
+
+def _under_hard(value: int, hard: int) -> int:
+    return value if hard == resource.RLIM_INFINITY else min(value, hard)
+
+
+def _set_numbered_rlimits(limits: list[tuple[str, int, int]]) -> None:
+    """`set_rlimits` with each limit's number looked up already (by the service, once)."""
+    for name, number, value in limits:
         try:
             resource.setrlimit(number, (value, value))
         except (ValueError, OSError):
-            raise ValueError(_over_hard(name, value, hard)) from None
+            raise ValueError(_over_hard(name, value, resource.getrlimit(number)[1])) from None
 
 
 def check_rlimits(limits: dict[str, int]) -> None:
@@ -484,16 +512,16 @@ def _prepared_command(requests: socket.socket, report_fd: int, limits: dict[str,
     try:
         os.setsid()
         step = "signals"
-        for number in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGCHLD, signal.SIGTERM):
-            signal.signal(number, signal.SIG_DFL)
-        signal.set_wakeup_fd(-1)
-        signal.pthread_sigmask(signal.SIG_SETMASK, [])
+        for number in _RESET_SIGNALS:
+            _signal.signal(number, _signal.SIG_DFL)
+        _signal.set_wakeup_fd(-1)
+        _signal.pthread_sigmask(_signal.SIG_SETMASK, ())
         step = "dumpable"
         _check(_libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0), "set dumpable")  # own /proc/self
         step = "rlimits"
-        set_rlimits(limits.get("rlimits", {}))
+        _set_numbered_rlimits(limits["numbered_rlimits"])
         step = "privileges"
-        _drop_privileges(limits.get("seccomp", []), limits.get("bounding", range(64)))
+        _drop_privileges(limits["privileges"])
     except BaseException as ex:
         _setup_failure(_REPORT_FD, step, ex)
     channel = socket.socket(fileno=_REQUEST_FD)
@@ -502,8 +530,11 @@ def _prepared_command(requests: socket.socket, report_fd: int, limits: dict[str,
     except (EOFError, OSError, ValueError):
         os._exit(0)  # the sandbox is ending
     try:  # only now: a spare waiting for its request is not the OOM killer's choice
-        with open("/proc/self/oom_score_adj", "w") as adj:
-            adj.write("1000")
+        adj = os.open("/proc/self/oom_score_adj", os.O_WRONLY | os.O_CLOEXEC)
+        try:
+            os.write(adj, b"1000")
+        finally:
+            os.close(adj)
     except BaseException as ex:
         _setup_failure(_REPORT_FD, "oom_score_adj", ex)
     if agent_cgroup >= 0:  # into the agent's cgroup (its pids.max), out of the service's
@@ -529,18 +560,41 @@ def _prepared_command(requests: socket.socket, report_fd: int, limits: dict[str,
         os._exit(1)
     builtin = request.get("builtin")
     if builtin:  # Python code: past the file size limit a write fails with EFBIG, not a signal
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+        _signal.signal(_signal.SIGXFSZ, _signal.SIG_IGN)
+        _signal.signal(_signal.SIGPIPE, _signal.SIG_IGN)
         os._exit(_builtin(builtin, request.get("args", [])))
     try:
         if launcher is not None:
             os.execve(launcher, request["argv"], request["env"])
-        os.execvpe(request["argv"][0], request["argv"], request["env"])
+        _execvpe(request["argv"][0], request["argv"], request["env"])
     except OSError as ex:
         os.write(_REPORT_FD, f"error {ex.errno or errno.EIO}\n".encode())
     except BaseException:
         os.write(_REPORT_FD, f"error {errno.EIO}\n".encode())
     os._exit(127)
+
+
+#: Signals a command starts with at their default action (the service ignores or handles them).
+_RESET_SIGNALS = (_signal.SIGPIPE, _signal.SIGXFSZ, _signal.SIGCHLD, _signal.SIGTERM)
+
+
+def _execvpe(file: str, argv: list[str], env: dict[str, str]) -> None:
+    """`os.execvpe` without its `warnings` context (all `get_exec_path` needs it for is a
+    bytes key, which a JSON request never has): the same search of the env's PATH (else
+    `os.defpath`), and the same error when no entry runs."""
+    if os.path.dirname(file):
+        os.execve(file, argv, env)
+    saved: OSError | None = None
+    last: OSError | None = None
+    for directory in env.get("PATH", os.defpath).split(os.pathsep):
+        try:
+            os.execve(os.path.join(directory, file), argv, env)
+        except (FileNotFoundError, NotADirectoryError) as ex:
+            last = ex
+        except OSError as ex:
+            last = ex
+            saved = saved or ex
+    raise saved or last or FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), file)
 
 
 def _result_message(id: int, status: int) -> dict[str, Any]:
@@ -577,7 +631,7 @@ def _namespace_init(
     the request arrives. When the command ends it kills and reaps the rest of the namespace,
     then reports on docket's channel itself (a detached exec's namespace lives on instead).
     """
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)
     try:
         _private_proc()
     except BaseException as ex:
@@ -729,9 +783,14 @@ class Service:
 
     def start(self, init: dict[str, Any]) -> None:
         self.limits = {
-            "seccomp": [bytes.fromhex(program) for program in init.get("seccomp", [])],
+            "privileges": Privileges(
+                [bytes.fromhex(program) for program in init.get("seccomp", [])], _bounding_set()
+            ),
             "rlimits": init.get("rlimits", {}),
-            "bounding": _bounding_set(),
+            "numbered_rlimits": [
+                (name, _rlimit_number(name), value)
+                for name, value in init.get("rlimits", {}).items()
+            ],
             "agent_cgroup_fd": self.agent_cgroup_fd,
         }
         set_rlimits(init.get("service_rlimits", {}), headroom=True)  # before it forks
