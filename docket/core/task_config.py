@@ -116,18 +116,3 @@ def task_config(task: str, model: type[C], config: object) -> C:
         return model.model_validate(dict(config))
     except ValidationError as error:
         raise PrerequisiteError(f"{task}: {source}: {_problem(model, error)}") from None
-
-
-def config_table(model: type[TaskConfig]) -> list[tuple[str, str, str]]:
-    """Each field of `model` as (name, default, description), for READMEs and tests.
-
-    Args:
-        model: A `TaskConfig` subclass.
-
-    Returns:
-        One row per field, in field order; the default as Python writes it.
-    """
-    return [
-        (name, repr(field.default), str(field.description or ""))
-        for name, field in model.model_fields.items()
-    ]
