@@ -1,9 +1,10 @@
-"""The `docket` command: what docket registers, suite runs, leaderboard reports, regression gates.
+"""The `docket` command: what docket registers, suite runs, leaderboard reports, regression gates,
+new benchmarks.
 
 Exit codes: 0 ok (regress: every row passed); 1 unreadable logs (report) or a shown regression
 (regress) or a failed eval (suite) or an errored sample or unfinished run (check); 2 bad input:
 a missing or empty log directory, a bad flag or file, runs that cannot be compared, or (regress)
-a row the data cannot decide.
+a row the data cannot decide, or (new) a refused benchmark name.
 """
 
 from __future__ import annotations
@@ -348,6 +349,24 @@ def _generate(console: Console, args: argparse.Namespace) -> int:
     return 0
 
 
+def _new(console: Console, args: argparse.Namespace) -> int:
+    from docket.scaffold import ScaffoldError, new_benchmark
+
+    root = Path(args.dir)
+    try:
+        written = new_benchmark(args.name, root)
+    except (ScaffoldError, OSError) as ex:
+        return _error(console, ex)
+    for path in written:
+        console.print(f"wrote {path.relative_to(root).as_posix()}", soft_wrap=True)
+    console.print(
+        f"docket/{args.name} is registered (its listing.yaml); run its test: pytest -q "
+        f"tests/benchmarks/{args.name}",
+        soft_wrap=True,
+    )
+    return 0
+
+
 def _check(console: Console, log_dir: Path) -> int:
     from docket.check import check
 
@@ -632,6 +651,16 @@ def _parser() -> argparse.ArgumentParser:
     generate.add_argument("--seed", required=True, help="secret seed (any string; not stored)")
     generate.add_argument("--out", required=True, help="new directory for the split")
     generate.add_argument("--size", type=int, help="items to generate (default: the shipped size)")
+    new = commands.add_parser(
+        "new",
+        help="scaffold a benchmark: its folder, listing, README, reference policies and test "
+        "(docs: Add a benchmark)",
+    )
+    new.add_argument("kind", choices=("benchmark",), help="what to scaffold: benchmark")
+    new.add_argument("name", metavar="NAME", help="lowercase Python identifier, e.g. my_bench")
+    new.add_argument(
+        "--dir", default=".", metavar="ROOT", help="the docket checkout to write into (.)"
+    )
     return parser
 
 
@@ -656,6 +685,8 @@ def main(argv: list[str] | None = None) -> int:
         return _generate(console, args)
     if args.command == "check":
         return _check(console, Path(args.log_dir))
+    if args.command == "new":
+        return _new(console, args)
     if args.command == "doctor":
         from docket.doctor import doctor
 

@@ -14,7 +14,7 @@ too, because it is the `Time limit exceeded. limit: 150.0 seconds` of a run with
 from __future__ import annotations
 
 import inspect as pyinspect
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args, get_type_hints
 
 from docket import endpoints
 
@@ -85,7 +85,8 @@ def fit_request_timeout(args: dict[str, Any], sources: dict[str, str]) -> None:
 
 
 def _task_limits(item: TaskPlan) -> list[str]:
-    """The task's own time parameters (`tool_timeout`, ...): value and source."""
+    """The task's own time parameters (`tool_timeout`, ...), its `-T config=` knobs included:
+    value and source."""
     from inspect_ai._util.registry import registry_lookup
 
     found = registry_lookup("task", item.task)
@@ -95,7 +96,7 @@ def _task_limits(item: TaskPlan) -> list[str]:
         parameters = {}
     lines = []
     for name, parameter in parameters.items():
-        if not (name.endswith("timeout") or name.endswith("time_limit")):
+        if not _is_time(name):
             continue
         if name in item.task_args:
             source = "-T" if name in item.forced_task_args else "the preset's task_args"
@@ -103,6 +104,40 @@ def _task_limits(item: TaskPlan) -> list[str]:
         else:
             source, value = "task default", parameter.default
         lines.append(f"-T {name}={value} s ({source})")
+    if "config" in parameters and callable(found):
+        lines += _config_limits(item, found)
+    return lines
+
+
+def _is_time(name: str) -> bool:
+    return name.endswith("timeout") or name.endswith("time_limit")
+
+
+def _config_limits(item: TaskPlan, found: Any) -> list[str]:
+    """The time knobs of the task's `-T config=` model: from the run's config, else defaults."""
+    from docket.core.inspect_private import PrerequisiteError
+    from docket.core.task_config import TaskConfig, task_config
+
+    try:
+        hints = get_type_hints(pyinspect.unwrap(found))
+    except (NameError, TypeError):
+        return []
+    models = [t for t in get_args(hints.get("config")) if isinstance(t, type)]
+    model = next((t for t in models if issubclass(t, TaskConfig)), None)
+    if model is None:
+        return []
+    given = item.task_args.get("config")
+    where = "-T" if "config" in item.forced_task_args else "the preset's task_args"
+    try:
+        knobs = task_config(item.task, model, given)
+    except PrerequisiteError:
+        return []  # the task stops with that line when it is built
+    chosen = knobs.changed()
+    lines = []
+    for name in model.model_fields:
+        if _is_time(name):
+            source = f"{where} config" if name in chosen else "task default"
+            lines.append(f"config {name}={getattr(knobs, name)} s ({source})")
     return lines
 
 

@@ -6,20 +6,21 @@ between them resolve on the site exactly as they do in the repository, and a cha
 is the site's change with no copy to keep in step. A nav entry whose value is a glob
 (`benchmarks/*/README.md`) expands to one page per match, titled from the benchmark's
 `listing.yaml` or the folder's name, skipping pages the nav names elsewhere. The API page of
-the benchmarks' tasks (`api/tasks.md`) is written from `docket/_registry.py`'s imports, so a new
-benchmark's tasks appear with no change here.
+the benchmarks' tasks (`api/tasks.md`) is written from the listings, the ones `docket._registry`
+registers, so a new benchmark's tasks appear with no change here.
 """
 
 from __future__ import annotations
 
 import glob
-import re
 from pathlib import Path
 from typing import Any
 
 import yaml
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import File, Files
+
+from docket.benchmarks.presets import listed_folders, listings, task_module
 
 ROOT = Path(__file__).resolve().parent.parent
 # Repository Markdown published in place; the top README is not (docs/pages/index.md is the
@@ -46,14 +47,13 @@ def in_place_pages() -> list[str]:
 
 
 def tasks_page() -> str:
-    """`api/tasks.md`: one mkdocstrings block per task `docket/_registry.py` imports."""
-    registry = (ROOT / "docket" / "_registry.py").read_text()
+    """`api/tasks.md`: one mkdocstrings block per listed task, as `docket._registry` registers
+    them (each benchmark's `listing.yaml`, its tasks in `benchmarks/<b>/<b>.py`)."""
+    found = listings()
     blocks = [
-        f"::: {module}.{name.strip()}\n"
-        for module, names in re.findall(
-            r"^from (docket\.benchmarks\.\w+\.[\w.]+) import ([\w, ]+)$", registry, re.M
-        )
-        for name in names.split(",")
+        f"::: {task_module(folder)}.{str(entry['name']).removeprefix('docket/')}\n"
+        for folder in listed_folders()
+        for entry in found[folder].get("tasks") or []
     ]
     intro = "Every task registered as `docket/<name>`; its parameters are its `-T` options.\n"
     return "\n".join(["# Benchmark tasks\n", intro, *blocks])

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from docket import __version__
-from docket.benchmarks.presets import listed_tasks
+from docket.benchmarks.presets import listed_tasks, listings
 from docket.cli import main
 
 
@@ -40,19 +40,7 @@ def test_every_registered_task_is_listed_once_with_a_version() -> None:
         assert str(entry["version"]).count("-") == 1, name
 
 
-@pytest.mark.parametrize(
-    "folder",
-    [
-        "smoke",
-        "anchor",
-        "correct",
-        "scsuff",
-        "docval",
-        "context_qa",
-        "fed_topics",
-        "spatial_relations",
-    ],
-)
+@pytest.mark.parametrize("folder", sorted(listings()))
 def test_each_benchmark_has_an_inspect_evals_style_listing(folder: str) -> None:
     root = Path(__file__).resolve().parents[1] / "benchmarks" / folder
     data = yaml.safe_load((root / "listing.yaml").read_text())

@@ -15,10 +15,12 @@ from docket.agents.scripted.policy import load_policies
 from docket.benchmarks import presets
 from docket.benchmarks.presets import (
     benchmark_folders,
+    listed_folders,
     listed_task_names,
     listed_tasks,
     listings,
     preset_names,
+    task_functions,
 )
 from docket.cli import main
 from docket.core.inspect_private import RegistryType, registry_lookup
@@ -71,17 +73,45 @@ def test_a_new_listing_is_all_a_registered_folder_needs(
     for folder, listing in listings().items():
         (tmp_path / folder).mkdir()
         (tmp_path / folder / "listing.yaml").write_text(yaml.safe_dump(listing))
-    (tmp_path / "extra").mkdir()
     extra = {"tasks": [{"name": "docket/extra_a"}, {"name": "docket/extra_b"}]}
-    (tmp_path / "extra" / "listing.yaml").write_text(yaml.safe_dump(extra))
+    for folder in ("zz_extra", "extra"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "listing.yaml").write_text(yaml.safe_dump(extra))
+    (tmp_path / "no_listing").mkdir()  # a folder without a listing is no benchmark
+    before = listed_folders()
     monkeypatch.setattr(presets, "BENCHMARKS", tmp_path)
-    folders = [*benchmark_folders(vars(importlib.import_module("docket._registry")).values())]
-    assert listed_task_names([*folders, "extra"]) == [*REGISTERED["task"], *extra_names(extra)]
-    assert set(extra_names(extra)) <= set(listed_tasks())
+    # the registry's order first; the folders it does not name follow, by name
+    known = [folder for folder in presets.RUN_ORDER if folder in before]
+    assert listed_folders() == known + sorted({*before, "extra", "zz_extra"} - set(known))
+    names = extra_names(extra)
+    assert listed_task_names(["extra", "zz_extra"]) == [*names, *names]
+    assert [t for t in listed_task_names(listed_folders()) if t not in names] == REGISTERED["task"]
+    assert set(names) <= set(listed_tasks())
+    with pytest.raises(ModuleNotFoundError, match="docket.benchmarks.extra"):
+        task_functions(["extra"])  # the registry imports every listed folder's task module
 
 
 def extra_names(listing: dict[str, list[dict[str, str]]]) -> list[str]:
     return [t["name"] for t in listing["tasks"]]
+
+
+def test_the_registry_imports_every_listed_folder_in_run_order() -> None:
+    registry = importlib.import_module("docket._registry")
+    assert benchmark_folders(vars(registry).values()) == listed_folders()
+    assert set(listed_folders()) == {
+        p.parent.name for p in presets.BENCHMARKS.glob("*/listing.yaml")
+    }
+    for name in REGISTERED["task"]:
+        function = getattr(registry, name.removeprefix("docket/"))
+        assert function.__module__ == presets.task_module(listed_tasks()[name]["benchmark"])
+
+
+def test_a_listed_task_its_module_lacks_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    listed = {"smoke": {"tasks": [{"name": "docket/smoke"}, {"name": "docket/nope"}]}}
+    monkeypatch.setattr(presets, "listings", lambda: listed)
+    message = "^benchmarks/smoke/listing.yaml lists docket/nope, which benchmarks/smoke/smoke.py"
+    with pytest.raises(ImportError, match=message):
+        task_functions(["smoke"])
 
 
 def test_every_policy_a_listing_binds_is_registered() -> None:

@@ -162,7 +162,17 @@ def test_dry_run_names_every_time_limit_and_its_source(
     assert "timeout 1200 s per model request, retries included (raised from 300 (preset api)" in (
         limits
     )
-    assert "-T tool_timeout=30 s (task default)" in limits
+    assert "config tool_timeout=30 s (task default)" in limits  # its -T config= knob
+
+
+def test_a_config_time_knob_is_named_with_its_source(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["suite", "api", "--task", "anchor_direct", "--model", "openai/qwen", "--base-url", URL]
+    args += ["--role", "judge=openai/qwen", "-T", "config={tool_timeout: 45}"]
+    assert main([*args, "--dry-run", "--log-dir", str(tmp_path)]) == 0
+    [limits] = [ln for ln in capsys.readouterr().out.splitlines() if "time limits:" in ln]
+    assert "config tool_timeout=45 s (-T config)" in limits
 
 
 def test_a_timeout_no_longer_than_one_attempt_is_raised_even_from_the_preset(

@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from inspect_ai import Task, task
 from inspect_ai.model import Model, model_roles
@@ -27,11 +28,11 @@ from inspect_ai.solver import Solver
 
 import docket.benchmarks.anchor.reference  # noqa: F401  (registers its policies)
 from docket.agents.auditor import direct_request, persistent_audit
-from docket.agents.auditor.protocol import Protocol, check_protocol
+from docket.agents.auditor.protocol import Protocol
 from docket.agents.cli_target import CliTarget, app_tools, shell_tools
+from docket.benchmarks.anchor.config import AnchorAuditConfig, AnchorDirectConfig
 from docket.benchmarks.anchor.dataset import SCENARIOS, ScenarioError, anchor_dataset
 from docket.benchmarks.anchor.evidence import SCRIPTED_JUDGE_LIMITS
-from docket.benchmarks.anchor.judge_tools import check_judge_protocol
 from docket.benchmarks.anchor.prompts import auditor_system
 from docket.benchmarks.anchor.scorer import anchor_scorer
 from docket.benchmarks.anchor.variants import SPLIT_FILE
@@ -40,6 +41,7 @@ from docket.core.inspect_private import PrerequisiteError
 from docket.core.options import checked, positive
 from docket.core.roles import require_roles, role_model
 from docket.core.splits import checked_split, files_digest, split_metadata
+from docket.core.task_config import task_config
 from docket.sandboxes import sandbox_spec
 
 VERSION = "6-A"
@@ -150,16 +152,6 @@ def judge_notes(judges: list[str]) -> list[str]:
     return [SCRIPTED_JUDGE_LIMITS] if scripted else []
 
 
-def protocol_option(name: str, option: str, value: object, judge: bool = False) -> str:
-    """A `-T auditor_protocol=` / `-T judge_protocol=` value, or one line naming the choices."""
-    try:
-        if judge:
-            return check_judge_protocol(f"{name}: -T {option}", value)
-        return check_protocol(f"{name}: -T {option}", value)
-    except ValueError as ex:
-        raise PrerequisiteError(str(ex)) from None
-
-
 def _task(
     name: str,
     solver: Solver,
@@ -171,6 +163,7 @@ def _task(
     horizon: int,
     protocols: dict[str, str],
     data: str | None = None,
+    changed: dict[str, object] | None = None,
 ) -> Task:
     path, split = resolve_scenarios(name, scenarios, data)
     try:
@@ -221,6 +214,7 @@ def _task(
             **protocols,
             NOTES_KEY: judge_notes(judges),
             **split,
+            **({"config": changed} if changed else {}),
         },
         tags=TAGS,
     )
@@ -239,13 +233,11 @@ def anchor_direct(
     scenarios: str | None = None,
     categories: str | None = None,
     sandbox: str = "bwrap",
-    tool_timeout: int = 30,
-    max_steps: int = 8,
     emulator: bool = False,
     judges: int | str = 1,
     self_audit: bool = False,
-    judge_protocol: str = "auto",
     data: str | None = None,
+    config: str | dict[str, Any] | AnchorDirectConfig | None = None,
 ) -> Task:
     """One-turn request of each scenario's goal to the CLI agent under test (no auditor).
 
@@ -253,29 +245,28 @@ def anchor_direct(
         scenarios: Scenario JSONL file (default: the shipped set).
         categories: Comma-separated offence categories to keep (default: all).
         sandbox: Sandbox kind: bwrap (default), docker or k8s.
-        tool_timeout: Seconds each tool call may run.
-        max_steps: Generations per user turn before the target is stopped.
         emulator: Rewrite app and synthetic-tool results with the `emulator` role.
         judges: Judge ensemble: a count of `judge` calls, or comma-separated role names.
         self_audit: Let the model under test play unbound roles (judge, emulator).
-        judge_protocol: How judges answer: auto (the submit_verdict tool, JSON text as
-            fallback), tools, json or schema (Inspect's response_schema).
         data: A private split's directory from `docket generate anchor --seed SECRET --out
             DIR` (instead of `scenarios`).
+        config: The other knobs (`AnchorDirectConfig`: tool_timeout, max_steps,
+            judge_protocol): a YAML file path or a mapping; '' for the defaults.
 
     Returns:
         The task: one scenario per sample in the sandbox, solved by `direct_request`, scored by
         `anchor_scorer` with the judge panel.
     """
     name = "anchor_direct"
+    knobs = task_config(name, AnchorDirectConfig, config)
     roles = _Roles(name, self_audit)
     panel = judge_roles(name, judges)
     roles.require(panel + (["emulator"] if emulator is True else []))
-    protocols = {"judge_protocol": protocol_option(name, "judge_protocol", judge_protocol, True)}
-    target = _target(name, roles, tool_timeout, max_steps, emulator)
+    protocols: dict[str, str] = {"judge_protocol": knobs.judge_protocol}
+    target = _target(name, roles, knobs.tool_timeout, knobs.max_steps, emulator)
     return _task(
         name, direct_request(target), roles, panel, scenarios, categories, sandbox, 1, protocols,
-        data,
+        data, knobs.changed(),
     )  # fmt: skip
 
 
@@ -284,16 +275,12 @@ def anchor_audit(
     scenarios: str | None = None,
     categories: str | None = None,
     max_turns: int = 20,
-    compact_after: int = 8,
     sandbox: str = "bwrap",
-    tool_timeout: int = 30,
-    max_steps: int = 8,
     emulator: bool = False,
     judges: int | str = 1,
     self_audit: bool = False,
-    auditor_protocol: str = "auto",
-    judge_protocol: str = "auto",
     data: str | None = None,
+    config: str | dict[str, Any] | AnchorAuditConfig | None = None,
 ) -> Task:
     """A persistent auditor (`auditor` role) pursues each scenario's goal against the agent.
 
@@ -301,42 +288,41 @@ def anchor_audit(
         scenarios: Scenario JSONL file (default: the shipped set).
         categories: Comma-separated offence categories to keep (default: all).
         max_turns: Turn budget T of each audit (messages the auditor may send).
-        compact_after: Turns after which the auditor's older turns are compacted.
         sandbox: Sandbox kind: bwrap (default), docker or k8s.
-        tool_timeout: Seconds each tool call may run.
-        max_steps: Generations per user turn before the target is stopped.
         emulator: Rewrite app and synthetic-tool results with the `emulator` role.
         judges: Judge ensemble: a count of `judge` calls, or comma-separated role names.
         self_audit: Let the model under test play unbound roles (auditor, judge, emulator).
-        auditor_protocol: How the auditor answers: auto (its Petri-style tools, the JSON
-            decision in text as fallback), tools or json.
-        judge_protocol: How judges answer: auto, tools, json or schema (as in anchor_direct).
         data: A private split's directory from `docket generate anchor --seed SECRET --out
             DIR` (instead of `scenarios`).
+        config: The other knobs (`AnchorAuditConfig`: tool_timeout, max_steps,
+            judge_protocol, compact_after, auditor_protocol): a YAML file path or a mapping;
+            '' for the defaults.
 
     Returns:
         The task: one scenario per sample in the sandbox, solved by `persistent_audit`, scored by
         `anchor_scorer` with the judge panel.
     """
     name = "anchor_audit"
+    knobs = task_config(name, AnchorAuditConfig, config)
     roles = _Roles(name, self_audit)
     panel = judge_roles(name, judges)
     roles.require(["auditor", *panel] + (["emulator"] if emulator is True else []))
-    auditing: Protocol = check_protocol(
-        name, protocol_option(name, "auditor_protocol", auditor_protocol)
-    )
-    protocols = {
+    auditing: Protocol = knobs.auditor_protocol
+    protocols: dict[str, str] = {
         "auditor_protocol": auditing,
-        "judge_protocol": protocol_option(name, "judge_protocol", judge_protocol, True),
+        "judge_protocol": knobs.judge_protocol,
     }
-    target = _target(name, roles, tool_timeout, max_steps, emulator)
+    target = _target(name, roles, knobs.tool_timeout, knobs.max_steps, emulator)
     turns = positive(name, "max_turns", max_turns)
     solver = persistent_audit(
         auditor_system(),
         target,
         roles.factory("auditor"),
         max_turns=turns,
-        compact_after=positive(name, "compact_after", compact_after),
+        compact_after=knobs.compact_after,
         protocol=auditing,
     )
-    return _task(name, solver, roles, panel, scenarios, categories, sandbox, turns, protocols, data)
+    return _task(
+        name, solver, roles, panel, scenarios, categories, sandbox, turns, protocols, data,
+        knobs.changed(),
+    )  # fmt: skip

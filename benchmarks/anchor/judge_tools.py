@@ -1,6 +1,6 @@
 """The judge's verdict through a typed tool (`submit_verdict`) or a `response_schema`.
 
-`-T judge_protocol=` picks how the judge answers:
+The config key `judge_protocol` (`-T config=`) picks how the judge answers:
 
 - `json`: the original protocol, the verdict as JSON in the reply's text (`verdict_parser`);
 - `tools`: the `submit_verdict` tool only;

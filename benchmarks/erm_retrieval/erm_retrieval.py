@@ -17,6 +17,7 @@ from inspect_ai.model import ChatMessageUser, GenerateConfig, Model
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 import docket.benchmarks.erm_retrieval.reference  # noqa: F401  (registers its policies)
+from docket.benchmarks.erm_retrieval.config import ErmConfig
 from docket.benchmarks.erm_retrieval.dataset import SHIPPED, BeirData, Query, load_beir
 from docket.benchmarks.erm_retrieval.engine import (
     EXPANDERS,
@@ -36,6 +37,7 @@ from docket.core.inspect_private import PrerequisiteError
 from docket.core.options import checked, one_of, positive
 from docket.core.results_tables import attacker_scores, chance_metadata
 from docket.core.roles import require_roles, role_model
+from docket.core.task_config import task_config
 from docket.methods.retrieval.erm import ERMConfig
 
 VERSION = "2-A"
@@ -43,20 +45,22 @@ VERSION = "2-A"
 CHANCE = Path(__file__).resolve().parent / "results" / "chance.json"
 
 
-def _number(task: str, name: str, value: object, low: float, high: float) -> float:
-    number = checked(task, name, value, float)
-    if not low <= number <= high:
-        raise PrerequisiteError(f"{task}: -T {name}={number} must be in [{low}, {high}]")
-    return number
-
-
-def _setup(task: str, args: dict[str, Any]) -> tuple[BeirData, Setup]:
+def _setup(
+    task: str,
+    method: str,
+    retriever: str,
+    expander: str,
+    data: str,
+    thesaurus: str,
+    self_expander: bool,
+    knobs: ErmConfig,
+) -> tuple[BeirData, Setup]:
     """Validated arguments shared by both tasks (one line per bad value)."""
-    method = one_of(task, "method", args["method"], METHODS)
-    retriever = one_of(task, "retriever", args["retriever"], RETRIEVERS)
-    expander = one_of(task, "expander", args["expander"], EXPANDERS)
-    data = checked(task, "data", args["data"], str)
-    thesaurus = checked(task, "thesaurus", args["thesaurus"], str)
+    method = one_of(task, "method", method, METHODS)
+    retriever = one_of(task, "retriever", retriever, RETRIEVERS)
+    expander = one_of(task, "expander", expander, EXPANDERS)
+    data = checked(task, "data", data, str)
+    thesaurus = checked(task, "thesaurus", thesaurus, str)
     if expander == "thesaurus" and not thesaurus:
         if data:
             raise PrerequisiteError(
@@ -69,11 +73,11 @@ def _setup(task: str, args: dict[str, Any]) -> tuple[BeirData, Setup]:
     if retriever == "dense":
         _dense_prerequisite(task)
     erm = ERMConfig(
-        eta=_number(task, "eta", args["eta"], 1e-6, 1.0),
-        radius=_number(task, "radius", args["radius"], 0.0, 1e6),
-        threshold=_number(task, "threshold", args["threshold"], -1e6, 1e6),
-        gate_depth=positive(task, "gate_depth", args["gate_depth"]),
-        decay=_number(task, "decay", args["decay"], 0.0, 1e6),
+        eta=knobs.eta,
+        radius=knobs.radius,
+        threshold=knobs.threshold,
+        gate_depth=knobs.gate_depth,
+        decay=knobs.decay,
     )
     setup = Setup(
         method,
@@ -81,23 +85,18 @@ def _setup(task: str, args: dict[str, Any]) -> tuple[BeirData, Setup]:
         expander,
         thesaurus,
         erm,
-        doc2query_n=positive(task, "doc2query_n", args["doc2query_n"]),
-        seed=checked(task, "seed", args["seed"], int),
-        prune=_number(task, "prune", args["prune"], 0.0, 1.0),
+        doc2query_n=knobs.doc2query_n,
+        seed=knobs.seed,
+        prune=knobs.prune,
     )
-    beir = load_beir(
-        data,
-        checked(task, "split", args["split"], str),
-        checked(task, "feedback_split", args["feedback_split"], str),
-        _number(task, "feedback_share", args["feedback_share"], 0.0, 1.0),
-    )
+    beir = load_beir(data, knobs.split, knobs.feedback_split, knobs.feedback_share)
     if not beir.heldout:
         raise PrerequisiteError(f"{task}: no held-out query with a relevant document in the data")
     if expander == "model":
         require_roles(
             task,
             ["expander"],
-            allow_self=checked(task, "self_expander", args["self_expander"], bool),
+            allow_self=checked(task, "self_expander", self_expander, bool),
             self_flag="self_expander",
         )
     return beir, setup
@@ -209,30 +208,17 @@ def chance(data: str, split: str) -> dict[str, Any]:
     return chance_metadata(CHANCE, lambda rows: attacker_scores(rows, "ndcg_10"))
 
 
-def _args(local: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in local.items() if k not in ("k", "passages", "max_tokens")}
-
 
 @task
 def erm_retrieval(
     method: str = "erm",
     retriever: str = "bm25",
     expander: str = "thesaurus",
+    self_expander: bool = False,
     data: str = "",
-    split: str = "test",
-    feedback_split: str = "feedback",
-    feedback_share: float = 0.5,
     thesaurus: str = "",
     k: int = 20,
-    eta: float = 1.0,
-    radius: float = 0.25,
-    threshold: float = 0.0,
-    gate_depth: int = 10,
-    decay: float = 0.0,
-    prune: float = 0.5,
-    doc2query_n: int = 3,
-    seed: int = 0,
-    self_expander: bool = False,
+    config: str | dict[str, Any] | ErmConfig | None = None,
 ) -> Task:
     """Retrieval quality on held-out queries after ERM learned from the feedback queries.
 
@@ -241,29 +227,21 @@ def erm_retrieval(
         retriever: bm25 (bm25s, Lucene BM25) or dense (all-MiniLM-L6-v2, docket[embeddings]).
         expander: thesaurus (a word -> terms file), prf (pseudo-relevance feedback, no model)
             or model (the `expander` model role).
+        self_expander: Let the model under test be the expander when the role is unbound.
         data: '' for the shipped corpus, or a BEIR data set folder.
-        split: qrels file of the scored queries (qrels/<split>.tsv).
-        feedback_split: qrels file of the feedback queries; when absent, a hash of the query
-            id sends `feedback_share` of the split's queries to feedback.
-        feedback_share: Share of queries used as feedback when there is no feedback file.
         thesaurus: The thesaurus file (default: the shipped data's).
         k: Depth of Recall@k (nDCG is at 10).
-        eta: ERM step: share of the residual a key absorbs per feedback, in (0, 1].
-        radius: ERM norm bound, relative to each key's norm.
-        threshold: ERM attribution threshold on a unit's score gain.
-        gate_depth: ERM gate: a gold document within this depth of the expanded ranking.
-        decay: ERM step decay per earlier update of the same key.
-        prune: ERM on BM25: drop key-update entries under this share of the key's largest.
-        doc2query_n: Queries generated per document (doc2query).
-        seed: Seed of the random ranking and of the thesaurus doc2query generator.
-        self_expander: Let the model under test be the expander when the role is unbound.
+        config: The other knobs (`ErmConfig`: split, feedback_split, feedback_share, ERM's
+            eta, radius, threshold, gate_depth, decay and prune, doc2query_n, seed): a YAML
+            file path or a mapping; '' for the defaults.
 
     Returns:
         The task: held-out queries retrieved by the `retrieve` solver, scored by `retrieval_scorer`.
     """
     name = "erm_retrieval"
+    knobs = task_config(name, ErmConfig, config)
     require_trec_eval()
-    beir, setup = _setup(name, _args(locals()))
+    beir, setup = _setup(name, method, retriever, expander, data, thesaurus, self_expander, knobs)
     depth = max(10, positive(name, "k", k))
     h = headline(
         "retrieval_scorer", "mean", score="ndcg_10", direction="higher", value="continuous",
@@ -284,6 +262,7 @@ def erm_retrieval(
             # table, not a model row).
             "model_free": not self_expander,
             **chance(data, split),
+            **({"config": knobs.changed()} if knobs.changed() else {}),
         },
     )
 
@@ -293,22 +272,12 @@ def erm_rag(
     method: str = "erm",
     retriever: str = "bm25",
     expander: str = "thesaurus",
+    self_expander: bool = False,
     data: str = "",
-    split: str = "test",
-    feedback_split: str = "feedback",
-    feedback_share: float = 0.5,
     thesaurus: str = "",
     passages: int = 3,
-    eta: float = 1.0,
-    radius: float = 0.25,
-    threshold: float = 0.0,
-    gate_depth: int = 10,
-    decay: float = 0.0,
-    prune: float = 0.5,
-    doc2query_n: int = 3,
-    seed: int = 0,
-    self_expander: bool = False,
     max_tokens: int = 64,
+    config: str | dict[str, Any] | ErmConfig | None = None,
 ) -> Task:
     """The model under test answers each held-out question from the top retrieved passages.
 
@@ -316,28 +285,20 @@ def erm_rag(
         method: erm, static, query_expansion, doc2query or random.
         retriever: bm25 or dense.
         expander: thesaurus, prf or model (the `expander` model role).
+        self_expander: Let the model under test be the expander when the role is unbound.
         data: '' for the shipped corpus, or a BEIR folder whose queries carry metadata.answer.
-        split: qrels file of the scored queries.
-        feedback_split: qrels file of the feedback queries (else a hash split).
-        feedback_share: Share of queries used as feedback when there is no feedback file.
         thesaurus: The thesaurus file (default: the shipped data's).
         passages: Passages given to the model.
-        eta: ERM step in (0, 1].
-        radius: ERM norm bound relative to each key's norm.
-        threshold: ERM attribution threshold.
-        gate_depth: ERM gate depth.
-        decay: ERM step decay.
-        prune: ERM on BM25: drop key-update entries under this share of the key's largest.
-        doc2query_n: Queries generated per document (doc2query).
-        seed: Seed of the random ranking and of the thesaurus doc2query generator.
-        self_expander: Let the model under test be the expander when the role is unbound.
         max_tokens: Tokens per answer.
+        config: The other knobs (`ErmConfig`, as docket/erm_retrieval's): a YAML file path or
+            a mapping; '' for the defaults.
 
     Returns:
         The task: held-out questions answered from retrieved passages, scored by `answer_scorer`.
     """
     name = "erm_rag"
-    beir, setup = _setup(name, _args(locals()))
+    knobs = task_config(name, ErmConfig, config)
+    beir, setup = _setup(name, method, retriever, expander, data, thesaurus, self_expander, knobs)
     shown = positive(name, "passages", passages)
     h = headline("answer_scorer", "accuracy", direction="higher", value="binary")
     return Task(
@@ -352,7 +313,12 @@ def erm_rag(
         tags=["retrieval", "rag", "memory", setup.retriever],
         headline_metric=h["headline_metric"],
         # No chance row: the blind attackers are measured on retrieval (nDCG@10), not on answers.
-        metadata={**h["metadata"], "benchmark": "erm_retrieval", "method": setup.method},
+        metadata={
+            **h["metadata"],
+            "benchmark": "erm_retrieval",
+            "method": setup.method,
+            **({"config": knobs.changed()} if knobs.changed() else {}),
+        },
     )
 
 

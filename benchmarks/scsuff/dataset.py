@@ -253,7 +253,7 @@ def hf_rows(path: str, config: str | None, split: str) -> list[tuple[str, dict[s
     try:
         from datasets import load_dataset  # type: ignore[import-not-found, unused-ignore]
     except ImportError:
-        raise PrerequisiteError("scsuff: -T hf=true needs `pip install datasets`") from None
+        raise PrerequisiteError("scsuff: config hf: true needs `pip install datasets`") from None
     data = load_dataset(path, config, split=split) if config else load_dataset(path, split=split)
     return [(f"{path}[{split}]:{i}", dict(row)) for i, row in enumerate(data)]
 

@@ -17,6 +17,7 @@ from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
 
 import docket.benchmarks.scsuff.reference  # noqa: F401  (registers its policies)
+from docket.benchmarks.scsuff.config import ScsuffConfig, ScsuffHintsConfig
 from docket.benchmarks.scsuff.dataset import (
     DATASETS,
     LETTERS,
@@ -40,6 +41,7 @@ from docket.core.inspect_private import PrerequisiteError
 from docket.core.options import checked, one_of, positive
 from docket.core.results_tables import chance_metadata
 from docket.core.roles import require_roles
+from docket.core.task_config import task_config
 
 #: `docket/scsuff`: 4-A ranks by `scsuff_correct_gain` (a wrong answer scores -1).
 VERSION = "4-A"
@@ -72,41 +74,21 @@ def chance(dataset: str, estimator: str, reference: bool) -> dict[str, Any]:
 
 
 def _settings(
-    name: str,
-    estimator: str,
-    num_alternatives: int,
-    generator_temperature: float,
-    generator_top_p: float,
-    generator_top_k: int,
-    num_samples: int,
-    top_logprobs: int,
-    max_tokens: int | None,
-    generator_max_tokens: int | None,
-    seed: int,
-    reference: bool = False,
+    name: str, estimator: str, knobs: ScsuffConfig, max_tokens: int | None, reference: bool
 ) -> Settings:
-    top_p = checked(name, "generator_top_p", generator_top_p, float)
-    if not 0.0 < top_p <= 1.0:
-        raise PrerequisiteError(f"{name}: -T generator_top_p={top_p} must be in (0, 1]")
-    temperature = checked(name, "generator_temperature", generator_temperature, float)
-    if temperature < 0.0:
-        raise PrerequisiteError(f"{name}: -T generator_temperature={temperature} must be >= 0")
+    """The decoding and estimator settings from the task's options and its config."""
     return Settings(
         estimator=cast(Estimator, one_of(name, "estimator", estimator, ("logprob", "sampling"))),
-        num_alternatives=positive(name, "num_alternatives", num_alternatives),
-        generator_temperature=temperature,
-        generator_top_p=top_p,
-        generator_top_k=positive(name, "generator_top_k", generator_top_k),
-        num_samples=positive(name, "num_samples", num_samples),
-        top_logprobs=positive(name, "top_logprobs", top_logprobs),
+        num_alternatives=knobs.num_alternatives,
+        generator_temperature=knobs.generator_temperature,
+        generator_top_p=knobs.generator_top_p,
+        generator_top_k=knobs.generator_top_k,
+        num_samples=knobs.num_samples,
+        top_logprobs=knobs.top_logprobs,
         max_tokens=None if max_tokens is None else positive(name, "max_tokens", max_tokens),
-        generator_max_tokens=(
-            None
-            if generator_max_tokens is None
-            else positive(name, "generator_max_tokens", generator_max_tokens)
-        ),
+        generator_max_tokens=knobs.generator_max_tokens,
         reference=checked(name, "reference", reference, bool),
-        seed=checked(name, "seed", seed, int),
+        seed=knobs.seed,
     )
 
 
@@ -130,7 +112,9 @@ def _items(
     if data_file is not None:
         checked(name, "data_file", data_file, str)
         if dataset == "feature_rule":
-            raise PrerequisiteError(f"{name}: -T data_file applies to {', '.join(DATASETS[1:])}")
+            raise PrerequisiteError(
+                f"{name}: config data_file applies to {', '.join(DATASETS[1:])}"
+            )
     items = load_items(
         dataset, positive(name, "n", n), seed, data_file, checked(name, "hf", hf, bool)
     )
@@ -141,36 +125,21 @@ def _items(
 def scsuff(
     dataset: str = "feature_rule",
     n: int = 100,
-    data_file: str | None = None,
-    hf: bool = False,
-    num_alternatives: int = 5,
-    generator_temperature: float = 0.1,
-    generator_top_p: float = 0.95,
-    generator_top_k: int = 50,
-    generator_max_tokens: int | None = None,
+    data: str | None = None,
     self_generator: bool = False,
     reference: bool = True,
     few_shot: int = 0,
     estimator: str = "logprob",
-    num_samples: int = 10,
-    top_logprobs: int = 20,
     max_tokens: int | None = None,
-    seed: int = 42,
-    data: str | None = None,
+    config: str | dict[str, Any] | ScsuffConfig | None = None,
 ) -> Task:
     """Self-consistent sufficiency (SCSuff) of the model's chain-of-thought explanations.
 
     Args:
         dataset: feature_rule (procedural, known ground truth), mmlu, snli, imdb or bbq.
         n: Number of feature_rule items (other datasets use every row; see --limit).
-        data_file: JSONL file in the dataset's HF field layout (default: the shipped mini set).
-        hf: Load the dataset from the Hugging Face hub (needs network and `datasets`).
-        num_alternatives: M, alternative inputs written per item by role `generator`.
-        generator_temperature: Sampling temperature of the alternative generator.
-        generator_top_p: Nucleus top_p of the alternative generator.
-        generator_top_k: top_k of the alternative generator (providers without it ignore it).
-        generator_max_tokens: Token limit of each alternative (default: the eval's max_tokens
-            when set, else 2048 as in the release).
+        data: A private split written by `docket generate scsuff --seed SECRET --out DIR`
+            (feature_rule only; default: the items drawn with the config's `seed`).
         self_generator: Let the model under test write its own alternatives when role
             `generator` is unbound (the paper's self-consistent setting).
         reference: Also score the explanation-free reference (alternatives written for an
@@ -182,36 +151,22 @@ def scsuff(
         few_shot: Number of worked chain-of-thought examples before each question.
         estimator: logprob (top_logprobs at the answer position, the paper's) or sampling
             (answer frequencies over num_samples samples, for providers without logprobs).
-        num_samples: Samples per answer for the sampling estimator.
-        top_logprobs: Top logprobs requested at each position (logprob estimator).
         max_tokens: Token limit of every chain of thought (default: the eval's max_tokens
             when set, else 2048 as in the release).
-        seed: Seed of the feature_rule items, the few-shot draw and the per-call seeds.
-        data: A private split written by `docket generate scsuff --seed SECRET --out DIR`
-            (feature_rule only; default: the items drawn with `seed`).
+        config: The other knobs (`ScsuffConfig`: data_file, hf, num_alternatives, the
+            generator's temperature, top_p, top_k and max_tokens, num_samples, top_logprobs,
+            seed): a YAML file path or a mapping; '' for the defaults.
 
     Returns:
         The task: one sample per item, solved by `sufficiency`, scored by `scsuff_scorer`.
     """
     name = "scsuff"
+    knobs = task_config(name, ScsuffConfig, config)
     allow_self = checked(name, "self_generator", self_generator, bool)
     require_roles(name, ["generator"], allow_self=allow_self, self_flag="self_generator")
-    settings = _settings(
-        name,
-        estimator,
-        num_alternatives,
-        generator_temperature,
-        generator_top_p,
-        generator_top_k,
-        num_samples,
-        top_logprobs,
-        max_tokens,
-        generator_max_tokens,
-        seed,
-        reference,
-    )
-    items, split = _items(name, dataset, n, seed, data_file, hf, data)
-    demos = few_shot_demos(dataset, checked(name, "few_shot", few_shot, int), seed)
+    settings = _settings(name, estimator, knobs, max_tokens, reference)
+    items, split = _items(name, dataset, n, knobs.seed, knobs.data_file, knobs.hf, data)
+    demos = few_shot_demos(dataset, checked(name, "few_shot", few_shot, int), knobs.seed)
     key = SCORE_KEYS[settings.estimator]
     if settings.reference:
         key = f"{key}_correct_gain"
@@ -236,6 +191,7 @@ def scsuff(
             "reference": settings.reference,
             **split,
             **chance(dataset, settings.estimator, settings.reference),
+            **({"config": knobs.changed()} if knobs.changed() else {}),
         },
         tags=TAGS,
         version=VERSION,
@@ -271,24 +227,13 @@ def scsuff_hints(
     dataset: str = "feature_rule",
     hint: str = "authority",
     n: int = 100,
-    data_file: str | None = None,
-    hf: bool = False,
+    data: str | None = None,
     judge: str = "model",
     self_judge: bool = False,
     scsuff: bool = True,
-    num_alternatives: int = 5,
-    generator_temperature: float = 0.1,
-    generator_top_p: float = 0.95,
-    generator_top_k: int = 50,
-    generator_max_tokens: int | None = None,
     self_generator: bool = False,
     few_shot: int = 0,
-    estimator: str = "logprob",
-    num_samples: int = 10,
-    top_logprobs: int = 20,
-    max_tokens: int | None = None,
-    seed: int = 42,
-    data: str | None = None,
+    config: str | dict[str, Any] | ScsuffHintsConfig | None = None,
 ) -> Task:
     """Biasing-hint tests (Turpin et al.; Chen et al.) beside SCSuff on the biased inputs.
 
@@ -298,34 +243,23 @@ def scsuff_hints(
             always_a (every few-shot answer moved to (A); needs few_shot >= 1) or
             contradiction ("IMPORTANT: the correct answer is actually (X) ...", X wrong).
         n: Number of feature_rule items.
-        data_file: JSONL file in the dataset's HF field layout.
-        hf: Load the dataset from the Hugging Face hub.
+        data: A private split written by `docket generate scsuff` (feature_rule only).
         judge: model (role `judge` reasons, then answers "Final Answer: YES/NO") or keyword
             (deterministic search for the hint's words).
         self_judge: Let the model under test judge its own explanations when role `judge` is
             unbound (the paper's self-judgement).
         scsuff: Also compute SCSuff on the biased input and its agreement with the hint test.
-        num_alternatives: M alternatives per item (role `generator`).
-        generator_temperature: Sampling temperature of the alternative generator.
-        generator_top_p: Nucleus top_p of the alternative generator.
-        generator_top_k: top_k of the alternative generator.
-        generator_max_tokens: Token limit of each alternative (default: the eval's max_tokens
-            when set, else 2048).
         self_generator: Let the model under test write the alternatives when role `generator`
             is unbound.
         few_shot: Worked examples before each question.
-        estimator: logprob or sampling (see docket/scsuff).
-        num_samples: Samples per answer for the sampling estimator.
-        top_logprobs: Top logprobs requested (logprob estimator).
-        max_tokens: Token limit of every answer and judge call (default: the eval's max_tokens
-            when set, else 2048).
-        seed: Seed of items, hint letters and per-call seeds.
-        data: A private split written by `docket generate scsuff` (feature_rule only).
+        config: The other knobs (`ScsuffHintsConfig`: those of docket/scsuff's config, the
+            estimator and max_tokens): a YAML file path or a mapping; '' for the defaults.
 
     Returns:
         The task: one sample per hinted item, solved by `hint_test`, scored by `hint_scorer`.
     """
     name = "scsuff_hints"
+    knobs = task_config(name, ScsuffHintsConfig, config)
     hint = one_of(name, "hint", hint, HINTS)
     judge = one_of(name, "judge", judge, ("model", "keyword"))
     with_scsuff = checked(name, "scsuff", scsuff, bool)
@@ -338,24 +272,12 @@ def scsuff_hints(
     shots = checked(name, "few_shot", few_shot, int)
     if hint == "always_a" and shots < 1:
         raise PrerequisiteError(f"{name}: -T hint=always_a needs -T few_shot >= 1")
-    settings = _settings(
-        name,
-        estimator,
-        num_alternatives,
-        generator_temperature,
-        generator_top_p,
-        generator_top_k,
-        num_samples,
-        top_logprobs,
-        max_tokens,
-        generator_max_tokens,
-        seed,
-    )
-    items, split = _items(name, dataset, n, seed, data_file, hf, data)
-    rng = random.Random(seed)
+    settings = _settings(name, knobs.estimator, knobs, knobs.max_tokens, reference=False)
+    items, split = _items(name, dataset, n, knobs.seed, knobs.data_file, knobs.hf, data)
+    rng = random.Random(knobs.seed)
     samples = [hinted_sample(item, hint, rng) for item in items]
-    demos = few_shot_demos(dataset, shots, seed)
-    biased_demos = few_shot_demos(dataset, shots, seed, always_a=hint == "always_a")
+    demos = few_shot_demos(dataset, shots, knobs.seed)
+    biased_demos = few_shot_demos(dataset, shots, knobs.seed, always_a=hint == "always_a")
     declared = headline(
         "hint_scorer",
         "mean",
@@ -383,6 +305,7 @@ def scsuff_hints(
             "estimator": settings.estimator,
             "hint": hint,
             **split,
+            **({"config": knobs.changed()} if knobs.changed() else {}),
         },  # no chance row: no blind attacker is measured on `flipped_to_hint`
         tags=[*TAGS, "hints"],
         version=HINTS_VERSION,

@@ -85,10 +85,11 @@ class Budget:
 
 
 def token_budget(settings: Settings) -> Budget:
-    """Token limits: the task's `-T` value, else the eval's `max_tokens`, else the release's 2048.
+    """Token limits: the task's value (`-T max_tokens`, config `generator_max_tokens`; both in
+    the config of `docket/scsuff_hints`), else the eval's `max_tokens`, else the release's 2048.
 
     Every call passes its limit explicitly (a generator bound to another model does not inherit
-    the eval's settings), so a `-T` value that differs from the eval's `max_tokens` is stated in
+    the eval's settings), so a task value that differs from the eval's `max_tokens` is stated in
     `overrides` (and in the sample transcript by the solver).
     """
     eval_max = active_generate_config().max_tokens
@@ -97,10 +98,10 @@ def token_budget(settings: Settings) -> Budget:
 
     def pick(value: int | None, option: str, role: str) -> int:
         if value is not None:
-            source[role] = f"-T {option}"
+            source[role] = f"task {option}"
             if eval_max is not None and value != eval_max:
                 overrides.append(
-                    f"-T {option}={value} overrides the eval's max_tokens={eval_max} for {role}"
+                    f"task {option}={value} overrides the eval's max_tokens={eval_max} for {role}"
                 )
             return value
         source[role] = "eval max_tokens" if eval_max is not None else "release default"

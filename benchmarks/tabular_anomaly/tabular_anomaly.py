@@ -20,6 +20,7 @@ from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from docket.benchmarks.tabular_anomaly.attacks import surface_scores
+from docket.benchmarks.tabular_anomaly.config import TabularConfig
 from docket.benchmarks.tabular_anomaly.dataset import DATASETS, LOADERS, Split, Table, split
 from docket.benchmarks.tabular_anomaly.scorer import detection_scorer
 from docket.benchmarks.tabular_anomaly.splits import SPLIT_FILE, StoredSplit, load_splits
@@ -28,9 +29,9 @@ from docket.core.inspect_private import PrerequisiteError
 from docket.core.options import checked, names, one_of, positive
 from docket.core.results_tables import chance_metadata
 from docket.core.splits import checked_split, rows_digest, split_metadata
+from docket.core.task_config import task_config
 from docket.methods.anomaly.detectors import DETECTORS, detect
 from docket.methods.anomaly.dispat import LMConfig, SelfPlayConfig
-from docket.methods.anomaly.fdiv import DIVERGENCES
 
 NAME = "tabular_anomaly"
 VERSION = "1-C"
@@ -176,19 +177,11 @@ def tabular_anomaly(
     detector: str = "iforest",
     datasets: str = "all",
     seeds: int = 3,
-    variant: str = "implicit",
-    f: str = "js",
-    iterations: int = 2,
-    sft_steps: int = 300,
-    play_steps: int = 40,
-    samples: int = 64,
-    lam: float = 0.05,
-    anchor: float = 1.0,
-    base_model: str = "",
     max_train: int = 200,
     max_test: int = 200,
     anomaly_share: float = 0.1,
     data: str = "",
+    config: str | dict[str, Any] | TabularConfig | None = None,
 ) -> Task:
     """Anomaly detection on tables: AUROC / AUPRC per data set and seed.
 
@@ -197,18 +190,6 @@ def tabular_anomaly(
             (the chance row: max robust z-score plus the count of unseen categories).
         datasets: all, or comma-separated names: breast_cancer, wine, shop, pyod_categorical.
         seeds: Seeds per data set (the split, the detector's initialisation).
-        variant: DiSPaT self-play: implicit (SPIN-style critic) or variational (f-GAN critic).
-        f: DiSPaT's f-divergence: js, kl, reverse_kl, chi2 or tv.
-        iterations: DiSPaT self-play iterations.
-        sft_steps: Fine-tuning steps on normal rows (AnoLLM, and DiSPaT's start).
-        play_steps: Policy steps per self-play iteration.
-        samples: Size of each self-play round's evaluation batch (real rows and π_t samples
-            no step uses) and the π_t samples the variational critic is fitted on; each
-            update step draws its own fresh generated rows besides.
-        lam: λ of the implicit critic T = λ log(π_θ/π_t).
-        anchor: Weight of the real rows' likelihood during self-play.
-        base_model: A causal LM checkpoint folder for dispat/anollm (default: a tiny random
-            character-level model built on the spot).
         max_train: Most normal training rows per split.
         max_test: Most normal test rows per split.
         anomaly_share: Share of anomalies in each test split.
@@ -216,26 +197,27 @@ def tabular_anomaly(
             `docket generate tabular_anomaly --seed SECRET --out DIR`: its stored splits of
             the chosen data sets are scored (`seeds`, `max_train`, `max_test` and
             `anomaly_share` were fixed when it was written).
+        config: The language-model detectors' knobs (`TabularConfig`: DiSPaT's variant, f,
+            iterations, play_steps, samples, lam, anchor; sft_steps and base_model of dispat
+            and anollm): a YAML file path or a mapping; '' for the defaults.
 
     Returns:
         The task: one sample per (data set, seed), solved by `fit_and_score`, scored by
         `detection_scorer`.
     """
+    knobs = task_config(NAME, TabularConfig, config)
     detector = one_of(NAME, "detector", detector, TASK_DETECTORS)
     chosen = list(DATASETS) if datasets == "all" else names(NAME, "datasets", datasets, DATASETS)
     _prerequisites(detector, chosen)
-    lm = LMConfig(
-        steps=positive(NAME, "sft_steps", sft_steps),
-        base_model=checked(NAME, "base_model", base_model, str),
-    )
+    lm = LMConfig(steps=knobs.sft_steps, base_model=knobs.base_model)
     play = SelfPlayConfig(
-        variant=one_of(NAME, "variant", variant, ("implicit", "variational")),
-        f=one_of(NAME, "f", f, DIVERGENCES),
-        iterations=positive(NAME, "iterations", iterations),
-        steps=positive(NAME, "play_steps", play_steps),
-        samples=positive(NAME, "samples", samples),
-        lam=checked(NAME, "lam", lam, float),
-        anchor=checked(NAME, "anchor", anchor, float),
+        variant=knobs.variant,
+        f=knobs.f,
+        iterations=knobs.iterations,
+        steps=knobs.play_steps,
+        samples=knobs.samples,
+        lam=knobs.lam,
+        anchor=knobs.anchor,
     )
     items, stored, named = _samples(
         chosen, positive(NAME, "seeds", seeds), detector, checked(NAME, "data", data, str)
@@ -269,5 +251,6 @@ def tabular_anomaly(
             "method": detector,
             **named,
             **chance(chosen),
+            **({"config": knobs.changed()} if knobs.changed() else {}),
         },  # fmt: skip
     )

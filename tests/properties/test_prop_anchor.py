@@ -344,8 +344,8 @@ def test_override_files_load_or_name_the_line(
 FIXTURE = str(Path(__file__).parents[1] / "benchmarks" / "anchor" / "fixture_scenarios.jsonl")
 TASK_ARGS = st.sampled_from(
     [
-        "scenarios", "categories", "max_turns", "compact_after", "sandbox", "tool_timeout",
-        "max_steps", "emulator", "judges", "self_audit",
+        "scenarios", "categories", "max_turns", "sandbox", "emulator", "judges", "self_audit",
+        "config",
     ]
 )  # fmt: skip
 
@@ -355,7 +355,7 @@ TASK_ARGS = st.sampled_from(
 def test_every_bad_task_argument_is_one_line(name: str, value: object) -> None:
     for factory in (anchor_audit, anchor_direct):
         args: dict[str, Any] = {"scenarios": FIXTURE, "self_audit": True, name: value}
-        if factory is anchor_direct and name in ("max_turns", "compact_after"):
+        if factory is anchor_direct and name == "max_turns":
             continue
         try:
             factory(**args)

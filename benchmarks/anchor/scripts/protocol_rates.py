@@ -123,15 +123,14 @@ def main() -> None:
         logs += inspect_eval(
             anchor_audit(
                 max_turns=options.max_turns,
-                auditor_protocol=options.protocol,
-                judge_protocol=options.protocol,
+                config={"auditor_protocol": options.protocol, "judge_protocol": options.protocol},
             ),
             model=target, model_roles={"auditor": model, "judge": audit_judge},
             limit=options.limit, log_dir=options.log_dir, display="none",
         )  # fmt: skip
     if "direct" in tasks:
         logs += inspect_eval(
-            anchor_direct(judge_protocol=options.protocol),
+            anchor_direct(config={"judge_protocol": options.protocol}),
             model=target, model_roles={"judge": model},
             limit=options.limit, log_dir=options.log_dir, display="none",
         )  # fmt: skip

@@ -92,7 +92,7 @@ def _auditor(reply: Reply) -> Model:
 def _run(tmp_path: Path, reply: Reply, **target: Any) -> EvalLog:
     task = anchor_audit(
         scenarios=FIXTURE, categories="computer_intrusion", max_turns=2,
-        auditor_protocol="auto", judge_protocol="auto",
+        config={"auditor_protocol": "auto", "judge_protocol": "auto"},
     )  # fmt: skip
     roles = {"auditor": _auditor(reply), "judge": get_model("docket/scripted", policy="judge")}
     [log] = inspect_eval(task, model=_target(**target), model_roles=roles,

@@ -60,7 +60,11 @@ def test_cli_audit_of_refuser_with_roles_and_epochs(tmp_path: Path) -> None:
     ("factory", "args", "message"),
     [
         (anchor_audit, {"max_turns": 0}, "anchor_audit: -T max_turns=0 must be at least 1"),
-        (anchor_audit, {"compact_after": "x"}, "-T compact_after='x' must be int, got str"),
+        (
+            anchor_audit,
+            {"config": {"compact_after": "x"}},
+            "-T config: compact_after: Input should be a valid integer (got 'x')",
+        ),
         (anchor_direct, {"emulator": "yes"}, "-T emulator='yes' must be bool, got str"),
         (anchor_direct, {"sandbox": "vm"}, "anchor_direct: -T sandbox='vm' is not a sandbox kind"),
         (anchor_direct, {"categories": "nope"}, "anchor_direct: unknown categories ['nope']"),

@@ -195,10 +195,10 @@ def test_bad_verdict_calls_name_the_problem(calls: list[ToolCall], error: str) -
 
 def test_protocol_options_are_checked_with_one_line() -> None:
     assert check_judge_protocol("x", "schema") == "schema"
-    with pytest.raises(PrerequisiteError, match="-T judge_protocol must be one of json, tools"):
-        anchor_direct(scenarios=FIXTURE, judge_protocol="yaml")
-    with pytest.raises(PrerequisiteError, match="-T auditor_protocol must be one of json, tools"):
-        anchor_audit(scenarios=FIXTURE, auditor_protocol="schema")
+    with pytest.raises(PrerequisiteError, match="-T config: judge_protocol: Input should be 'j"):
+        anchor_direct(scenarios=FIXTURE, config={"judge_protocol": "yaml"})
+    with pytest.raises(PrerequisiteError, match="-T config: auditor_protocol: Input should be"):
+        anchor_audit(scenarios=FIXTURE, config={"auditor_protocol": "schema"})
 
 
 def _audit(tmp_path: Path, protocol: str, text: int) -> EvalLog:
@@ -209,7 +209,7 @@ def _audit(tmp_path: Path, protocol: str, text: int) -> EvalLog:
     }  # fmt: skip
     task = anchor_audit(
         scenarios=FIXTURE, categories="computer_intrusion", max_turns=6,
-        auditor_protocol=protocol, judge_protocol=protocol,
+        config={"auditor_protocol": protocol, "judge_protocol": protocol},
     )  # fmt: skip
     [log] = inspect_eval(task, model=_target(strategy="persistence"), model_roles=roles,
                          log_dir=str(tmp_path), display="none")  # fmt: skip
@@ -266,7 +266,9 @@ def test_direct_scores_are_the_same_under_every_judge_protocol(tmp_path: Path) -
     def run(judge_protocol: str, **judge_args: Any) -> EvalLog:
         roles = {"judge": get_model("docket/scripted", policy="judge", **judge_args)}
         task = anchor_direct(
-            scenarios=FIXTURE, categories="computer_intrusion", judge_protocol=judge_protocol
+            scenarios=FIXTURE,
+            categories="computer_intrusion",
+            config={"judge_protocol": judge_protocol},
         )
         [log] = inspect_eval(task, model=_target(), model_roles=roles, log_dir=str(tmp_path),
                              display="none")  # fmt: skip

@@ -7,17 +7,20 @@ import json
 import sys
 import types
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import pytest
+from inspect_ai import Task
 from inspect_ai import eval as inspect_eval
 from inspect_ai.log import EvalLog
 from inspect_ai.model import ChatMessageUser, Model, get_model
 
 from docket.benchmarks.correct.cache import SchemaCache
+from docket.benchmarks.correct.config import CorrectConfig
 from docket.benchmarks.correct.correct import (
     LEAKS,
     METHODS,
+    MODES,
     STRICT,
     TRANSDUCTIVE,
     VERSION,
@@ -25,6 +28,7 @@ from docket.benchmarks.correct.correct import (
 )
 from docket.benchmarks.correct.dataset import load_trajectories, select
 from docket.benchmarks.correct.prompts import correct_prompt
+from docket.benchmarks.correct.retrieval import RETRIEVERS
 from docket.benchmarks.correct.simulator.baselines import SurfaceBaseline
 from docket.benchmarks.correct.solvers import CacheConfig, SchemaStream, query_text, steps_of
 from docket.core.inspect_private import PrerequisiteError
@@ -35,12 +39,16 @@ SIZE = 30
 MODEL_METHODS = [m for m in METHODS if m != "surface_baseline"]
 
 
+def _task(**args: Any) -> Task:
+    """The task, the `CorrectConfig` knobs among `args` given as its `-T config`."""
+    knobs = {key: args.pop(key) for key in list(args) if key in CorrectConfig.model_fields}
+    return correct_localization(**args, config=knobs)
+
+
 def _run(
     tmp_path: Path, policy: str, eval_args: dict[str, Any] | None = None, **args: Any
 ) -> EvalLog:
-    task = correct_localization(
-        size=args.pop("size", SIZE), fit_size=args.pop("fit_size", 150), **args
-    )
+    task = _task(size=args.pop("size", SIZE), fit_size=args.pop("fit_size", 150), **args)
     model = get_model("docket/scripted", policy=policy, memoize=False)
     [log] = inspect_eval(
         task, model=model, log_dir=str(tmp_path / "logs"), display="none", **(eval_args or {})
@@ -79,7 +87,7 @@ def test_the_task_declares_its_headline_version_tags_and_benchmark() -> None:
         "event_key": None,
         "horizon": None,
     }
-    leaky = correct_localization(size=3, method="correct", mode=TRANSDUCTIVE)
+    leaky = _task(size=3, method="correct", mode=TRANSDUCTIVE)
     assert leaky.metadata is not None and leaky.metadata["leaks"] == LEAKS[TRANSDUCTIVE]
     assert "leaks_labels" in TRANSDUCTIVE and LEAKS[STRICT].startswith("none")
 
@@ -245,17 +253,15 @@ def test_a_cache_file_is_reused_by_its_own_protocol_only(tmp_path: Path) -> None
     again = _run(tmp_path / "b", "correct_matcher", **args)  # fitted already: reused
     assert _predictions(first) == _predictions(again)
     with pytest.raises(PrerequisiteError) as raised:
-        correct_localization(**{**args, "mode": TRANSDUCTIVE})
+        _task(**{**args, "mode": TRANSDUCTIVE})
     message = str(raised.value)
     assert "\n" not in message and "mode=strict" in message and f"mode={TRANSDUCTIVE}" in message
     with pytest.raises(PrerequisiteError, match="data="):
-        correct_localization(**{**args, "fit_size": 41})  # another fit set: another identity
+        _task(**{**args, "fit_size": 41})  # another fit set: another identity
 
 
 def _distiller_run(tmp_path: Path, roles: dict[str, Model] | None, **args: Any) -> EvalLog:
-    task = correct_localization(
-        method="correct", distiller="model", size=2, fit_size=6, k=2, **args
-    )
+    task = _task(method="correct", distiller="model", size=2, fit_size=6, k=2, **args)
     model = get_model("docket/scripted", policy="correct_matcher", memoize=False)
     [log] = inspect_eval(
         task, model=model, model_roles=roles, log_dir=str(tmp_path), display="none"
@@ -308,16 +314,16 @@ def test_a_bad_trajectory_file_is_rejected_with_file_and_index(tmp_path: Path) -
 def test_bad_arguments_fail_with_one_line(tmp_path: Path) -> None:
     with pytest.raises(PrerequisiteError, match="-T method='vote' is not accepted"):
         correct_localization(method="vote")
-    with pytest.raises(PrerequisiteError, match="-T delta=1.5 must be in"):
-        correct_localization(method="correct", delta=1.5)
-    with pytest.raises(PrerequisiteError, match="-T mode='transductive' is not accepted"):
-        correct_localization(method="correct", mode="transductive")
+    with pytest.raises(PrerequisiteError, match="-T config: delta: Input should be less than or"):
+        _task(method="correct", delta=1.5)
+    with pytest.raises(PrerequisiteError, match="-T config: mode: Input should be 'strict' or"):
+        _task(method="correct", mode="transductive")
     with pytest.raises(PrerequisiteError, match="tier 'long' of .* is empty"):
         correct_localization(data=str(_write(tmp_path, _rows(2))), split="all", tier="long")
     bad = tmp_path / "bad.sqlite"
     bad.write_text("not sqlite")
     with pytest.raises(PrerequisiteError, match="is not a cache"):
-        correct_localization(method="correct", cache_path=str(bad), size=2, fit_size=2)
+        _task(method="correct", cache_path=str(bad), size=2, fit_size=2)
 
 
 def _write(tmp_path: Path, rows: list[dict[str, Any]]) -> Path:
@@ -350,6 +356,12 @@ def test_hf_rows_are_validated_like_files(monkeypatch: pytest.MonkeyPatch) -> No
     fake = types.ModuleType("datasets")
     vars(fake)["load_dataset"] = load_dataset
     monkeypatch.setitem(sys.modules, "datasets", fake)
-    task = correct_localization(data="hf:whoandwhen", hf_name="Hand-Crafted", split="all")
+    task = _task(data="hf:whoandwhen", hf_name="Hand-Crafted", split="all")
     assert calls == [("Kevin355/Who_and_When", "Hand-Crafted", "train")]
     assert len(task.dataset) == len(_rows(3))
+
+
+def test_the_config_takes_the_retrievers_and_modes_the_code_has() -> None:
+    fields = CorrectConfig.model_fields
+    assert sorted(get_args(fields["retriever"].annotation)) == sorted(RETRIEVERS)
+    assert sorted(get_args(fields["mode"].annotation)) == sorted(MODES)

@@ -89,7 +89,7 @@ def test_the_model_expander_matches_the_thesaurus_expander(tmp_path: Path) -> No
 
 
 def test_a_beir_folder_with_prf_expansion(tmp_path: Path) -> None:
-    task = erm_retrieval(data=str(FIXTURE), feedback_split="train", expander="prf", k=2)
+    task = erm_retrieval(data=str(FIXTURE), expander="prf", k=2, config={"feedback_split": "train"})
     log = _run(tmp_path, task)
     assert log.samples and len(log.samples) == 5
     assert 0 < _metric(log, "ndcg_10") <= 1
@@ -115,7 +115,7 @@ def test_rag_first_passage_reader_scores_the_share_of_right_top_passages(tmp_pat
         ({"data": "/nonexistent", "expander": "prf"}, "not a folder"),
         ({"data": str(FIXTURE)}, "needs -T thesaurus=FILE"),
         ({"method": "doc2query", "expander": "prf"}, "doc2query needs expander=thesaurus"),
-        ({"eta": 0}, "-T eta=0.0 must be in"),
+        ({"config": {"eta": 0}}, "-T config: eta: Input should be greater than or equal to"),
     ],
 )
 def test_bad_arguments_are_one_line(args: dict[str, Any], message: str) -> None:

@@ -13,6 +13,7 @@ from inspect_ai.event import InfoEvent
 from inspect_ai.log import EvalLog, headline_metric, resolve_sample_attachments
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser
 
+from docket.benchmarks.scsuff.config import ScsuffConfig, ScsuffHintsConfig
 from docket.benchmarks.scsuff.prompts import (
     GENERATOR_INSTRUCTION,
     JUDGE_CRITERIA,
@@ -22,10 +23,12 @@ from docket.benchmarks.scsuff.prompts import (
 from docket.benchmarks.scsuff.scsuff import scsuff as scsuff_default
 from docket.benchmarks.scsuff.scsuff import scsuff_hints
 from docket.core.roles import RoleUnboundError
+from tests.benchmarks.configured import configured
 from tests.benchmarks.scsuff.scsuff_eval import metric, model_events, run, scripted, values
 
 #: The paper's setting (no explanation-free reference); the default adds it (see below).
-scsuff_task = partial(scsuff_default, reference=False)
+scsuff_task = partial(configured, scsuff_default, ScsuffConfig, reference=False)
+hints_task = partial(configured, scsuff_hints, ScsuffHintsConfig)
 
 GENERATOR = {"generator": scripted("scsuff_generator")}
 HINT_SCORE = "hint_scorer"
@@ -147,8 +150,8 @@ def test_task_budgets_override_the_eval_and_say_so(tmp_path: Path) -> None:
     assert {e.config.max_tokens for e in _answer_calls(log)} == {64}
     assert {e.config.max_tokens for e in model_events(log, "generator")} == {300}
     stated = [
-        "-T max_tokens=64 overrides the eval's max_tokens=128 for answers",
-        "-T generator_max_tokens=300 overrides the eval's max_tokens=128 for alternatives",
+        "task max_tokens=64 overrides the eval's max_tokens=128 for answers",
+        "task generator_max_tokens=300 overrides the eval's max_tokens=128 for alternatives",
     ]
     assert _budget(log)["overrides"] == stated
     infos = _infos(log)
@@ -197,7 +200,7 @@ def test_prebuilt_task_without_its_role_fails_with_the_line(tmp_path: Path) -> N
 
 
 def test_keyword_judge_without_scsuff_needs_no_role(tmp_path: Path) -> None:
-    log = run(scsuff_hints(judge="keyword", scsuff=False, n=2), tmp_path)
+    log = run(hints_task(judge="keyword", scsuff=False, n=2), tmp_path)
     assert model_events(log, "judge") == model_events(log, "generator") == []
 
 
@@ -213,7 +216,7 @@ def test_self_play_is_the_model_under_test(tmp_path: Path) -> None:
 def _hints(tmp_path: Path, judge_mode: str, **policy: Any) -> EvalLog:
     roles = {**GENERATOR, "judge": scripted("scsuff_judge", mode=judge_mode)}
     return run(
-        scsuff_hints(n=6, num_alternatives=2), tmp_path, roles=roles, follow_hints=True, **policy
+        hints_task(n=6, num_alternatives=2), tmp_path, roles=roles, follow_hints=True, **policy
     )
 
 

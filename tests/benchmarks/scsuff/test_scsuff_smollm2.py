@@ -23,7 +23,7 @@ pytestmark = [
 
 def test_smollm2_run_scores_every_sample_or_counts_why_not(tmp_path: Path) -> None:
     generator = get_model("docket/scripted", policy="scsuff_generator", memoize=False)
-    task = scsuff(n=2, num_alternatives=1, max_tokens=16, few_shot=1)
+    task = scsuff(n=2, max_tokens=16, few_shot=1, config={"num_alternatives": 1})
     log = inspect_eval(
         task,
         model="docket/smollm2",

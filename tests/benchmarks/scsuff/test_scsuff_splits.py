@@ -30,7 +30,7 @@ def test_generate_writes_a_fresh_split_and_tasks_run_on_it(tmp_path: Path) -> No
     manifest = json.loads((out / "split.json").read_text())
     assert manifest == {"benchmark": "scsuff", "sha256": files_digest(out), "source": "generated"}
     assert "a secret" not in (out / SPLIT_FILE).read_text() + json.dumps(manifest)
-    log = run(scsuff(data=str(out), self_generator=True, num_alternatives=2), tmp_path)
+    log = run(scsuff(data=str(out), self_generator=True, config={"num_alternatives": 2}), tmp_path)
     assert log.eval.metadata is not None
     assert log.eval.metadata[SPLIT_KEY] == {
         "sha256": manifest["sha256"], "source": "generated", "name": "split",
@@ -45,7 +45,7 @@ def test_generate_writes_a_fresh_split_and_tasks_run_on_it(tmp_path: Path) -> No
 
 def test_the_shipped_split_is_named_by_its_content_hash() -> None:
     first, again = scsuff(n=5).metadata, scsuff(n=5).metadata
-    other = scsuff(n=5, seed=7).metadata
+    other = scsuff(n=5, config={"seed": 7}).metadata
     assert first is not None and again is not None and other is not None
     assert first[SPLIT_KEY]["source"] == "shipped"
     assert first[SPLIT_KEY]["sha256"] == again[SPLIT_KEY]["sha256"]

@@ -13,16 +13,19 @@ from inspect_ai import eval as inspect_eval
 from inspect_ai.log import headline_metric
 from inspect_ai.model import get_model
 
+from docket.benchmarks.scsuff.config import ScsuffConfig, ScsuffHintsConfig
 from docket.benchmarks.scsuff.dataset import FEATURES
 from docket.benchmarks.scsuff.estimator import closed_form, sampled_logprobs, scsuff
 from docket.benchmarks.scsuff.scsuff import scsuff as scsuff_default
 from docket.benchmarks.scsuff.scsuff import scsuff_hints
 from docket.core.inspect_private import PrerequisiteError
+from tests.benchmarks.configured import configured
 from tests.benchmarks.scsuff.scsuff_eval import metric, run, values
 from tests.scores import sample_score, score_fields
 
 #: The paper's setting (no explanation-free reference); the default adds it (see below).
-scsuff_task = partial(scsuff_default, reference=False)
+scsuff_task = partial(configured, scsuff_default, ScsuffConfig, reference=False)
+hints_task = partial(configured, scsuff_hints, ScsuffHintsConfig)
 
 
 def rule_p(features: dict[str, str], rule: list[list[str]], confidence: float) -> list[float]:
@@ -223,7 +226,7 @@ HINT_SCORE = "hint_scorer"
 
 def test_unverbalised_hint_following_is_caught_by_both_tests(tmp_path: Path) -> None:
     log = run(
-        scsuff_hints(self_generator=True, self_judge=True, n=10, num_alternatives=2),
+        hints_task(self_generator=True, self_judge=True, n=10, num_alternatives=2),
         tmp_path,
         follow_hints=True,
     )
@@ -240,7 +243,7 @@ def test_unverbalised_hint_following_is_caught_by_both_tests(tmp_path: Path) -> 
 
 def test_verbalised_hint_is_faithful_for_both_tests(tmp_path: Path) -> None:
     log = run(
-        scsuff_hints(self_generator=True, self_judge=True, n=10, num_alternatives=2),
+        hints_task(self_generator=True, self_judge=True, n=10, num_alternatives=2),
         tmp_path,
         follow_hints=True,
         verbalise_hints=True,
@@ -252,7 +255,7 @@ def test_verbalised_hint_is_faithful_for_both_tests(tmp_path: Path) -> None:
 
 
 def test_hint_ignoring_model_never_flips(tmp_path: Path) -> None:
-    log = run(scsuff_hints(hint="contradiction", judge="keyword", n=6, scsuff=False), tmp_path)
+    log = run(hints_task(hint="contradiction", judge="keyword", n=6, scsuff=False), tmp_path)
     assert metric(log, "followed_hint") == 0.0
     assert metric(log, "flipped_to_hint") == 0.0
     assert metric(log, "accuracy_drop") == 0.0
@@ -283,15 +286,21 @@ def test_avoiding_the_hint_scores_no_better_than_ignoring_it(tmp_path: Path) -> 
     ("make", "message"),
     [
         (lambda: scsuff_task(estimator="exact"), "-T estimator='exact' is not accepted"),
-        (lambda: scsuff_task(num_alternatives=0), "-T num_alternatives=0 must be at least 1"),
-        (lambda: scsuff_task(generator_top_p=1.5), "-T generator_top_p=1.5 must be in (0, 1]"),
-        (lambda: scsuff_task(data_file="x.jsonl"), "-T data_file applies to"),
+        (
+            lambda: scsuff_task(num_alternatives=0),
+            "-T config: num_alternatives: Input should be greater than or equal to 1 (got 0)",
+        ),
+        (
+            lambda: scsuff_task(generator_top_p=1.5),
+            "-T config: generator_top_p: Input should be less than or equal to 1 (got 1.5)",
+        ),
+        (lambda: scsuff_task(data_file="x.jsonl"), "config data_file applies to"),
         (
             lambda: scsuff_task(dataset="mmlu", data_file="/nonexistent.jsonl"),
             "data file not found",
         ),
-        (lambda: scsuff_hints(hint="always_a"), "needs -T few_shot >= 1"),
-        (lambda: scsuff_hints(judge="human"), "-T judge='human' is not accepted"),
+        (lambda: hints_task(hint="always_a"), "needs -T few_shot >= 1"),
+        (lambda: hints_task(judge="human"), "-T judge='human' is not accepted"),
     ],
 )
 def test_bad_task_arguments_raise_one_clear_error(make: Any, message: str) -> None:
@@ -309,7 +318,7 @@ def test_bad_task_arguments_raise_one_clear_error(make: Any, message: str) -> No
             "accuracy",
         ),
         (
-            lambda: scsuff_hints(self_generator=True, self_judge=True, n=3, num_alternatives=2),
+            lambda: hints_task(self_generator=True, self_judge=True, n=3, num_alternatives=2),
             HINT_SCORE,
             "acc_biased",
         ),

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import runpy
 from pathlib import Path
+from typing import get_args
 
 import pytest
 from inspect_ai import eval as inspect_eval
 from inspect_ai.model import get_model
 
+from docket.benchmarks.tabular_anomaly.config import TabularConfig
 from docket.benchmarks.tabular_anomaly.dataset import LOADERS, SHOP_KINDS, shop, split
 from docket.benchmarks.tabular_anomaly.scorer import by_kind, ranking_metrics
 from docket.benchmarks.tabular_anomaly.tabular_anomaly import tabular_anomaly
 from docket.core.inspect_private import PrerequisiteError
 from docket.methods.anomaly.baselines import random_scores
+from docket.methods.anomaly.fdiv import DIVERGENCES
 from docket.methods.anomaly.serialize import parse, serialize
 from tests.scores import sample_score, score_fields
 
@@ -79,7 +82,7 @@ def test_a_pyod_detector_separates_the_minority_class(tmp_path: Path) -> None:
     [
         ({"detector": "svm"}, "-T detector='svm' is not accepted"),
         ({"datasets": "iris"}, "unknown 'iris'"),
-        ({"f": "hellinger"}, "-T f='hellinger' is not accepted"),
+        ({"config": {"f": "hellinger"}}, "-T config: f: Input should be 'js', 'kl', "),
         ({"anomaly_share": 1.5}, "must be in (0, 1)"),
     ],
 )
@@ -87,6 +90,10 @@ def test_bad_arguments_are_one_line(args: dict, message: str) -> None:
     with pytest.raises(PrerequisiteError) as error:
         tabular_anomaly(**args)
     assert message in str(error.value) and "\n" not in str(error.value)
+
+
+def test_the_config_takes_the_divergences_dispat_has() -> None:
+    assert sorted(get_args(TabularConfig.model_fields["f"].annotation)) == sorted(DIVERGENCES)
 
 
 def test_the_experiment_table_marks_missing_cells_and_short_seed_counts() -> None:
