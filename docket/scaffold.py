@@ -296,9 +296,17 @@ inspect eval docket/__NAME__ --model docket/smollm2
 docket suite offline --task docket/__NAME__
 ```
 
-| `-T` | default | meaning |
+## Parameters
+
+Generated from the task's docstring by `python -m docket.benchmarks.readme_parameters`:
+
+<!-- parameters:start -->
+`docket/__NAME__`:
+
+| Parameter | Default | Description |
 |---|---|---|
-| `max_tokens` | 16 | generation limit per reply (an int >= 1; anything else is one error line) |
+| `max_tokens` | `16` | Generation limit per reply (an int >= 1). |
+<!-- parameters:end -->
 
 ## What is scored
 

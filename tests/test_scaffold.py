@@ -161,6 +161,9 @@ def test_the_new_benchmark_passes_its_test_and_the_registry_suite_and_list_tests
         f"{NAME} or test_registry or list or api_preset or local_preset or offline_preset or "
         "dry_run or task_args or layers"
     )
+    drift = in_copy(copy, "-m", "docket.benchmarks.readme_parameters", "--check")
+    assert f"benchmarks/{NAME}/README.md" not in drift.stderr, drift.stderr[-2000:]
+    assert "Traceback" not in drift.stderr, drift.stderr[-2000:]
     result = in_copy(copy, "-m", "pytest", "-v", "-p", "no:cacheprovider", *tests, "-k", chosen)
     out = result.stdout
     assert result.returncode == 0, out[-4000:] + result.stderr[-2000:]

@@ -261,7 +261,7 @@ def erm_retrieval(
             # The model under test plays no part unless it is the expander (reports: a method
             # table, not a model row).
             "model_free": not self_expander,
-            **chance(data, split),
+            **chance(data, knobs.split),
             **({"config": knobs.changed()} if knobs.changed() else {}),
         },
     )

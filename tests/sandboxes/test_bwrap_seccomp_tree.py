@@ -92,9 +92,7 @@ def _argument_cases(profile: seccomp.Profile) -> list[tuple[int, ...]]:
     return cases
 
 
-def _decisions(
-    program: bytes, cases: list[tuple[int, ...]]
-) -> Iterator[tuple[int, int, int, int]]:
+def _decisions(program: bytes, cases: list[tuple[int, ...]]) -> Iterator[tuple[int, int, int, int]]:
     for arch in _ARCHES:
         numbers = list(range(_SYSCALLS))
         if arch == _ARCHES[0]:
