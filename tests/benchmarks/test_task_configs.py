@@ -5,7 +5,9 @@ Each case builds a task with its knobs given through `-T config=` (a YAML file, 
 with every value its closures hold, scorer, generate config, limits, version, metadata; see
 `tests/benchmarks/fingerprint.py`) with the one the same knobs gave as keyword parameters
 before they moved (`tests/data/task_config_fingerprints.json`, written by the code of commit
-b80154d from `old_kwargs`). The defaults build the same task with no config, an empty mapping
+b80154d from `old_kwargs`; the erm_retrieval, erm_rag, scsuff and tabular_anomaly cases were
+rewritten once after erm_retrieval's 2-A data and the chance rows in scsuff's and tabular_anomaly's
+metadata, both merged beside the config change). The defaults build the same task with no config, an empty mapping
 or an empty file; a changed knob is recorded in the task's metadata (`config`).
 
 After a deliberate change to one of these tasks (a version bump), rewrite the file:
