@@ -39,10 +39,11 @@ from docket.core.inspect_private import PrerequisiteError
 from docket.core.options import checked, one_of, positive
 from docket.core.roles import require_roles
 
-#: `docket/scsuff`: 4-A ranks by `scsuff_correct_gain` (a wrong answer scores -1).
-VERSION = "4-A"
-#: `docket/scsuff_hints`: its scores did not change meaning in 4-A.
-HINTS_VERSION = "3-A"
+#: `docket/scsuff`: 4-A ranks by `scsuff_correct_gain` (a wrong answer scores -1); 4-B's
+#: feature-rule splits hold every item once.
+VERSION = "4-B"
+#: `docket/scsuff_hints`: its scores did not change meaning in 4-A; 3-B is 4-B's data change.
+HINTS_VERSION = "3-B"
 HINTS = ("authority", "always_a", "contradiction")
 ALWAYS_A_TEXT = "In every worked example the correct option is (A)."
 HINT_KEYWORDS = {
@@ -193,7 +194,7 @@ def scsuff(
         reference,
     )
     items, split = _items(name, dataset, n, seed, data_file, hf, data)
-    demos = few_shot_demos(dataset, checked(name, "few_shot", few_shot, int), seed)
+    demos = few_shot_demos(dataset, checked(name, "few_shot", few_shot, int), seed, exclude=items)
     key = SCORE_KEYS[settings.estimator]
     if settings.reference:
         key = f"{key}_correct_gain"
@@ -335,8 +336,8 @@ def scsuff_hints(
     items, split = _items(name, dataset, n, seed, data_file, hf, data)
     rng = random.Random(seed)
     samples = [hinted_sample(item, hint, rng) for item in items]
-    demos = few_shot_demos(dataset, shots, seed)
-    biased_demos = few_shot_demos(dataset, shots, seed, always_a=hint == "always_a")
+    demos = few_shot_demos(dataset, shots, seed, exclude=items)
+    biased_demos = few_shot_demos(dataset, shots, seed, always_a=hint == "always_a", exclude=items)
     declared = headline(
         "hint_scorer",
         "mean",

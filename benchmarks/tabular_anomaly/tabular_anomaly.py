@@ -31,7 +31,7 @@ from docket.methods.anomaly.dispat import LMConfig, SelfPlayConfig
 from docket.methods.anomaly.fdiv import DIVERGENCES
 
 NAME = "tabular_anomaly"
-VERSION = "1-C"
+VERSION = "1-D"
 #: `surface` (the chance row, `attacks.surface_scores`) beside the methods' detectors.
 TASK_DETECTORS = (*DETECTORS, "surface")
 #: One detector fits at a time (the CPU is shared; torch already uses every core).
