@@ -21,7 +21,6 @@ variation coverage (`scorer.variation_coverage`).
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
@@ -29,7 +28,13 @@ from itertools import combinations
 import numpy as np
 from sklearn.ensemble import GradientBoostingClassifier, GradientBoostingRegressor
 
-from docket.benchmarks.scsuff.dataset import FEATURES, Item, feature_rule_items, render
+from docket.benchmarks.scsuff.dataset import (
+    FEATURES,
+    Item,
+    feature_rule_items,
+    item_key,
+    render,
+)
 from docket.benchmarks.scsuff.estimator import scsuff
 from docket.benchmarks.scsuff.reference import (
     CONSTANT_EXPLANATION,
@@ -51,16 +56,11 @@ FACT_LINES = "fact_lines"
 _CLIP = 0.02
 
 
-def normalised(item: Item) -> str:
-    """The item's passage with whitespace collapsed and digits masked (what a duplicate is)."""
-    return re.sub(r"\d", "0", " ".join(render(item).split()))
-
-
 def train_items(test: Sequence[Item], n: int = 100, seed: int = TRAIN_SEED) -> list[Item]:
     """`n` distinct feature-rule items drawn with `seed`, none of them a `test` item.
 
-    The feature-rule world has 1 600 distinct items, so two seeded draws of 100 share some
-    (7 of the default split's were in seed 2029's first 100): they are skipped.
+    The feature-rule world has 1 600 distinct items, so two seeded draws of 100 share some: a
+    draw that is a test item (`dataset.item_key`) is redrawn.
 
     Args:
         test: The items the attacker is scored on.
@@ -70,16 +70,7 @@ def train_items(test: Sequence[Item], n: int = 100, seed: int = TRAIN_SEED) -> l
     Returns:
         The train items, in draw order.
     """
-    seen = {normalised(i) for i in test}
-    out: list[Item] = []
-    for item in feature_rule_items(20 * n, seed):
-        key = normalised(item)
-        if key not in seen:
-            seen.add(key)
-            out.append(item)
-            if len(out) == n:
-                return out
-    raise ValueError(f"only {len(out)} train items apart from the test items; asked for {n}")
+    return feature_rule_items(n, seed, [item_key(i) for i in test])
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from typing import Any
 
 from inspect_ai.dataset import Sample
 
+from docket.core.duplicates import distinct_draws, text_key
 from docket.core.inspect_private import PrerequisiteError
 from docket.core.jsonl import JsonlLineError, parse_lines
 
@@ -32,6 +33,8 @@ FEATURES: dict[str, tuple[str, str]] = {
     "origin": ("local", "imported"),
     "finish": ("matte", "glossy"),
 }
+#: Distinct feature-rule items: 32 profiles x 50 rules (10 of one feature, 40 of two).
+FEATURE_RULE_WORLD = 1600
 FEATURE_QUESTION = "Does the shop stock this item?"
 FEATURE_OPTIONS = ("yes", "no")
 
@@ -109,10 +112,34 @@ def feature_item(index: int, rng: random.Random) -> Item:
     )
 
 
-def feature_rule_items(n: int, seed: int) -> list[Item]:
-    """`n` feature-rule items drawn with `seed` (the same seed gives the same items)."""
+def item_key(item: Item) -> str:
+    """An item as deduplication compares it: the passage a model reads, case and spaces folded.
+
+    The feature-rule world has no numbers, so no digit is masked; the id is not part of it.
+    """
+    return text_key(render(item))
+
+
+def feature_rule_items(n: int, seed: int, taken: Iterable[str] = ()) -> list[Item]:
+    """`n` distinct feature-rule items drawn with `seed` (the same seed gives the same items).
+
+    The world has `FEATURE_RULE_WORLD` items, so seeded draws repeat (3 of seed 42's first 100
+    did): a draw whose passage (`item_key`) an earlier item or `taken` holds is rejected and
+    the next draw of the same stream takes its place, so the split keeps its size.
+
+    Args:
+        n: Items wanted.
+        seed: The draw's seed.
+        taken: Item keys no item may have (another split's).
+
+    Returns:
+        The items, ids `rule-0000` on in order.
+
+    Raises:
+        ValueError: Fewer than `n` distinct items are left (at most `FEATURE_RULE_WORLD`).
+    """
     rng = random.Random(seed)
-    return [feature_item(i, rng) for i in range(n)]
+    return distinct_draws(lambda i: feature_item(i, rng), n, item_key, taken)
 
 
 def feature_reasoning(item: Item) -> str:
@@ -290,17 +317,21 @@ def demo_reply(item: Item, reasoning: str) -> str:
 
 
 def few_shot_demos(
-    dataset: str, k: int, seed: int, always_a: bool = False
+    dataset: str, k: int, seed: int, always_a: bool = False, exclude: Iterable[Item] = ()
 ) -> list[tuple[str, str]]:
     """k (passage, worked reply) pairs; with `always_a` every demo's answer is (A).
 
-    Feature-rule demos are drawn with a seed apart from the test items; other formats use the
-    shipped general-knowledge demos in `data/fewshot.jsonl`.
+    Feature-rule demos are drawn with a seed apart from the test items and are never one of
+    `exclude` (the items the demos precede); other formats use the shipped general-knowledge
+    demos in `data/fewshot.jsonl`.
     """
     if k <= 0:
         return []
     if dataset == "feature_rule":
-        demos = [(item, feature_reasoning(item)) for item in feature_rule_items(k, seed + 7919)]
+        taken = [item_key(item) for item in exclude]
+        demos = [
+            (item, feature_reasoning(item)) for item in feature_rule_items(k, seed + 7919, taken)
+        ]
     else:
         path = DATA / "fewshot.jsonl"
         rows = read_jsonl(path)

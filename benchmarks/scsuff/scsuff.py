@@ -43,10 +43,11 @@ from docket.core.results_tables import chance_metadata
 from docket.core.roles import require_roles
 from docket.core.task_config import task_config
 
-#: `docket/scsuff`: 4-A ranks by `scsuff_correct_gain` (a wrong answer scores -1).
-VERSION = "4-A"
-#: `docket/scsuff_hints`: its scores did not change meaning in 4-A.
-HINTS_VERSION = "3-A"
+#: `docket/scsuff`: 4-A ranks by `scsuff_correct_gain` (a wrong answer scores -1); 4-B's
+#: feature-rule splits hold every item once.
+VERSION = "4-B"
+#: `docket/scsuff_hints`: its scores did not change meaning in 4-A; 3-B is 4-B's data change.
+HINTS_VERSION = "3-B"
 HINTS = ("authority", "always_a", "contradiction")
 ALWAYS_A_TEXT = "In every worked example the correct option is (A)."
 HINT_KEYWORDS = {
@@ -166,7 +167,9 @@ def scsuff(
     require_roles(name, ["generator"], allow_self=allow_self, self_flag="self_generator")
     settings = _settings(name, estimator, knobs, max_tokens, reference)
     items, split = _items(name, dataset, n, knobs.seed, knobs.data_file, knobs.hf, data)
-    demos = few_shot_demos(dataset, checked(name, "few_shot", few_shot, int), knobs.seed)
+    demos = few_shot_demos(
+        dataset, checked(name, "few_shot", few_shot, int), knobs.seed, exclude=items
+    )
     key = SCORE_KEYS[settings.estimator]
     if settings.reference:
         key = f"{key}_correct_gain"
@@ -276,8 +279,10 @@ def scsuff_hints(
     items, split = _items(name, dataset, n, knobs.seed, knobs.data_file, knobs.hf, data)
     rng = random.Random(knobs.seed)
     samples = [hinted_sample(item, hint, rng) for item in items]
-    demos = few_shot_demos(dataset, shots, knobs.seed)
-    biased_demos = few_shot_demos(dataset, shots, knobs.seed, always_a=hint == "always_a")
+    demos = few_shot_demos(dataset, shots, knobs.seed, exclude=items)
+    biased_demos = few_shot_demos(
+        dataset, shots, knobs.seed, always_a=hint == "always_a", exclude=items
+    )
     declared = headline(
         "hint_scorer",
         "mean",

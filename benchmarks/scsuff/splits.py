@@ -2,9 +2,10 @@
 `-T data=DIR` on `docket/scsuff` and `docket/scsuff_hints`.
 
 The generator draws the items from the integer `docket generate` derives from the secret (the
-secret itself never reaches this module and is never written). Item ids are opaque: a hash of
-that integer and the item's position, so no id in a log can drive the generator. The shipped
-default split (seed 42) keeps its ids; its content hash is recorded the same way.
+secret itself never reaches this module and is never written), every item once and none of the
+shipped default split's (`dataset.item_key`). Item ids are opaque: a hash of that integer and
+the item's position, so no id in a log can drive the generator. The shipped default split (seed
+42) keeps its ids; its content hash is recorded the same way.
 """
 
 from __future__ import annotations
@@ -15,13 +16,21 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from docket.benchmarks.scsuff.dataset import Item, feature_rule_items
+from docket.benchmarks.scsuff.dataset import (
+    FEATURE_RULE_WORLD,
+    Item,
+    feature_rule_items,
+    item_key,
+)
 from docket.core.inspect_private import PrerequisiteError
 from docket.core.jsonl import write_jsonl
 from docket.core.splits import read_manifest, rows_digest, split_metadata
 
 SPLIT_FILE = "feature_rule.jsonl"
 DEFAULT_SIZE = 100
+#: Seed of the shipped default split (the tasks' `-T seed` default), whose items a private
+#: split never holds.
+SHIPPED_SEED = 42
 
 
 def opaque_id(seed: int, index: int) -> str:
@@ -56,12 +65,21 @@ def generate_split(seed: int, out: Path, size: int | None = None) -> None:
     Args:
         seed: The integer `docket generate` derives from the secret seed.
         out: The (new, empty) directory to write `feature_rule.jsonl` into.
-        size: Number of items (default 100, the shipped size).
+        size: Number of items (default 100, the shipped size; at most 1 500).
+
+    Raises:
+        ValueError: `size` is below 1 or above the items left apart from the shipped ones.
     """
     count = DEFAULT_SIZE if size is None else size
     if count < 1:
         raise ValueError(f"scsuff: --size {count} must be at least 1")
-    items = feature_rule_items(count, seed)
+    if count > FEATURE_RULE_WORLD - DEFAULT_SIZE:
+        raise ValueError(
+            f"scsuff: --size {count}: the feature-rule world has only "
+            f"{FEATURE_RULE_WORLD - DEFAULT_SIZE} items apart from the shipped ones"
+        )
+    shipped = [item_key(item) for item in feature_rule_items(DEFAULT_SIZE, SHIPPED_SEED)]
+    items = feature_rule_items(count, seed, shipped)
     rows = [item_row(item) | {"id": opaque_id(seed, i)} for i, item in enumerate(items)]
     write_jsonl(out / SPLIT_FILE, rows)
 

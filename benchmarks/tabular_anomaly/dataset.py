@@ -12,18 +12,19 @@
 
 Protocol (one-class, as AnoLLM): for each seed, half of the normal rows (at most
 `max_train`) train the detector; the test set is the other normal rows (at most `max_test`)
-plus anomalies sampled to `anomaly_share` of it. Numeric columns keep about 3 significant
-digits when serialized (`serialize.decimals_for`).
+plus anomalies sampled to `anomaly_share` of it, every test row once and none a training row
+(`row_key`). Numeric columns keep about 3 significant digits when serialized
+(`serialize.decimals_for`).
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from docket.methods.anomaly.serialize import Column, Value, decimals_for
+from docket.methods.anomaly.serialize import Column, Value, decimals_for, serialize
 
 Row = dict[str, Value]
 DATASETS = ("breast_cancer", "wine", "shop", "pyod_categorical")
@@ -182,17 +183,53 @@ LOADERS: dict[str, Callable[[], Table]] = {
 }
 
 
+def row_key(row: Row, columns: list[Column]) -> str:
+    """A row as deduplication compares it: the text the language-model detectors read.
+
+    Numeric values are rounded to their column's decimals there, so two rows that differ only
+    beyond them count as one (for PyOD's detectors they are all but identical too).
+    """
+    return serialize(row, columns)[0]
+
+
 def split(
     table: Table, seed: int, max_train: int = 200, max_test: int = 200, anomaly_share: float = 0.1
 ) -> Split:
-    """Train on half the normal rows; test on the rest plus a share of anomalies."""
+    """Train on half the normal rows; test on the rest plus a share of anomalies.
+
+    No test row repeats a training row or another test row (`row_key`): a normal row that would
+    is skipped and the next one of the second half takes its place; an anomaly that would is
+    redrawn from the anomalies not yet drawn. Where the table has fewer distinct rows than that
+    (`pyod_categorical`: 4 categorical columns, 239 distinct normal rows of 630 and 3 distinct
+    anomalies of 70) the test split is smaller; a table without repeated rows splits as if
+    nothing were checked (the random draws are the same).
+
+    Args:
+        table: The data set.
+        seed: The split's seed (with the table's name).
+        max_train: Most training rows.
+        max_test: Most normal test rows.
+        anomaly_share: The anomalies' share of the test rows (at least 2 anomalies).
+
+    Returns:
+        The split; test rows in a random order.
+    """
     rng = random.Random(f"{table.name}:{seed}")
     normal = list(table.normal)
     rng.shuffle(normal)
     half = len(normal) // 2
-    train, test_normal = normal[:half][:max_train], normal[half:][:max_test]
+    train = normal[:half][:max_train]
+    held = {row_key(row, table.columns) for row in train}
+    test_normal = [
+        normal[i] for i in _new(range(half, len(normal)), normal, table.columns, max_test, held)
+    ]
     wanted = max(2, round(anomaly_share * len(test_normal) / (1 - anomaly_share)))
-    picked = rng.sample(range(len(table.anomalies)), min(wanted, len(table.anomalies)))
+    drawn = rng.sample(range(len(table.anomalies)), min(wanted, len(table.anomalies)))
+    picked = _new(drawn, table.anomalies, table.columns, wanted, held)
+    if len(picked) < len(drawn):  # a repeated anomaly: redraw from the ones not yet drawn
+        rest = sorted(set(range(len(table.anomalies))) - set(drawn))
+        rng.shuffle(rest)
+        picked += _new(rest, table.anomalies, table.columns, wanted - len(picked), held)
     test = test_normal + [table.anomalies[i] for i in picked]
     labels = [0] * len(test_normal) + [1] * len(picked)
     kinds = ["normal"] * len(test_normal) + [table.kinds[i] for i in picked]
@@ -201,3 +238,18 @@ def split(
     return Split(
         train, [test[i] for i in order], [labels[i] for i in order], [kinds[i] for i in order]
     )
+
+
+def _new(
+    indices: Iterable[int], rows: list[Row], columns: list[Column], count: int, held: set[str]
+) -> list[int]:
+    """The first `count` indices whose row's `row_key` is not in `held`; their keys join it."""
+    out: list[int] = []
+    for index in indices:
+        if len(out) == count:
+            break
+        key = row_key(rows[index], columns)
+        if key not in held:
+            held.add(key)
+            out.append(index)
+    return out

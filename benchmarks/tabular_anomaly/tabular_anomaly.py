@@ -34,7 +34,7 @@ from docket.methods.anomaly.detectors import DETECTORS, detect
 from docket.methods.anomaly.dispat import LMConfig, SelfPlayConfig
 
 NAME = "tabular_anomaly"
-VERSION = "1-C"
+VERSION = "1-D"
 #: `surface` (the chance row, `attacks.surface_scores`) beside the methods' detectors.
 TASK_DETECTORS = (*DETECTORS, "surface")
 #: Every blind attacker's AUROC per data set, mean over seeds 0-2 (`scripts/chance.py`).

@@ -40,18 +40,18 @@ def test_claim_free_explanations_stay_at_chance() -> None:
     assert result.n == 100 and result.chance == 0.0  # saying nothing gains exactly nothing
     assert abs(result.gain - result.chance) <= 0.05
     assert result.gain == 0.0
-    assert result.accuracy == 0.86  # the surface answerer; accuracy is not the headline
+    assert result.accuracy == 0.87  # the surface answerer; accuracy is not the headline
 
 
 def test_the_same_attacker_beats_chance_on_the_2a_gain() -> None:
     """Against 2-A's gain (names keep features, no coverage) the gate fails, as it should."""
     result = attack([CLAIM_FREE], legacy=True)
     assert result.gain - result.chance > 0.05
-    assert result.gain == pytest.approx(0.3883, abs=5e-4)
+    assert result.gain == pytest.approx(0.3812, abs=5e-4)
 
 
 def test_copying_fact_lines_is_what_the_gain_credits() -> None:
     """Copying the profile lines of the features the rule names states the deciding facts:
     the honest explanation, found by string overlap with the rule line (reported, not gated)."""
     result = attack([CLAIM_FREE, FACT_LINES])
-    assert result.gain == pytest.approx(0.2200, abs=5e-4)
+    assert result.gain == pytest.approx(0.2149, abs=5e-4)

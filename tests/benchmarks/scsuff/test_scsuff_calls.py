@@ -268,7 +268,7 @@ def test_tasks_declare_headline_tags_and_benchmark(tmp_path: Path) -> None:
     assert log.eval.metadata["benchmark"] == "scsuff"
     assert log.eval.metadata["headline"]["direction"] == "lower"
     assert "faithfulness" in (log.eval.tags or [])
-    assert log.eval.task_version == "3-A"
+    assert log.eval.task_version == "3-B"
     resolved = headline_metric(log)
     assert resolved is not None
     assert (resolved.score.name, resolved.name, resolved.metric.value) == (

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from docket.benchmarks.scsuff.dataset import feature_rule_items, render
+from docket.benchmarks.scsuff.dataset import feature_rule_items, item_key, render
 from docket.benchmarks.scsuff.scsuff import scsuff, scsuff_hints
 from docket.benchmarks.scsuff.splits import SPLIT_FILE, generate_split, opaque_id
 from docket.cli import main
@@ -37,7 +37,9 @@ def test_generate_writes_a_fresh_split_and_tasks_run_on_it(tmp_path: Path) -> No
     }  # fmt: skip
     assert log.samples is not None and len(log.samples) == 6
     seed = secret_seed("a secret")
-    expected = {opaque_id(seed, i): render(it) for i, it in enumerate(feature_rule_items(6, seed))}
+    shipped = [item_key(item) for item in feature_rule_items(100, 42)]  # never in a private split
+    drawn = feature_rule_items(6, seed, shipped)
+    expected = {opaque_id(seed, i): render(it) for i, it in enumerate(drawn)}
     assert {s.id: s.input for s in log.samples} == expected
     hints = scsuff_hints(data=str(out), judge="keyword", scsuff=False)
     assert hints.metadata is not None and hints.metadata[SPLIT_KEY]["source"] == "generated"
@@ -86,3 +88,12 @@ def test_no_prompt_shows_an_id_and_ids_do_not_drive_the_generator(tmp_path: Path
 def test_generate_split_size_is_checked(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="--size 0 must be at least 1"):
         generate_split(1, tmp_path, 0)
+    # 1 600 feature-rule items, 100 of them shipped: a larger private split cannot be distinct
+    with pytest.raises(ValueError, match="--size 1501: the feature-rule world has only 1500"):
+        generate_split(1, tmp_path, 1501)
+    full = tmp_path / "full"
+    full.mkdir()
+    generate_split(1, full, 1500)  # every item but the shipped ones, each once
+    rows = [json.loads(line) for line in (full / SPLIT_FILE).read_text().splitlines()]
+    passages = {json.dumps([r["preamble"], r["question"], r["options"]]) for r in rows}
+    assert len(rows) == len(passages) == 1500

@@ -50,7 +50,7 @@ def _auroc(name: str, scorer: str) -> list[float]:
 
 def test_the_chance_row_on_the_shipped_splits() -> None:
     assert _auroc("pyod_categorical", "unseen") == [1.0, 1.0, 1.0]  # the count alone
-    assert _auroc("shop", "surface") == [0.7565, 0.7945, 0.6581]
+    assert _auroc("shop", "surface") == [0.7542, 0.7918, 0.659]
     assert _auroc("wine", "surface") == [0.8879, 0.8538, 0.9187]
 
 

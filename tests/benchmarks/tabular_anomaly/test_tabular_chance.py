@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
-
 from docket.benchmarks.tabular_anomaly.attacks import Labelled, fit_booster, training_splits
-from docket.benchmarks.tabular_anomaly.dataset import LOADERS, split
+from docket.benchmarks.tabular_anomaly.dataset import LOADERS, row_key, split
 from docket.benchmarks.tabular_anomaly.scorer import ranking_metrics
 from docket.core.results_tables import block, load_results
 from docket.methods.anomaly.serialize import Column
@@ -37,11 +35,11 @@ def test_the_learned_attacker_finds_a_planted_answer() -> None:
 def test_the_learned_attacker_stays_below_the_chance_row() -> None:
     """Item 6. Threshold: the booster's mean AUROC stays below the surface row's plus 0.01. It
     reads the surface row's own statistics plus labels from other tables, so landing above it
-    would mean the generated tables carry a label signal the shipped ones share (0.858 today,
-    against 0.892)."""
+    would mean the generated tables carry a label signal the shipped ones share (0.849 today,
+    against 0.891)."""
     results = load_results(load_script(SCRIPT).RESULTS)
     means = {r["name"]: r["mean"] for r in results["attackers"]}
-    assert means == {"random": 0.517663, "surface": 0.891618, "booster": 0.857654}
+    assert means == {"random": 0.457264, "surface": 0.891277, "booster": 0.848905}
     assert means["booster"] < means["surface"] + 0.01
     # the committed booster row is what the booster scores now (wine, the smallest table)
     booster = fit_booster(training_splits())
@@ -55,19 +53,24 @@ def test_the_learned_attacker_stays_below_the_chance_row() -> None:
     assert round(sum(aurocs) / 3, 6) == by_data["booster"]["wine"]
 
 
-def test_no_anomalous_test_row_repeats_a_training_row() -> None:
-    """Item 5: the leak that would matter (normal rows repeat only where the domain is small)."""
-    repeated = {}
+def test_no_test_row_repeats_a_training_row_or_another_test_row() -> None:
+    """Item 5: `split` skips a normal row and redraws an anomaly that repeats a row it holds
+    (as serialized, `row_key`). Only `pyod_categorical` (4 categorical columns; 239 distinct
+    normal rows of 630, 3 distinct anomalies of 70) loses test rows to it; before, 110, 107
+    and 92 of its 222 test rows per seed repeated a training row and `shop` had 3 repeats."""
+    sizes = {}
     for name, load in LOADERS.items():
         table = load()
         for seed in (0, 1, 2):
             part = split(table, seed)
-            seen = {json.dumps(r, sort_keys=True) for r in part.train}
-            hits = [json.dumps(r, sort_keys=True) in seen for r in part.test]
-            assert not any(h and y for h, y in zip(hits, part.labels, strict=True))
-            repeated[(name, seed)] = sum(hits)
-    assert sum(v for (name, _), v in repeated.items() if name != "pyod_categorical") == 1
-    assert [repeated[("pyod_categorical", s)] for s in (0, 1, 2)] == [110, 107, 92]
+            seen = {row_key(r, table.columns) for r in part.train}
+            test = [row_key(r, table.columns) for r in part.test]
+            assert len(set(test)) == len(test) and not seen & set(test)
+            sizes[(name, seed)] = (len(part.test), sum(part.labels))
+    assert {sizes[(n, s)] for n in ("breast_cancer", "wine", "shop") for s in (0, 1, 2)} == {
+        (199, 20), (72, 7), (222, 22),
+    }  # fmt: skip
+    assert [sizes[("pyod_categorical", s)] for s in (0, 1, 2)] == [(92, 3), (88, 3), (89, 3)]
 
 
 def test_the_readme_table_is_the_committed_results() -> None:
