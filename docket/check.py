@@ -1,7 +1,8 @@
 """`docket check LOGDIR`: exit 1 when any run in LOGDIR did not finish or any sample errored.
 
 `inspect eval` exits 0 when every sample errored, so `inspect eval ... && docket check logs` is
-the CI step that fails then. One line per problem:
+the CI step that fails then. LOGDIR may be an S3 store (`s3://bucket/prefix`). One line per
+problem:
 
 - a run whose status is not `success`: `error` (with Inspect's error line), `cancelled`
   (interrupted), or `started` (the process died, or it is still running);
@@ -28,6 +29,7 @@ from inspect_ai.log import (
     read_eval_log_samples,
 )
 
+from docket.core import logstore
 from docket.core.errored import unanswered_reason
 
 #: Sample ids named on a problem line before `...`.
@@ -158,13 +160,15 @@ def newest_logs(log_dir: Path) -> list[str]:
     return [name for *_, name in sorted(newest.values())]
 
 
-def check(log_dir: Path) -> list[RunCheck]:
+def check(log_dir: str | Path) -> list[RunCheck]:
     """Check every run in `log_dir`.
 
     Args:
-        log_dir: A directory of Inspect logs.
+        log_dir: A directory of Inspect logs, or an S3 store (`s3://bucket/prefix`: its logs
+            are downloaded once and checked locally, `docket.core.logstore`).
 
     Returns:
         One RunCheck per task (its newest log).
     """
-    return [check_log(path) for path in newest_logs(log_dir)]
+    with logstore.local_logs(log_dir) as (folder, _):
+        return [check_log(path) for path in newest_logs(folder)]

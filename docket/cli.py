@@ -32,6 +32,15 @@ def _error(console: Console, message: object) -> int:
     return EXIT_BAD_INPUT
 
 
+def _store_error(console: Console, location: str, write: bool = False) -> int | None:
+    """Exit 2 with one line when `location` is a log store that cannot be used (the preflight
+    of `docket.core.logstore`), None when it can (or is a local folder)."""
+    from docket.core.logstore import store_problem
+
+    problem = store_problem(location, write=write)
+    return _error(console, problem) if problem else None
+
+
 def _warn_logs(warnings: list[LogWarning]) -> None:
     """One `warning:` line on stderr per log left out or in doubt (`docket.reports.trust`)."""
     stderr = Console(stderr=True)
@@ -154,12 +163,16 @@ def _serve(console: Console, out: Path, port: int) -> int:
 
 def _report(console: Console, args: argparse.Namespace) -> int:
     from docket.core.headline import HeadlineError
+    from docket.core.logstore import LogStoreError
     from docket.reports.headline import parse_flags
     from docket.reports.leaderboard import ReportOptions, build_report, print_summary
     from docket.reports.overrides import OverrideError
     from docket.reports.prices import PriceError
     from docket.reports.regress import BaselineError
 
+    stop = _store_error(console, args.log_dir)
+    if stop is not None:
+        return stop
     try:
         options = ReportOptions(
             headline_flags=parse_flags(args.headline),
@@ -178,6 +191,7 @@ def _report(console: Console, args: argparse.Namespace) -> int:
         OverrideError,
         PriceError,
         BaselineError,
+        LogStoreError,
     ) as ex:
         return _error(console, ex)
     print_summary(console, files.data)
@@ -198,15 +212,19 @@ def _report(console: Console, args: argparse.Namespace) -> int:
 
 def _regress(console: Console, args: argparse.Namespace) -> int:
     from docket.core.headline import HeadlineError
+    from docket.core.logstore import LogStoreError
     from docket.reports import regress
     from docket.reports.headline import parse_flags
     from docket.reports.logs import load_logs
     from docket.reports.runs import build_runs
 
+    stop = _store_error(console, args.logs)
+    if stop is not None:
+        return stop
     try:
         flags = parse_flags(args.headline)
         loaded = load_logs(args.logs)
-    except (FileNotFoundError, HeadlineError) as ex:
+    except (FileNotFoundError, HeadlineError, LogStoreError) as ex:
         return _error(console, ex)
     if loaded.files == 0:
         return _error(console, f"{args.logs}: no Inspect logs (*.eval or Inspect-named *.json)")
@@ -263,6 +281,7 @@ def _regress(console: Console, args: argparse.Namespace) -> int:
 
 def _power(console: Console, args: argparse.Namespace) -> int:
     from docket.core.headline import HeadlineError
+    from docket.core.logstore import LogStoreError
     from docket.reports import power, regress
     from docket.reports.headline import parse_flags
     from docket.reports.logs import load_logs
@@ -275,6 +294,9 @@ def _power(console: Console, args: argparse.Namespace) -> int:
             if baseline.assumed:
                 console.print(baseline.assumed, soft_wrap=True, markup=False)
         else:
+            stop = _store_error(console, args.logs)
+            if stop is not None:
+                return stop
             loaded = load_logs(args.logs)
             if loaded.files == 0:
                 return _error(
@@ -286,7 +308,7 @@ def _power(console: Console, args: argparse.Namespace) -> int:
             _warn_logs(loaded.warnings)
             entries = [regress.baseline_entry(run) for run in runs if run.scored]
             source = args.logs
-    except (FileNotFoundError, HeadlineError, regress.BaselineError) as ex:
+    except (FileNotFoundError, HeadlineError, regress.BaselineError, LogStoreError) as ex:
         return _error(console, ex)
     if not entries:
         return _error(console, f"{source}: no scored rows")
@@ -367,10 +389,14 @@ def _new(console: Console, args: argparse.Namespace) -> int:
     return 0
 
 
-def _check(console: Console, log_dir: Path) -> int:
+def _check(console: Console, log_dir: str) -> int:
     from docket.check import check
+    from docket.core.logstore import is_remote
 
-    if not log_dir.is_dir():
+    stop = _store_error(console, log_dir)
+    if stop is not None:
+        return stop
+    if not is_remote(log_dir) and not Path(log_dir).is_dir():
         return _error(console, f"{log_dir}: no such directory")
     runs = check(log_dir)
     if not runs:
@@ -398,6 +424,7 @@ def _role_flags(values: list[str] | None) -> dict[str, str]:
 
 def _suite(console: Console, args: argparse.Namespace) -> int:
     from docket import suite
+    from docket.core import logstore
     from docket.reports.leaderboard import build_report
 
     flags = {
@@ -414,8 +441,13 @@ def _suite(console: Console, args: argparse.Namespace) -> int:
             eval_args=eval_args,
             base_url=args.base_url,
         )
+        shard = suite.Shard.parse(args.shard) if args.shard else None
         preset = suite.load_preset(args.preset)
-        log_dir = Path(args.log_dir or preset.log_dir).resolve()
+        location = args.log_dir or preset.log_dir
+        logstore.check_scheme(location)
+        log_dir: Path | str = (
+            logstore.resolve(location) if logstore.is_remote(location) else Path(location).resolve()
+        )
         plans = suite.plan(
             preset,
             log_dir,
@@ -428,6 +460,9 @@ def _suite(console: Console, args: argparse.Namespace) -> int:
         )
     except (suite.PresetError, ValueError) as ex:
         return _error(console, ex)
+    if shard is not None:
+        console.print(suite.shard_line(plans, shard), soft_wrap=True, markup=False)
+        plans = suite.shard_plans(plans, shard)
     for line in suite.describe(plans):
         console.print(line, soft_wrap=True, markup=False)
     warning = suite.limit_warning(preset, args.limit)
@@ -435,9 +470,13 @@ def _suite(console: Console, args: argparse.Namespace) -> int:
         console.print(f"[yellow]{escape(warning)}[/yellow]", soft_wrap=True)
     if args.dry_run:
         return 0
+    if not plans:
+        console.print(f"shard {shard}: no units to run", soft_wrap=True, markup=False)
+        return 0
     if args.emit_flow:
         return _emit_flow(console, args, plans, str(log_dir), preset.name)
-    stops = suite.check_prerequisites(plans)  # `docket doctor`'s blocking lines
+    problem = logstore.store_problem(log_dir, write=True)  # a dead store, like a dead endpoint
+    stops = [problem] if problem else suite.check_prerequisites(plans)  # `docket doctor`'s lines
     if not stops:
         stops = suite.check_endpoints(plans)
     if not stops:  # agent tasks: does each network model that gets tools return tool calls?
@@ -456,8 +495,17 @@ def _suite(console: Console, args: argparse.Namespace) -> int:
     ok, problems = suite.run_plan(plans, preset.budget_minutes, display=args.display)
     for line in problems:
         console.print(f"[yellow]{escape(printable(line))}[/yellow]", soft_wrap=True)
-    out = Path(args.out).resolve() if args.out else log_dir.parent / f"{log_dir.name}-report"
-    if not log_dir.is_dir():
+    if shard is not None:
+        console.print(
+            f"shard {shard} done; once every shard has finished: docket report {log_dir} -o OUT",
+            soft_wrap=True,
+            markup=False,
+        )
+        return 0 if ok else 1
+    name = logstore.name(log_dir)
+    default_out = Path.cwd() if logstore.is_remote(log_dir) else Path(log_dir).parent
+    out = Path(args.out).resolve() if args.out else default_out / f"{name}-report"
+    if not logstore.has_files(log_dir):
         _error(console, f"no task wrote a log to {log_dir}: nothing to report")
         return 1
     files = build_report(log_dir, out)
@@ -501,7 +549,9 @@ def _parser() -> argparse.ArgumentParser:
     report = commands.add_parser(
         "report", help="HTML/Markdown/JSON leaderboard (exit 1 unreadable logs, 2 bad input)"
     )
-    report.add_argument("log_dir", metavar="LOGDIR", help="directory of Inspect logs")
+    report.add_argument(
+        "log_dir", metavar="LOGDIR", help="directory of Inspect logs, or s3://bucket/prefix"
+    )
     report.add_argument("-o", "--out", required=True, help="output directory")
     report.add_argument("--bundle", action="store_true", help="also bundle the logs (inspect view)")
     report.add_argument(
@@ -530,7 +580,9 @@ def _parser() -> argparse.ArgumentParser:
         "not comparable)",
     )
     gate.add_argument("--baseline", required=True, metavar="FILE", help="baseline JSON")
-    gate.add_argument("--logs", required=True, metavar="LOGDIR", help="directory of Inspect logs")
+    gate.add_argument(
+        "--logs", required=True, metavar="LOGDIR", help="directory of Inspect logs, or s3://..."
+    )
     gate.add_argument(
         "--write-baseline", action="store_true", help="write FILE from LOGDIR instead of comparing"
     )
@@ -564,7 +616,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     source = power.add_mutually_exclusive_group(required=True)
     source.add_argument("--baseline", metavar="FILE", help="baseline JSON")
-    source.add_argument("--logs", metavar="LOGDIR", help="directory of Inspect logs")
+    source.add_argument("--logs", metavar="LOGDIR", help="directory of Inspect logs, or s3://...")
     power.add_argument("--tolerance", type=float, default=0.05, help="the gate's tolerance (0.05)")
     power.add_argument("--alpha", type=float, default=0.05, help="one-sided level (0.05)")
     power.add_argument("--drop", type=float, help="the drop whose n is wanted (the tolerance)")
@@ -587,8 +639,22 @@ def _parser() -> argparse.ArgumentParser:
     )
     suite.add_argument("--limit", type=int, help="samples per task (overrides the preset)")
     suite.add_argument("--stage", action="append", help="only these stages of the preset")
-    suite.add_argument("--log-dir", help="log directory (default: the preset's)")
-    suite.add_argument("-o", "--out", help="report directory (default: LOGDIR-report)")
+    suite.add_argument(
+        "--log-dir",
+        help="log directory or S3 store s3://bucket/prefix (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, "
+        "AWS_SECRET_ACCESS_KEY; default: the preset's)",
+    )
+    suite.add_argument(
+        "--shard",
+        metavar="I/N",
+        help="run the I-th of N parts of the plan's units (task x model x stage, balanced by "
+        "expected cost); N processes with the same arguments write the log set one would",
+    )
+    suite.add_argument(
+        "-o",
+        "--out",
+        help="report directory (default: LOGDIR-report; ./NAME-report for s3://.../NAME)",
+    )
     suite.add_argument("--display", default="plain", help="Inspect display (plain, rich, none)")
     suite.add_argument("--dry-run", action="store_true", help="print the plan, run nothing")
     suite.add_argument(
@@ -643,7 +709,9 @@ def _parser() -> argparse.ArgumentParser:
         help="exit 1 when a run in LOGDIR did not finish or a sample errored (for CI: "
         "inspect eval ... && docket check logs)",
     )
-    check.add_argument("log_dir", metavar="LOGDIR", help="directory of Inspect logs")
+    check.add_argument(
+        "log_dir", metavar="LOGDIR", help="directory of Inspect logs, or s3://bucket/prefix"
+    )
     generate = commands.add_parser(
         "generate", help="write a private test split from a secret seed (run it with -T data=DIR)"
     )
@@ -684,7 +752,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "generate":
         return _generate(console, args)
     if args.command == "check":
-        return _check(console, Path(args.log_dir))
+        return _check(console, args.log_dir)
     if args.command == "new":
         return _new(console, args)
     if args.command == "doctor":

@@ -10,6 +10,12 @@ about a probe image: a text-only model runs the task's `image_tasks` text argume
 suite with one line. After each eval_set, a sample whose model never answered is written back as
 errored (`docket.core.errored`), so no metric counts it and the next run re-runs it.
 
+LOG_DIR may be an S3 store (`s3://bucket/prefix`, `docket.core.logstore`): the same layout, the
+same resume, checked once before anything runs. `--shard I/N` runs a deterministic 1/N of the
+plan's units (task x model x stage, balanced by expected cost: `unit_owners`), so N processes
+on one machine or N machines writing to one store produce the log set one process would; a
+killed shard re-run resumes its own units.
+
 Each task gets the roles its `listing.yaml` names (for `roles: scripted`,
 the scripted policies of its listing's `suite: roles:`); a role a task needs that the preset
 leaves unbound stops the suite before anything runs. A listing's `suite:` block also gives the
@@ -19,9 +25,10 @@ task's reference policies (`reference_policies: true` stages) and its `-T` argum
 from __future__ import annotations
 
 import inspect as pyinspect
+import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -35,9 +42,11 @@ from rich.console import Console
 from docket import bindings, compatible, endpoints, limits
 from docket.agents.scripted.policy import load_policies
 from docket.benchmarks.presets import listed_tasks, preset_path
+from docket.core import logstore
 from docket.core.errored import UNANSWERED_PREFIX, last_model_error, unanswered_reason
 from docket.core.text import printable
 from docket.reports.files import load_document
+from docket.reports.health import HEALTH_KEY, health_record
 
 SUITE_FORMAT = "docket-suite/1"
 
@@ -181,7 +190,8 @@ class TaskPlan:
     stage: str
     models: list[ModelSpec]
     roles: dict[str, ModelSpec]
-    log_dir: Path
+    #: A local folder, or an S3 location (`s3://bucket/prefix/<task>/<stage>`).
+    log_dir: Path | str
     eval_args: dict[str, Any] = field(default_factory=dict)
     task_args: dict[str, Any] = field(default_factory=dict)
     #: How the task can run without images, when it sends them (the preset's `image_tasks`).
@@ -193,6 +203,9 @@ class TaskPlan:
     role_sources: dict[str, str] = field(default_factory=dict)
     #: Where each eval argument came from (`preset`, `stage NAME`, `--time-limit`, ...).
     arg_sources: dict[str, str] = field(default_factory=dict)
+    #: Other shards run the stage's other models in the same folder (`--shard`): Inspect's
+    #: eval_set then leaves their logs alone (`log_dir_allow_dirty`).
+    shared_dir: bool = False
 
 
 @dataclass
@@ -428,7 +441,7 @@ def task_roles(preset: Preset, task: str) -> dict[str, ModelSpec]:
 
 def plan(
     preset: Preset,
-    log_dir: Path,
+    log_dir: Path | str,
     tasks: list[str] | None = None,
     models: list[str] | None = None,
     roles: dict[str, str] | None = None,
@@ -440,7 +453,8 @@ def plan(
 
     Args:
         preset: The suite preset.
-        log_dir: The suite's log directory (one folder per task and stage below it).
+        log_dir: The suite's log directory, a local folder or an S3 location (one folder per
+            task and stage below it).
         tasks: Only these tasks (default: the preset's).
         models: Run these models instead of the preset's stages, with the first chosen stage's
             eval arguments (its `limit` included).
@@ -511,7 +525,7 @@ def plan(
                     stage=stage.name,
                     models=[*under_test, *extra],
                     roles={r: _chat_completions(b.model) for r, b in bound.items()},
-                    log_dir=log_dir / task.replace("/", "_") / stage.name,
+                    log_dir=logstore.join(log_dir, task.replace("/", "_"), stage.name),
                     eval_args=args,
                     task_args=merged_task_args,
                     image_task=preset.image_tasks.get(task),
@@ -521,6 +535,168 @@ def plan(
                 )
             )
     return plans
+
+
+#: Relative cost of one sample by kind of model: scripted and mock policies answer in-process
+#: at once, a network model waits on its server, local weights decode on this machine.
+SCRIPTED_COST = 1.0
+NETWORK_COST = 10.0
+LOCAL_WEIGHTS_COST = 50.0
+#: Providers whose models answer in-process without weights (`docket/scripted`, `mockllm`).
+SCRIPTED_MODELS = ("docket/scripted", "mockllm/")
+#: Samples assumed for a task whose listing states no `dataset_samples` and no --limit.
+UNKNOWN_SAMPLES = 100
+
+
+@dataclass(frozen=True)
+class Shard:
+    """`--shard I/N`: the I-th (1-based) of N disjoint parts of the plan's units."""
+
+    index: int
+    count: int
+
+    @classmethod
+    def parse(cls, text: str) -> Shard:
+        """`I/N` as a Shard; `PresetError` (one line) for anything else.
+
+        Args:
+            text: The flag's value, e.g. `2/3`.
+
+        Returns:
+            The shard.
+        """
+        found = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
+        if found is None:
+            raise PresetError(f"--shard {text!r}: expected I/N, e.g. 2/3")
+        index, count = int(found.group(1)), int(found.group(2))
+        if count < 1 or not 1 <= index <= count:
+            raise PresetError(f"--shard {text}: I must be between 1 and N")
+        return cls(index, count)
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
+def expected_samples(item: TaskPlan, listed: dict[str, dict[str, Any]] | None = None) -> int:
+    """Samples one model of `item` runs: its `--limit` (or range) within the listing's
+    `dataset_samples`, `UNKNOWN_SAMPLES` when neither is known, times its epochs.
+
+    Args:
+        item: One planned eval_set.
+        listed: `listed_tasks()`, when the caller has read it already.
+
+    Returns:
+        The expected sample epochs (at least 1).
+    """
+    found = listed if listed is not None else listed_tasks()
+    size = (found.get(item.task) or {}).get("dataset_samples")
+    size = size if isinstance(size, int) and size > 0 else None
+    limit = item.eval_args.get("limit")
+    ids = item.eval_args.get("sample_id")
+    if isinstance(ids, list):
+        count = len(ids)
+    elif ids is not None:
+        count = 1
+    elif isinstance(limit, int):
+        count = min(limit, size) if size else limit
+    elif isinstance(limit, list | tuple) and len(limit) == 2:
+        count = max(0, int(limit[1]) - int(limit[0]))
+    else:
+        count = size or UNKNOWN_SAMPLES
+    epochs = item.eval_args.get("epochs", 1)
+    epochs = epochs if isinstance(epochs, int) else int(getattr(epochs, "epochs", 1))
+    return max(1, count * max(1, epochs))
+
+
+def model_cost(spec: ModelSpec) -> float:
+    """The relative cost of one sample on `spec` (`SCRIPTED_COST`, `NETWORK_COST` or
+    `LOCAL_WEIGHTS_COST`)."""
+    if spec.model.startswith(SCRIPTED_MODELS):
+        return SCRIPTED_COST
+    return NETWORK_COST if endpoints.is_network(spec.model) else LOCAL_WEIGHTS_COST
+
+
+def unit_owners(plans: list[TaskPlan], count: int) -> dict[tuple[int, int], int]:
+    """Which shard (0-based) runs each unit: (plan index, model index) of task x model x stage.
+
+    Units are balanced by expected cost (`expected_samples` x `model_cost`): the costliest
+    first, each to the shard with the least cost so far (ties: the lower shard, then plan and
+    model order). A pure function of the plans, so N processes given the same preset and flags
+    partition them alike, each unit to exactly one shard.
+
+    Args:
+        plans: The suite's plans, unsharded.
+        count: N.
+
+    Returns:
+        The shard of every unit.
+    """
+    costs = unit_costs(plans)
+    loads = [0.0] * count
+    owners: dict[tuple[int, int], int] = {}
+    for key in sorted(costs, key=lambda k: (-costs[k], k)):
+        chosen = min(range(count), key=lambda k: (loads[k], k))
+        owners[key] = chosen
+        loads[chosen] += costs[key]
+    return owners
+
+
+def unit_costs(plans: list[TaskPlan]) -> dict[tuple[int, int], float]:
+    """The expected cost of each unit, (plan index, model index): `expected_samples` x
+    `model_cost`.
+
+    Args:
+        plans: The suite's plans, unsharded.
+
+    Returns:
+        Every unit's cost.
+    """
+    listed = listed_tasks()
+    return {
+        (i, j): expected_samples(p, listed) * model_cost(m)
+        for i, p in enumerate(plans)
+        for j, m in enumerate(p.models)
+    }
+
+
+def shard_plans(plans: list[TaskPlan], shard: Shard) -> list[TaskPlan]:
+    """The plans of one shard: each (task, stage) with only the models this shard owns
+    (`unit_owners`), dropped when it owns none, in the plans' order.
+
+    Args:
+        plans: The suite's plans, unsharded.
+        shard: Which part to keep.
+
+    Returns:
+        The shard's plans; a plan split between shards is marked `shared_dir`.
+    """
+    owners = unit_owners(plans, shard.count)
+    kept = []
+    for i, item in enumerate(plans):
+        mine = [m for j, m in enumerate(item.models) if owners[(i, j)] == shard.index - 1]
+        if mine:
+            kept.append(replace(item, models=mine, shared_dir=len(mine) < len(item.models)))
+    return kept
+
+
+def shard_line(plans: list[TaskPlan], shard: Shard) -> str:
+    """`shard 2/3: 4 of 10 units (task x model x stage), 34 % of the expected cost`.
+
+    Args:
+        plans: The suite's plans, unsharded.
+        shard: This process's part.
+
+    Returns:
+        The line `--shard` prints before running.
+    """
+    owners = unit_owners(plans, shard.count)
+    costs = unit_costs(plans)
+    mine = [key for key, owner in owners.items() if owner == shard.index - 1]
+    share = sum(costs[k] for k in mine) / (sum(costs.values()) or 1.0)
+    return (
+        f"shard {shard}: {len(mine)} of {len(owners)} units (task x model x stage), "
+        f"{share:.0%} of the expected cost"
+    )
 
 
 def generate_config(eval_args: dict[str, Any]) -> GenerateConfig:
@@ -602,16 +778,20 @@ def call_budgets(samples: list[EvalSample]) -> dict[str, list[int | None]]:
 def settle_errors(
     location: str, task: str, stage: str, max_tokens: int | None = None
 ) -> Errored | None:
-    """Mark the log's unanswered samples errored, name every errored sample, note budgets.
+    """Mark the log's unanswered samples errored, name every errored sample, note budgets and
+    store the log's health.
 
     A sample whose model never answered (`unanswered_reason`) gets that reason as its `error`,
     and the log's status becomes `error`, so no metric counts the sample and Inspect's eval-set
     resume re-runs it on the next suite run (clean samples are reused). When the calls carried
     a `max_tokens` other than the run's (a task that forces its own budget), the log's eval
-    metadata states it under `BUDGET_KEY`: `{"run": 256, "calls": {"model": [512]}}`.
+    metadata states it under `BUDGET_KEY`: `{"run": 256, "calls": {"model": [512]}}`. The
+    log's health record (`docket.reports.health.health_record`, under `HEALTH_KEY`) lets a
+    report read its header and summaries instead of every sample. A log in an S3 store is
+    downloaded, settled locally and written back in one PUT.
 
     Args:
-        location: The log file.
+        location: The log file (a local path or a store URL).
         task: The task, for the line.
         stage: The stage, for the line.
         max_tokens: The run's `max_tokens` (None: not set).
@@ -619,33 +799,39 @@ def settle_errors(
     Returns:
         The errored samples, or None when every sample was scored.
     """
-    log = read_eval_log(location)
-    samples = log.samples or []
-    marked = 0
-    for sample in samples:
-        reason = unanswered_reason(sample)
-        if reason is not None:
-            sample.error = EvalError(message=reason, traceback="", traceback_ansi="")
-            marked += 1
-    errored = [s for s in samples if s.error is not None]
-    budgets = call_budgets(samples)
-    stated = {"run": max_tokens, "calls": budgets}
-    forced = any(values != [max_tokens] for values in budgets.values())
-    forced &= (log.eval.metadata or {}).get(BUDGET_KEY) != stated
-    if forced:
-        log.eval.metadata = {**(log.eval.metadata or {}), BUDGET_KEY: stated}
-    # an errored sample in a `success` log (a preset's `fail_on_error: false`) would never be
-    # re-run: eval-set resume retries only logs that did not succeed
-    reopen = bool(errored) and log.status == "success"
-    if marked or reopen:
-        log.status = "error"
-        log.error = EvalError(
-            message=f"{len(errored)} samples errored (docket suite: {marked} unanswered)",
-            traceback="",
-            traceback_ansi="",
-        )
-    if marked or reopen or forced:
-        write_eval_log(log, location)
+    with logstore.local_copy(location) as path:
+        log = read_eval_log(str(path))
+        samples = log.samples or []
+        marked = 0
+        for sample in samples:
+            reason = unanswered_reason(sample)
+            if reason is not None:
+                sample.error = EvalError(message=reason, traceback="", traceback_ansi="")
+                marked += 1
+        errored = [s for s in samples if s.error is not None]
+        budgets = call_budgets(samples)
+        stated = {"run": max_tokens, "calls": budgets}
+        metadata = dict(log.eval.metadata or {})
+        forced = any(values != [max_tokens] for values in budgets.values())
+        if forced:
+            metadata[BUDGET_KEY] = stated
+        # an errored sample in a `success` log (a preset's `fail_on_error: false`) would never
+        # be re-run: eval-set resume retries only logs that did not succeed
+        reopen = bool(errored) and log.status == "success"
+        if marked or reopen:
+            log.status = "error"
+            log.error = EvalError(
+                message=f"{len(errored)} samples errored (docket suite: {marked} unanswered)",
+                traceback="",
+                traceback_ansi="",
+            )
+        metadata[HEALTH_KEY] = health_record(log.eval.eval_id, samples)
+        changed = metadata != (log.eval.metadata or {})
+        log.eval.metadata = metadata
+        if marked or reopen or changed:
+            write_eval_log(log, str(path), header_only=not (marked or reopen))
+            if logstore.is_remote(location):
+                logstore.upload(path, location)
     if not errored:
         return None
     return Errored(
@@ -703,6 +889,8 @@ def run_plan(
             problems.append(f"{item.task} / {item.stage}: skipped, time budget spent")
             continue
         args = {"fail_on_error": True, "continue_on_fail": True, **item.eval_args}
+        if item.shared_dir:  # the other shards' logs of this task and stage are not ours
+            args["log_dir_allow_dirty"] = True
         try:
             success, logs = eval_set(
                 tasks=item.task,

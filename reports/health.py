@@ -18,17 +18,34 @@ Every number here is read from the log itself (`EvalSample.events`, `.scores`, `
 - why a headline has no value: per-sample failure flags in a score's value dict or metadata
   (`judge_failure`, `auditor_failure`, `no_alternatives`, any key ending in `_failure` or
   `_unparsed`, or starting with `no_`), model calls that asked for logprobs and got none.
+
+Reading every sample's events is most of a report's time (about 6 ms a sample), so `docket
+suite` stores each log's health in the log itself (`HEALTH_KEY` in the eval metadata: the summed
+counts and the errored sample epochs), with a digest of what its samples were (eval id, and per
+sample epoch its id, uuid, whether it errored and its score values). `read_log_health` uses that
+record when the digest matches the log's sample summaries, and reads every sample otherwise (a
+log from `inspect eval`, or one whose samples changed after the suite wrote it).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from inspect_ai.log import EvalSample, read_eval_log, read_eval_log_samples
+from inspect_ai.log import (
+    EvalLog,
+    EvalSample,
+    EvalSampleSummary,
+    read_eval_log,
+    read_eval_log_sample_summaries,
+    read_eval_log_samples,
+)
 
 #: Role of the model under test in model events (roles such as judge or auditor are named).
 UNDER_TEST = "model"
@@ -38,6 +55,9 @@ UNREAD_FIELDS = {"messages", "attachments", "store"}
 UNPARSED_VALUE = "unparsed"
 #: Limit types counted as "hit the message or token limit" (model behaviour, not infrastructure).
 BEHAVIOUR_LIMITS = ("message", "token")
+#: Eval metadata key of a log's health record (`health_record`), written by `docket suite`.
+HEALTH_KEY = "docket_health"
+HEALTH_FORMAT = "docket-health/1"
 
 
 def failure_key(key: str) -> bool:
@@ -405,3 +425,97 @@ def errored_text(health: RunHealth) -> str:
         return ""
     why = "; ".join(f"{text} ({count})" for text, count in health.errored_why.items())
     return f"{health.errored}/{health.samples} samples errored: {why}"
+
+
+@dataclass
+class LogHealth:
+    """One log's health: summed, and the sample epochs left out of every metric."""
+
+    eval_id: str
+    run: RunHealth
+    #: (sample id, epoch) of each errored sample epoch.
+    errored: set[tuple[str, int]] = field(default_factory=set)
+    #: Each sample epoch's health when the samples were read; None when it came from the log's
+    #: health record.
+    samples: dict[tuple[str, int], SampleHealth] | None = None
+
+
+def samples_digest(eval_id: str, samples: Iterable[EvalSample | EvalSampleSummary]) -> str:
+    """A hash of what a log's samples are: its eval id, and per sample epoch its id, uuid,
+    whether it errored and its score values. Full samples and their summaries hash alike.
+
+    Args:
+        eval_id: The log's eval id.
+        samples: Its samples, or their summaries.
+
+    Returns:
+        A sha256 hex digest.
+    """
+    rows = sorted(
+        (
+            str(s.id),
+            int(s.epoch),
+            s.uuid or "",
+            s.error is not None,
+            json.dumps(
+                {k: v.value for k, v in (s.scores or {}).items()}, sort_keys=True, default=str
+            ),
+        )
+        for s in samples
+    )
+    return hashlib.sha256(json.dumps([eval_id, rows]).encode()).hexdigest()
+
+
+def health_record(eval_id: str, samples: list[EvalSample]) -> dict[str, Any]:
+    """The health record `docket suite` stores under `HEALTH_KEY` in a log's eval metadata.
+
+    Args:
+        eval_id: The log's eval id.
+        samples: Every sample of the log, with its events, as it is written.
+
+    Returns:
+        `{"format", "digest", "run": RunHealth counts, "errored": [[id, epoch], ...]}`.
+    """
+    found = [sample_health(s) for s in samples]
+    errored = sorted([h.sample_id, h.epoch] for h in found if h.errored)
+    return {
+        "format": HEALTH_FORMAT,
+        "digest": samples_digest(eval_id, samples),
+        "run": summarise(found).to_json(),
+        "errored": errored,
+    }
+
+
+def _from_record(record: Any, eval_id: str) -> LogHealth | None:
+    if not isinstance(record, dict) or record.get("format") != HEALTH_FORMAT:
+        return None
+    try:
+        run = RunHealth(**record["run"])
+        errored = {(str(sid), int(epoch)) for sid, epoch in record["errored"]}
+    except (KeyError, TypeError, ValueError):
+        return None
+    return LogHealth(eval_id, run, errored)
+
+
+def read_log_health(path: str | Path, header: EvalLog | None = None) -> LogHealth:
+    """The health of one log: from its health record when the record matches its samples
+    (header and summaries read, no sample), else from every sample's events.
+
+    Args:
+        path: An Inspect log file (`.eval` or `.json`).
+        header: Its header, when the caller has read it already.
+
+    Returns:
+        The summed health and the errored sample epochs.
+    """
+    header = header or read_eval_log(str(path), header_only=True)
+    eval_id = header.eval.eval_id
+    record = (header.eval.metadata or {}).get(HEALTH_KEY)
+    stored = _from_record(record, eval_id)
+    if stored is not None and isinstance(record, dict):
+        summaries = read_eval_log_sample_summaries(str(path))
+        if samples_digest(eval_id, summaries) == record.get("digest"):
+            return stored
+    eval_id, found = read_health(path)
+    errored = {key for key, health in found.items() if health.errored}
+    return LogHealth(eval_id, summarise(list(found.values())), errored, found)

@@ -32,6 +32,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from docket.core import logstore
 from docket.core.headline import HeadlineSpec
 from docket.core.text import printable
 from docket.reports import plots, survival
@@ -928,15 +929,21 @@ def render_html(data: dict[str, Any], runs: list[Run], bundle_links: dict[str, s
     )
 
 
-def bundle_logs(log_dir: Path, logs: list[str], out_dir: Path) -> Path:
-    """Bundle the readable `logs` (under `log_dir`) into OUT/bundle: `inspect view bundle`.
+def bundle_logs(log_dir: str, logs: list[str], out_dir: Path) -> Path:
+    """Bundle the readable `logs` (under `log_dir`, a folder or a store) into OUT/bundle:
+    `inspect view bundle`.
 
-    Unreadable logs would make the bundler fail, so only the given ones are staged and bundled.
+    Unreadable logs would make the bundler fail, so only the given ones are staged and bundled
+    (a store's are downloaded).
     """
     target = out_dir / "bundle"
     with tempfile.TemporaryDirectory(prefix="docket-bundle-") as staging:
+        remote = [log for log in logs if logstore.is_remote(log)]
+        logstore.download(remote, log_dir, Path(staging))
         for log in logs:
-            relative = Path(log).resolve().relative_to(log_dir)
+            if logstore.is_remote(log):
+                continue
+            relative = logstore.relative(log, log_dir)
             (Path(staging) / relative).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(log, Path(staging) / relative)
         try:
@@ -955,8 +962,8 @@ def build_report(
     """Read every log under `log_dir`; write index.html, leaderboard.md, leaderboard.json.
 
     Args:
-        log_dir: Folder searched recursively for Inspect logs.
-        out_dir: Folder the report files are written to (created when missing).
+        log_dir: Folder (or `s3://bucket/prefix` store) searched recursively for Inspect logs.
+        out_dir: Local folder the report files are written to (created when missing).
         bundle: Also copy the logs next to the report, linked from the HTML (used when
             `options` is None).
         options: Headline flags, overrides, prices, history and baseline to apply; None: the
@@ -969,11 +976,13 @@ def build_report(
     Raises:
         EmptyLogDir: `log_dir` holds no Inspect log.
         FileNotFoundError: `log_dir` does not exist.
+        LogStoreError: `log_dir` is a store of a scheme docket does not read.
         OverrideError, PriceError, BaselineError: the one-line errors of the overrides, prices
             and baseline readers.
     """
     opts = options or ReportOptions(bundle=bundle)
-    log_root = Path(log_dir).resolve()
+    logstore.check_scheme(log_dir)
+    log_root = logstore.resolve(log_dir)
     out = Path(out_dir).resolve()
     prices = load_prices(opts.prices)
     overrides = read_overrides(opts.overrides) if opts.overrides else []
@@ -989,7 +998,7 @@ def build_report(
     data["notes"] = override_notes + data["notes"]
     if baseline_file is not None and baseline_file.assumed:
         data["notes"] = [baseline_file.assumed, *data["notes"]]
-    data["log_dir"] = str(log_root)
+    data["log_dir"] = log_root
     files = ReportFiles(
         html=out / "index.html",
         markdown=out / "leaderboard.md",
@@ -1021,7 +1030,7 @@ def build_report(
     if opts.bundle or bundle:
         files.bundle = bundle_logs(log_root, [run.log for run in runs], out)
         for run in runs:
-            relative = Path(run.log).resolve().relative_to(log_root).as_posix()
+            relative = logstore.relative(run.log, log_root)
             links[run.log] = f"bundle/index.html#/logs/{relative}"
     files.json.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
     files.markdown.write_text(render_markdown(data))

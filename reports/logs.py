@@ -1,5 +1,11 @@
 """Read Inspect logs into pandas frames through `inspect_ai.analysis`, one file at a time.
 
+The log directory is a local folder or an S3 store (`s3://bucket/prefix`): a store's logs are
+downloaded once into a temporary folder and read there, named by their URLs
+(`docket.core.logstore`). Per log the report reads its header and sample summaries, and its
+samples' events only when the log carries no current health record
+(`docket.reports.health.read_log_health`) or uses a decoding method (`method_counters`).
+
 A corrupted or truncated log becomes one `LogError` naming the file; every other log is still read.
 An `.eval` zip whose members would inflate past `docket.reports.logzip.MEMBER_LIMIT` is such an
 error before Inspect reads it (a zip bomb). Future-dated logs and disputed eval ids are left out
@@ -9,7 +15,7 @@ with a `LogWarning` each (`docket.reports.trust`).
 from __future__ import annotations
 
 import json
-import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,14 +30,12 @@ from inspect_ai.analysis import (
     events_df,
     samples_df,
 )
+from inspect_ai.log import EvalLog, read_eval_log
 
-from docket.reports.health import SampleHealth, read_health
+from docket.core import logstore
+from docket.reports.health import LogHealth, read_log_health
 from docket.reports.logzip import oversized_member
 from docket.reports.trust import LogWarning, screen
-
-#: Inspect names JSON logs `<ISO timestamp>_<task>_<id>.json`; other JSON files (eval-set.json,
-#: logs.json, baselines) in a log directory are not logs.
-_JSON_LOG_NAME = re.compile(r"^\d{4}-\d{2}-\d{2}T[^_]+_.+\.json$")
 
 #: Columns the stock `EvalColumns` lacks (its `model_args` column reads the base URL in 0.3.285).
 EXTRA_EVAL_COLUMNS = [
@@ -74,15 +78,15 @@ class LogError:
 class LoadedLogs:
     """One row per readable eval log (`evals`), one per sample epoch (`samples`), the errors,
     and per eval id the mean decoding-method counters of its model calls (`method_counters`) and
-    each sample epoch's health (`docket.reports.health`)."""
+    the log's health (`docket.reports.health`)."""
 
     evals: pd.DataFrame
     samples: pd.DataFrame
     errors: list[LogError] = field(default_factory=list)
     files: int = 0
     counters: dict[str, dict[str, Any]] = field(default_factory=dict)
-    #: Per eval id, the health of each (sample id, epoch) read from its events.
-    health: dict[str, dict[tuple[str, int], SampleHealth]] = field(default_factory=dict)
+    #: Per eval id, the log's health (its record, or read from every sample's events).
+    health: dict[str, LogHealth] = field(default_factory=dict)
     #: Logs left out or in doubt (future-dated, a disputed eval id, the same run twice).
     warnings: list[LogWarning] = field(default_factory=list)
 
@@ -120,13 +124,8 @@ def method_counters(path: str | Path) -> dict[str, dict[str, Any]]:
 
 
 def find_log_files(log_dir: str | Path) -> list[Path]:
-    """Every `.eval` log and Inspect-named `.json` log under `log_dir`, sorted by path."""
-    root = Path(log_dir)
-    if not root.is_dir():
-        raise FileNotFoundError(f"{root}: log directory not found")
-    found = [p for p in root.rglob("*.eval") if p.is_file()]
-    found += [p for p in root.rglob("*.json") if p.is_file() and _JSON_LOG_NAME.match(p.name)]
-    return sorted(found)
+    """Every `.eval` log and Inspect-named `.json` log under the local `log_dir`, sorted."""
+    return [Path(p) for p in logstore.find_logs(Path(log_dir))]
 
 
 def _short_error(ex: Exception) -> str:
@@ -139,38 +138,57 @@ def load_logs(log_dir: str | Path) -> LoadedLogs:
     """Read every log under `log_dir`; unreadable files are reported, not raised.
 
     Args:
-        log_dir: Folder searched recursively for Inspect logs.
+        log_dir: Folder (or `s3://bucket/prefix`) searched recursively for Inspect logs.
 
     Returns:
         The eval and sample rows of the readable logs, the errors of the others, the number of
-        log files found, the decoding-method counters and the sample health per eval id.
+        log files found, the decoding-method counters and the health per eval id. Logs of a
+        store are named by their URLs.
     """
-    eval_frames: list[pd.DataFrame] = []
-    sample_frames: list[pd.DataFrame] = []
+    with logstore.local_logs(log_dir) as (folder, urls):
+        return _load(find_log_files(folder), urls)
+
+
+def _load(paths: list[Path], urls: dict[str, str]) -> LoadedLogs:
+    """Read the local `paths`, each named by its URL in `urls` (itself when absent).
+
+    Each log's header and health are read on their own (a bad file is one `LogError`), then
+    the eval and sample frames of all of them in one `evals_df` / `samples_df` call each (a
+    frame per file costs most of a report's time); when a batch call fails, file by file.
+    """
     counters: dict[str, dict[str, Any]] = {}
-    health: dict[str, dict[tuple[str, int], SampleHealth]] = {}
+    health: dict[str, LogHealth] = {}
     errors: list[LogError] = []
-    paths = find_log_files(log_dir)
+    headers: list[EvalLog] = []
+    shown: dict[str, str] = {}
     for path in paths:
+        name = urls.get(str(path), str(path))
         oversized = oversized_member(path) if path.suffix == ".eval" else None
         if oversized is not None:
-            errors.append(LogError(str(path), f"not read: {oversized}"))
+            errors.append(LogError(name, f"not read: {oversized}"))
             continue
         try:
-            evals = evals_df(str(path), columns=[*EvalColumns, *EXTRA_EVAL_COLUMNS], quiet=True)
-            samples = samples_df(str(path), quiet=True)
-            if _uses_a_decoding_method(evals):
-                counters.update(method_counters(path))
-            eval_id, found = read_health(path)
+            header = read_eval_log(str(path), header_only=True)
+            found = read_log_health(path, header)
         except Exception as ex:  # noqa: BLE001 - any reader failure is this file's error
-            errors.append(LogError(str(path), _short_error(ex)))
+            errors.append(LogError(name, _short_error(ex)))
             continue
-        eval_frames.append(evals)
-        health[eval_id] = found
-        if not samples.empty:
-            sample_frames.append(samples)
-    evals_all = pd.concat(eval_frames, ignore_index=True) if eval_frames else pd.DataFrame()
-    samples_all = pd.concat(sample_frames, ignore_index=True) if sample_frames else pd.DataFrame()
+        headers.append(header)
+        health[found.eval_id] = found
+        shown[header.location] = name
+    evals_all, samples_all, failed = _frames(headers)
+    for header, problem in failed:
+        errors.append(LogError(shown[header.location], _short_error(problem)))
+        health.pop(header.eval.eval_id, None)
+    for location in _decoding_logs(evals_all):
+        try:
+            counters.update(method_counters(location))
+        except Exception as ex:  # noqa: BLE001 - its counters are this file's error
+            errors.append(LogError(shown.get(location, location), _short_error(ex)))
+    for frame in (evals_all, samples_all):
+        if "log" in frame.columns:
+            frame["log"] = frame["log"].map(lambda log: shown.get(log, log))
+    errors.sort(key=lambda e: e.path)
     evals_all, samples_all, warnings = screen(evals_all, samples_all)
     return LoadedLogs(
         evals=evals_all,
@@ -183,10 +201,54 @@ def load_logs(log_dir: str | Path) -> LoadedLogs:
     )
 
 
-def _uses_a_decoding_method(evals: pd.DataFrame) -> bool:
-    """Whether a log's model ran with `-M method=...` (only then are its events read)."""
-    for raw in evals.get("docket_model_args", []):
+def _frames(
+    headers: list[EvalLog],
+) -> tuple[pd.DataFrame, pd.DataFrame, list[tuple[EvalLog, Exception]]]:
+    """The eval rows and sample rows of `headers` (samples from the summaries on disk), and
+    the logs whose rows could not be read. Logs that share an eval id are read one by one
+    (a batch would give every one of them the samples of one: `docket.reports.trust` must
+    compare them)."""
+    columns = [*EvalColumns, *EXTRA_EVAL_COLUMNS]
+    counts = Counter(h.eval.eval_id for h in headers)
+    batch = [h for h in headers if counts[h.eval.eval_id] == 1]
+    alone = [h for h in headers if counts[h.eval.eval_id] > 1]
+    eval_frames: list[pd.DataFrame] = []
+    sample_frames: list[pd.DataFrame] = []
+    failed: list[tuple[EvalLog, Exception]] = []
+    if batch:
+        try:
+            eval_frames.append(evals_df(batch, columns=columns, quiet=True))
+            sample_frames.append(samples_df(batch, quiet=True))
+        except Exception:  # noqa: BLE001 - find the file that fails, read the others
+            eval_frames, sample_frames, alone = [], [], headers
+    for header in alone:
+        try:
+            evals = evals_df(header, columns=columns, quiet=True)
+            samples = samples_df(header, quiet=True)
+        except Exception as ex:  # noqa: BLE001 - this file's error
+            failed.append((header, ex))
+            continue
+        eval_frames.append(evals)
+        sample_frames.append(samples)
+    sample_frames = [frame for frame in sample_frames if not frame.empty]
+    return _by_log(eval_frames), _by_log(sample_frames), failed
+
+
+def _by_log(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """The frames as one, its rows in the order of their logs' paths (each log's kept)."""
+    if not frames:
+        return pd.DataFrame()
+    frame = pd.concat(frames, ignore_index=True)
+    if "log" in frame.columns:
+        frame = frame.sort_values("log", kind="stable").reset_index(drop=True)
+    return frame
+
+
+def _decoding_logs(evals: pd.DataFrame) -> list[str]:
+    """The logs whose model ran with `-M method=...` (only their events are read)."""
+    found = []
+    for log, raw in zip(evals.get("log", []), evals.get("docket_model_args", []), strict=True):
         args = json.loads(raw) if isinstance(raw, str) else raw
         if isinstance(args, dict) and args.get("method"):
-            return True
-    return False
+            found.append(str(log))
+    return found

@@ -38,11 +38,10 @@ from docket.core.splits import split_of
 from docket.reports import survival
 from docket.reports.headline import MEAN_METRICS, flag_for, from_inspect, with_kind
 from docket.reports.health import (
+    LogHealth,
     RunHealth,
-    SampleHealth,
     errored_text,
     failure_parts,
-    summarise,
 )
 from docket.reports.logs import LoadedLogs
 from docket.reports.trust import LogWarning, created_at
@@ -584,9 +583,18 @@ def recompute_headline(run: Run) -> bool:
     return False
 
 
-def _attach_samples(
-    run: Run, samples: pd.DataFrame, health: dict[tuple[str, int], SampleHealth]
-) -> None:
+def _errored(key: tuple[str, int], health: LogHealth | None, error: str) -> bool:
+    """Whether a sample epoch is left out: its health says so; a sample without health (not
+    read) when its summary carries an error."""
+    if health is None:
+        return error != ""
+    if health.samples is None:  # the log's health record covers every sample epoch
+        return key in health.errored
+    found = health.samples.get(key)
+    return found.errored if found is not None else error != ""
+
+
+def _attach_samples(run: Run, samples: pd.DataFrame, health: LogHealth | None) -> None:
     run.sample_count = int(samples["id"].nunique()) if not samples.empty else 0
     if samples.empty:
         return
@@ -612,11 +620,8 @@ def _attach_samples(
             run.sample_meta[sample_id] = {meta_field: row.get(f"metadata_{meta_field}")}
         if cluster_column is not None and _text(row.get(cluster_column)):
             run.clusters[sample_id] = _text(row.get(cluster_column))
-        found = health.get((sample_id, int(number(row.get("epoch")) or 1)))
-        if found is not None and found.errored:
-            run.errored_samples += 1
-            continue
-        if found is None and errors is not None and errors.loc[index] != "":
+        key = (sample_id, int(number(row.get("epoch")) or 1))
+        if _errored(key, health, errors.loc[index] if errors is not None else ""):
             run.errored_samples += 1
             continue
         if column is None or column not in samples.columns:
@@ -725,8 +730,8 @@ def build_runs(
                 ),
                 None,
             )
-        health = loaded.health.get(str(row["eval_id"]), {})
-        run.health = summarise(list(health.values()))
+        health = loaded.health.get(str(row["eval_id"]))
+        run.health = health.run if health is not None else RunHealth()
         run.model_free = _model_free(run, _json_dict(row.get("docket_metadata")))
         if not loaded.samples.empty:
             _attach_samples(

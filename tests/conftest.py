@@ -13,6 +13,10 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import HealthCheck, settings
 
+from tests.s3_support import s3_env, s3_store
+
+__all__ = ["s3_env", "s3_store"]  # the S3 log-store fixtures (tests/s3_support.py)
+
 settings.register_profile(
     "ci",
     derandomize=True,

@@ -5,13 +5,23 @@ behaviour stands beside its score (issue #33 items 1, 4, 6; issue #32 item 4).""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from inspect_ai.log import EvalLog, read_eval_log, write_eval_log
+from inspect_ai.scorer import Score
 
 from docket.cli import main
 from docket.reports import build_runs, load_logs
+from docket.reports.health import (
+    HEALTH_FORMAT,
+    HEALTH_KEY,
+    read_health,
+    read_log_health,
+    summarise,
+)
 from docket.reports.leaderboard import HEALTHY, ReportOptions, budget_text, build_report
 from docket.reports.runs import MODEL_FREE, Run
 from tests.reports.constructed import planned, write_log
@@ -383,3 +393,73 @@ def test_the_reply_limit_note_is_a_sentence() -> None:
         "where the run asked for 256"
     )
     assert budget_text({"forced_max_tokens": None, "max_tokens_seen": {}}) == ""
+
+
+# --- the suite's health record: a report reads headers and summaries, not every sample -------
+
+
+def _recorded_log(tmp_path: Path) -> Path:
+    """A log with calls, truncation, tool errors, a judge, failure flags and an unanswered
+    sample, settled by the suite (which stores its health record)."""
+    from docket.suite import settle_errors
+
+    path = write_log(
+        tmp_path,
+        [
+            planned(1, 1, judge_calls=2, truncated=1, truncated_role="judge"),
+            planned(2, 0, tool_errors=2, score_metadata={"parsed": False}),
+            planned(3, 1, score_metadata={"judge_failure": True}, max_tokens=64),
+            planned(4, 0, calls=0, failed_calls=1, limit="time"),  # Inspect scored it 0
+            planned(5, 1, epoch=2, content_filter=True),
+        ],
+        task="recorded",
+    )
+    assert read_log_health(path).samples is not None  # no record yet: every sample is read
+    assert settle_errors(str(path), "recorded", "s") is not None
+    return path
+
+
+def test_the_suites_health_record_spares_the_samples_and_says_the_same(tmp_path: Path) -> None:
+    path = _recorded_log(tmp_path)
+    header = read_eval_log(str(path), header_only=True)
+    record = (header.eval.metadata or {})[HEALTH_KEY]
+    assert record["format"] == HEALTH_FORMAT and record["errored"] == [["4", 1]]
+    recorded = read_log_health(path)
+    assert recorded.samples is None  # read from the header and the summaries
+    eval_id, samples = read_health(path)  # every sample's events
+    assert recorded.eval_id == eval_id
+    assert recorded.run == summarise(list(samples.values()))
+    assert recorded.errored == {k for k, h in samples.items() if h.errored} == {("4", 1)}
+    assert recorded.run.truncated == 1 and recorded.run.unparsed == 1
+    assert recorded.run.failures == {"judge_failure": 1} and recorded.run.refusals == 1
+    run = _runs(tmp_path)["recorded"]
+    assert run.errored_samples == 1 and run.n == 4
+    assert run.headline_value == pytest.approx(3 / 4)  # samples 1, 3 and 5 of 1, 2, 3, 5
+
+
+def test_a_health_record_that_no_longer_matches_its_samples_is_not_used(tmp_path: Path) -> None:
+    """A sample re-run (a new uuid), a score edited, the record copied into another log or
+    malformed: the digest does not match, and every sample is read again."""
+
+    def changed(name: str, change: Callable[[EvalLog], None]) -> Path:
+        (tmp_path / name).mkdir()
+        log = read_eval_log(str(_recorded_log(tmp_path / name)))
+        change(log)
+        write_eval_log(log, str(tmp_path / f"{name}.eval"))
+        return tmp_path / f"{name}.eval"
+
+    def rerun(log: EvalLog) -> None:
+        (log.samples or [])[0].uuid = "another-run"
+
+    def edit(log: EvalLog) -> None:
+        (log.samples or [])[1].scores = {"verdict": Score(value=1)}
+
+    def copy(log: EvalLog) -> None:
+        log.eval.eval_id = "another-eval"
+
+    def malformed(log: EvalLog) -> None:
+        log.eval.metadata = {**(log.eval.metadata or {}), HEALTH_KEY: {"format": HEALTH_FORMAT}}
+
+    assert read_log_health(changed("same", lambda log: None)).samples is None
+    for change in (rerun, edit, copy, malformed):
+        assert read_log_health(changed(change.__name__, change)).samples is not None, change
