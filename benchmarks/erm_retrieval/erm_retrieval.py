@@ -208,7 +208,6 @@ def chance(data: str, split: str) -> dict[str, Any]:
     return chance_metadata(CHANCE, lambda rows: attacker_scores(rows, "ndcg_10"))
 
 
-
 @task
 def erm_retrieval(
     method: str = "erm",
