@@ -632,10 +632,11 @@ def unit_owners(plans: list[TaskPlan], count: int) -> dict[tuple[int, int], int]
         The shard of every unit.
     """
     costs = unit_costs(plans)
-    loads = [0.0] * count
+    # beyond one shard per unit the greedy gives unit k to shard k: more shards change nothing
+    loads = [0.0] * max(1, min(count, len(costs)))
     owners: dict[tuple[int, int], int] = {}
     for key in sorted(costs, key=lambda k: (-costs[k], k)):
-        chosen = min(range(count), key=lambda k: (loads[k], k))
+        chosen = min(range(len(loads)), key=lambda k: (loads[k], k))
         owners[key] = chosen
         loads[chosen] += costs[key]
     return owners

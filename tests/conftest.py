@@ -1,5 +1,6 @@
 """Hypothesis profiles for every property test (`HYPOTHESIS_PROFILE=dev` for a wider search),
-and an environment that one test cannot leak into the next.
+an environment that one test cannot leak into the next, and the S3 store of the log-store
+tests (`s3_store`, `s3_env`: SeaweedFS on 127.0.0.1, `tests/s3_support.py`).
 
 `ci` (the default) is derandomized, so a CI run is deterministic and reproducible; `dev` draws
 fresh random examples and more of them.

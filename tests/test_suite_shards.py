@@ -90,6 +90,9 @@ def test_every_unit_runs_in_exactly_one_shard(
                 assert item.shared_dir == (len(item.models) < len(original.models))
         assert sorted(seen) == units, count
         assert unit_owners(plans, count) == unit_owners(again, count)  # deterministic
+    # more shards than units: each unit its own shard, the rest empty (and no list of N loads)
+    assert unit_owners(plans, 10**12) == unit_owners(plans, len(units))
+    assert sorted(unit_owners(plans, len(units)).values()) == list(range(len(units)))
 
 
 def test_shards_are_balanced_by_expected_cost(offline_plans: list[TaskPlan]) -> None:

