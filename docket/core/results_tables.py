@@ -97,6 +97,19 @@ class GeneratedTable:
         replace_table(self.readme, self.name, table)
 
 
+def mean_stderr(mean: float, stderr: float | None) -> str:
+    """A mean to three decimals, with ± its stderr when it has one.
+
+    Args:
+        mean: The mean.
+        stderr: Its standard error, or None.
+
+    Returns:
+        `0.500` or `0.500 ± 0.050`.
+    """
+    return f"{mean:.3f}" if stderr is None else f"{mean:.3f} ± {stderr:.3f}"
+
+
 def score_pairs_table(
     columns: tuple[str, str, str, str], rows: list[tuple[str, str, list[float], list[float]]]
 ) -> list[str]:

@@ -107,3 +107,10 @@ def test_a_committed_chance_file_becomes_task_metadata(tmp_path: Path) -> None:
     assert chance_entry(path, lambda rows: None) == {}  # no row for the task's setting
     # an install without the results file records no chance row (the leaderboard draws no line)
     assert chance_metadata(path.with_name("absent.json"), lambda rows: [("a", 1.0)]) == {}
+
+
+def test_mean_stderr_shows_the_stderr_only_when_there_is_one() -> None:
+    from docket.core.results_tables import mean_stderr
+
+    assert mean_stderr(0.5, None) == "0.500"
+    assert mean_stderr(0.12345, 0.0449) == "0.123 ± 0.045"

@@ -14,17 +14,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from docket.core.results_tables import replace_table
+from docket.core.results_tables import mean_stderr, replace_table
 
 HERE = Path(__file__).resolve().parents[1]
 RESULTS = HERE / "results" / "models.json"
 README = HERE / "README.md"
 TABLE = "models"
-
-
-def _value(mean: float, stderr: float | None) -> str:
-    """The mean to three decimals, with ± its stderr when it has one."""
-    return f"{mean:.3f}" if stderr is None else f"{mean:.3f} ± {stderr:.3f}"
 
 
 def render_table(results: dict[str, Any]) -> str:
@@ -38,7 +33,8 @@ def render_table(results: dict[str, Any]) -> str:
     """
     lines = ["| model / policy | reward | samples |", "|---|---|---|"]
     lines += [
-        f"| {r['model']} | {_value(r['reward'], r['stderr'])} | {r['n']} |" for r in results["rows"]
+        f"| {r['model']} | {mean_stderr(r['reward'], r['stderr'])} | {r['n']} |"
+        for r in results["rows"]
     ]
     return "\n".join(lines)
 
