@@ -43,6 +43,7 @@ from inspect_ai.log import (
     EvalSample,
     EvalSampleSummary,
     read_eval_log,
+    read_eval_log_sample,
     read_eval_log_sample_summaries,
     read_eval_log_samples,
 )
@@ -177,10 +178,18 @@ def _score_flags(health: SampleHealth, sample: EvalSample) -> None:
                     health.failures.add(str(key))
 
 
-def _count_tool_call(health: SampleHealth, calls: list[Any] | None, text: str) -> None:
+#: How Inspect writes a long text that it moved to the sample's attachments.
+ATTACHMENT = "attachment://"
+
+
+def _count_tool_call(
+    health: SampleHealth, calls: list[Any] | None, text: str, attachments: dict[str, str]
+) -> None:
     health.tool_offers += 1
     health.tool_calls += int(bool(calls))
     if not calls and health.tool_text is None and text.strip():
+        if text.startswith(ATTACHMENT):  # the reply's own words, where the log holds them
+            text = attachments.get(text.removeprefix(ATTACHMENT), text)
         health.tool_text = text
 
 
@@ -223,7 +232,9 @@ def sample_health(sample: EvalSample) -> SampleHealth:
                 1 for call in choice.message.tool_calls or [] if call.parse_error
             )
             if role == UNDER_TEST and event.tools:
-                _count_tool_call(health, choice.message.tool_calls, choice.message.text)
+                _count_tool_call(
+                    health, choice.message.tool_calls, choice.message.text, sample.attachments
+                )
         elif event.event == "tool" and event.error is not None:
             health.tool_errors += 1
     _score_flags(health, sample)
@@ -241,12 +252,30 @@ def read_health(path: str | Path) -> tuple[str, dict[tuple[str, int], SampleHeal
     """
     header = read_eval_log(str(path), header_only=True)
     found: dict[tuple[str, int], SampleHealth] = {}
+    read_again: list[tuple[SampleHealth, int | str, int]] = []
     for sample in read_eval_log_samples(
         str(path), all_samples_required=False, exclude_fields=UNREAD_FIELDS
     ):
         health = sample_health(sample)
         found[(health.sample_id, health.epoch)] = health
+        if health.tool_text is not None and health.tool_text.startswith(ATTACHMENT):
+            read_again.append((health, sample.id, sample.epoch))
+    for health, sample_id, epoch in read_again:
+        _resolve_tool_text(str(path), health, sample_id, epoch)
     return header.eval.eval_id, found
+
+
+def _resolve_tool_text(path: str, health: SampleHealth, sample_id: int | str, epoch: int) -> None:
+    """Replace a text reply that Inspect moved to the sample's attachments by its words.
+
+    The health reads samples without their attachments (`UNREAD_FIELDS`); the first text reply
+    of a sample that never made a tool call is the one place that shows it, so the few samples
+    whose reply is an attachment are read again, with them.
+    """
+    assert health.tool_text is not None
+    sample = read_eval_log_sample(path, sample_id, epoch, exclude_fields={"messages", "store"})
+    key = health.tool_text.removeprefix(ATTACHMENT)
+    health.tool_text = sample.attachments.get(key, health.tool_text)
 
 
 @dataclass

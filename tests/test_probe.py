@@ -42,6 +42,15 @@ def as_text(request: dict[str, Any]) -> Reply:
     return 200, completion(AS_TEXT if request.get("tools") else "OK")
 
 
+#: A text reply long enough that Inspect keeps it among the sample's attachments.
+LONG_TEXT = "I will now create the file hello.txt for you. " * 8
+
+
+def long_text(request: dict[str, Any]) -> Reply:
+    """A server whose model answers a tool request with a long paragraph instead of a call."""
+    return 200, completion(LONG_TEXT if request.get("tools") else "OK")
+
+
 def structured(request: dict[str, Any]) -> Reply:
     """A server that parses the call into `tool_calls` (the control)."""
     if request.get("tools"):
@@ -159,8 +168,11 @@ def test_doctor_probes_each_network_model(
         assert line == "ok   openai/qwen tool calls: a structured tool call came back"
 
 
-def test_a_run_that_never_made_a_tool_call_says_so_in_its_health(tmp_path: Path) -> None:
-    with fake_openai(chat_only(as_text), None) as server:
+@pytest.mark.parametrize("respond", [as_text, long_text])
+def test_a_run_that_never_made_a_tool_call_says_so_in_its_health(
+    tmp_path: Path, respond: Any
+) -> None:
+    with fake_openai(chat_only(respond), None) as server:
         probe.probe_model("openai/qwen-run", server.base_url)  # the plain chat shape
         (log,) = copy_context().run(
             inspect_eval,
@@ -176,7 +188,12 @@ def test_a_run_that_never_made_a_tool_call_says_so_in_its_health(tmp_path: Path)
     assert log.results is not None and log.results.scores[0].metrics["accuracy"].value == 0.0
     _, samples = read_health(log.location)
     parts = behaviour_parts(summarise(list(samples.values())))
-    assert parts[0] == (
-        'no structured tool call 1/1 (replies were text, e.g. "functions.submit: {"answer": '
-        '"ok"}"; a server that does not parse tool calls cannot run agent tasks)'
-    )
+    if respond is as_text:
+        assert parts[0] == (
+            'no structured tool call 1/1 (replies were text, e.g. "functions.submit: {"answer": '
+            '"ok"}"; a server that does not parse tool calls cannot run agent tasks)'
+        )
+    else:  # the reply's words, not the attachment it was kept in
+        assert parts[0].startswith(
+            'no structured tool call 1/1 (replies were text, e.g. "I will now create the file'
+        )
