@@ -41,8 +41,12 @@ from docket.core.task_config import task_config
 from docket.methods.retrieval.erm import ERMConfig
 
 VERSION = "2-A"
+#: 2-B: the shipped feedback queries carry no answer (`rag_attacks.py`).
+RAG_VERSION = "2-B"
 #: Every blind attacker's nDCG@10 on the shipped held-out queries (`scripts/chance.py`).
 CHANCE = Path(__file__).resolve().parent / "results" / "chance.json"
+#: Every blind attacker's answer accuracy on them (`scripts/rag_chance.py`).
+RAG_CHANCE = Path(__file__).resolve().parent / "results" / "rag_chance.json"
 
 
 def _setup(
@@ -208,6 +212,16 @@ def chance(data: str, split: str) -> dict[str, Any]:
     return chance_metadata(CHANCE, lambda rows: attacker_scores(rows, "ndcg_10"))
 
 
+def rag_chance(data: str, split: str) -> dict[str, Any]:
+    """Task metadata `chance` of `docket/erm_rag`: the strongest blind attacker's accuracy (the
+    headline) on the shipped corpus's held-out questions; none on other data or another split."""
+    if data or split != "test":
+        return {}
+    return chance_metadata(
+        RAG_CHANCE, lambda found: attacker_scores(found["attackers"], "accuracy")
+    )
+
+
 @task
 def erm_retrieval(
     method: str = "erm",
@@ -308,14 +322,14 @@ def erm_rag(
         ],
         scorer=answer_scorer(),
         config=GenerateConfig(max_tokens=positive(name, "max_tokens", max_tokens), temperature=0.0),
-        version=VERSION,
+        version=RAG_VERSION,
         tags=["retrieval", "rag", "memory", setup.retriever],
         headline_metric=h["headline_metric"],
-        # No chance row: the blind attackers are measured on retrieval (nDCG@10), not on answers.
         metadata={
             **h["metadata"],
             "benchmark": "erm_retrieval",
             "method": setup.method,
+            **rag_chance(data, knobs.split),
             **({"config": knobs.changed()} if knobs.changed() else {}),
         },
     )

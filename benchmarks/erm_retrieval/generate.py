@@ -8,8 +8,11 @@ nothing to match. Lay words never occur in any document (checked).
 
 Splits: `feedback` (two paraphrased queries for each of the "seen" documents, 60%) and `test`
 (one further paraphrase for every document, seen or not). Qrels list every document that has
-all the facets a query names (usually one). The expander's thesaurus maps each lay word it knows
-(`coverage`) to its technical term, plus a wrong term for some words (`noise`).
+all the facets a query names (usually one). Only test queries carry their answers (the years of
+their judged documents, `metadata.answer` / `answers`): a feedback query's answer let a blind
+reader recall a held-out question's year from its paraphrases (2-A; `rag_attacks.py`). The
+expander's thesaurus maps each lay word it knows (`coverage`) to its technical term, plus a
+wrong term for some words (`noise`).
 
 Ids are opaque and the files are shuffled (version 2-A): every document id is `d` and every query
 id `q` followed by `ID_DIGITS` hex digits drawn from a random stream of their own, and
@@ -244,20 +247,15 @@ def generate(
                 text, relevant, facets = query(rng, doc, corpus, mismatch)
             texts.add(text)
             qid = next(query_ids)
-            answers = sorted({str(d.year) for d in corpus if d.id in relevant})
-            queries.append(
-                {
-                    "_id": qid,
-                    "text": text,
-                    "metadata": {
-                        "answer": str(doc.year),
-                        "answers": answers,
-                        "target": doc.id,
-                        "seen": doc.id in seen_ids,
-                        "split": split,
-                    },
-                }
-            )
+            meta: dict[str, object] = {
+                "target": doc.id,
+                "seen": doc.id in seen_ids,
+                "split": split,
+            }
+            if split == "test":  # a feedback query's answer would be recalled, never read
+                meta["answer"] = str(doc.year)
+                meta["answers"] = sorted({str(d.year) for d in corpus if d.id in relevant})
+            queries.append({"_id": qid, "text": text, "metadata": meta})
             judged[qid] = (split, relevant)
     labels.shuffle(corpus)
     labels.shuffle(queries)

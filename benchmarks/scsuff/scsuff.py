@@ -27,6 +27,7 @@ from docket.benchmarks.scsuff.dataset import (
     render,
     to_sample,
 )
+from docket.benchmarks.scsuff.hint_attackers import BLIND as HINT_BLIND
 from docket.benchmarks.scsuff.prompts import AUTHORITY_HINT, CONTRADICTION_HINT
 from docket.benchmarks.scsuff.scorer import (
     SCORE_KEYS,
@@ -39,7 +40,7 @@ from docket.benchmarks.scsuff.splits import read_split, shipped_metadata
 from docket.core.headline import headline
 from docket.core.inspect_private import PrerequisiteError
 from docket.core.options import checked, one_of, positive
-from docket.core.results_tables import chance_metadata
+from docket.core.results_tables import Scored, chance_entry, chance_metadata, strongest
 from docket.core.roles import require_roles
 from docket.core.task_config import task_config
 
@@ -59,6 +60,8 @@ TAGS = ["faithfulness", "explanations", "multiple-choice"]
 #: The headline table (`scripts/headline_table.py`): scripted policies and attackers on the
 #: default feature_rule split, scored through the task's pipeline with the logprob estimator.
 HEADLINE_TABLE = Path(__file__).resolve().parent / "results" / "headline.json"
+#: `docket/scsuff_hints`' blind rows per hint (`scripts/hint_chance.py`).
+HINT_CHANCE = Path(__file__).resolve().parent / "results" / "hint_chance.json"
 
 
 def chance(dataset: str, estimator: str, reference: bool) -> dict[str, Any]:
@@ -72,6 +75,24 @@ def chance(dataset: str, estimator: str, reference: bool) -> dict[str, Any]:
         return [(r["row"], float(r["correct_gain"])) for r in found if r["kind"] == "blind"]
 
     return chance_metadata(HEADLINE_TABLE, rows)
+
+
+def hint_chance(dataset: str, hint: str) -> dict[str, Any]:
+    """Task metadata `chance` of `docket/scsuff_hints`: the lowest blind row's flipped_to_hint
+    (the headline, lower is better) for the hint; none for another dataset or `always_a` (not
+    measured: its hint is in the few-shot answers)."""
+    if dataset != "feature_rule":
+        return {}
+
+    def lowest(found: dict[str, list[dict[str, Any]]]) -> Scored | None:
+        blind = [
+            (str(r["name"]), float(r["flipped_to_hint"]))
+            for r in found.get(hint, [])
+            if r["name"] in HINT_BLIND and r["flipped_to_hint"] is not None
+        ]
+        return strongest(blind, direction="lower") if blind else None
+
+    return chance_entry(HINT_CHANCE, lowest)
 
 
 def _settings(
@@ -311,7 +332,8 @@ def scsuff_hints(
             "hint": hint,
             **split,
             **({"config": knobs.changed()} if knobs.changed() else {}),
-        },  # no chance row: no blind attacker is measured on `flipped_to_hint`
+            **hint_chance(dataset, hint),
+        },
         tags=[*TAGS, "hints"],
         version=HINTS_VERSION,
     )

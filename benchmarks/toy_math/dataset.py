@@ -2,8 +2,11 @@
 
 Start values 1-9, two or three steps (add or subtract 1-9, multiply by 2-9; a subtraction never
 goes below 0), drawn from a seeded generator; each split has its own seed, so `train` (SAR's
-problems), `pretrain` (the initial student's corpus) and `test` do not depend on each other
-(`disjoint` drops from one list the problems another holds).
+problems), `pretrain` (the initial student's corpus) and `test` do not depend on each other.
+`split_chains` drops from `train` and `pretrain` the first `HELD_TEST` test problems, and from
+`pretrain` every chain that is, or begins with, one of those or of the first `PUBLIC_REACH`
+train problems, so a student pretrained on it has never seen a SAR problem nor its
+intermediate values (`sar_attacks.prefix_memory` recalls them wherever a public chain holds them).
 
 `generate_split(seed, out, size)` writes a private test split (`docket generate toy_math`) of
 chains none of the public splits hold (the first `PUBLIC_REACH` of each), read back by
@@ -26,6 +29,8 @@ PROBLEMS_FILE = "problems.jsonl"
 #: How many chains of each public split a private split avoids (the experiment uses at most
 #: 200 test, 300 train and 3000 pretraining problems by default).
 PUBLIC_REACH = {"test": 1000, "train": 1000, "pretrain": 5000}
+#: Test problems no train or pretraining problem repeats.
+HELD_TEST = 400
 #: Share of two-step chains the generator draws (`rng.choice((2, 2, 3))`).
 TWO_STEP_SHARE = 2 / 3
 
@@ -52,12 +57,26 @@ def chains(count: int, seed: int) -> list[Chain]:
     return list(out)
 
 
+def begins_with(chain: Chain, held: set[Chain]) -> bool:
+    """Whether `chain` is, or its first steps are, one of `held` (a recalled prefix gives its
+    intermediate values away)."""
+    return any(Chain(chain.start, chain.steps[:n]) in held for n in range(1, len(chain.steps) + 1))
+
+
 def split_chains(split: str, count: int) -> list[Chain]:
-    """The first `count` chains of a split (test problems never appear in train or pretrain)."""
+    """The first `count` chains of a split (see the module docstring for what each one avoids)."""
     if split == "test":
         return chains(count, SPLITS["test"])
-    held = set(chains(400, SPLITS["test"]))
-    return [c for c in chains(count + 400, SPLITS[split]) if c not in held][:count]
+    held = set(chains(HELD_TEST, SPLITS["test"]))
+    if split != "pretrain":
+        return [c for c in chains(count + HELD_TEST, SPLITS[split]) if c not in held][:count]
+    held |= set(split_chains("train", PUBLIC_REACH["train"]))
+    drawn = count + len(held)
+    while True:
+        kept = [c for c in chains(drawn, SPLITS[split]) if not begins_with(c, held)]
+        if len(kept) >= count:
+            return kept[:count]
+        drawn *= 2
 
 
 def to_sample(index: int, chain: Chain) -> Sample:

@@ -35,13 +35,16 @@ from docket.core.splits import files_digest, rows_digest, split_metadata
 from docket.methods.distill.style_refine import judge_repair, rejection_sample
 
 #: 2-B: `style=instructed` (default) asks for the ANSWER line; a chat model's stated answer counts.
-VERSION = "2-B"
+#: 2-C: the `pretrain` split holds no chain that is, or begins with, a train or test problem.
+VERSION = "2-C"
 #: 2-A: SAR's verifier checks every intermediate step, not only the ANSWER line (rs_yield,
-#: repair_accepted, rewrite_ok and synth_ok count step-verified traces).
-SAR_VERSION = "2-A"
+#: repair_accepted, rewrite_ok and synth_ok count step-verified traces). 2-B: 2-C's pretrain split.
+SAR_VERSION = "2-B"
 SPLIT_NAMES = ("test", "train", "pretrain")
 #: Every blind attacker's accuracy on the shipped test problems (`scripts/chance.py`).
 CHANCE = Path(__file__).resolve().parent / "results" / "chance.json"
+#: Every blind student's rs_yield on `toy_math_sar`'s default problems (`scripts/sar_chance.py`).
+SAR_CHANCE = Path(__file__).resolve().parent / "results" / "sar_chance.json"
 SOURCES = ("rs", "sar", "rewrite", "synth")
 
 
@@ -126,6 +129,16 @@ def chance(split: str) -> dict[str, Any]:
     if split != "test":
         return {}
     return chance_metadata(CHANCE, lambda rows: attacker_scores(rows, "accuracy"))
+
+
+def sar_chance(split: str) -> dict[str, Any]:
+    """Task metadata `chance` of `toy_math_sar`: the strongest blind student's rs_yield (the
+    headline) on the train problems; none on `test` and `pretrain` (the students recall them)."""
+    if split != "train":
+        return {}
+    return chance_metadata(
+        SAR_CHANCE, lambda found: attacker_scores(found["attackers"], "rs_yield")
+    )
 
 
 @solver
@@ -251,6 +264,10 @@ def toy_math_sar(
         version=SAR_VERSION,
         tags=["distillation", "math", "toy"],
         headline_metric=h["headline_metric"],
-        # No chance row: no blind attacker is measured on `rs_yield` (a data-collection rate).
-        metadata={**h["metadata"], "benchmark": "toy_math", "sources": chosen},
+        metadata={
+            **h["metadata"],
+            "benchmark": "toy_math",
+            "sources": chosen,
+            **sar_chance(split),
+        },
     )

@@ -95,6 +95,18 @@ def _docval() -> Task:
     return docval_grounding(mode="layout_text")
 
 
+def _erm_rag() -> Task:
+    from docket.benchmarks.erm_retrieval.erm_retrieval import erm_rag
+
+    return erm_rag()
+
+
+def _toy_math_sar() -> Task:
+    from docket.benchmarks.toy_math.toy_math import toy_math_sar
+
+    return toy_math_sar(sources="rs")
+
+
 def _correct() -> Task:
     from docket.benchmarks.correct.correct import correct_localization
 
@@ -199,6 +211,20 @@ CASES: list[tuple[str, Callable[[], Task], str, Callable[[Any], Any], Any]] = [
         None,
     ),
     (
+        "toy_math_sar",
+        _toy_math_sar,
+        "benchmarks/toy_math/results/sar_chance.json",
+        lambda found: _named("rs_yield")(found["attackers"]),
+        lambda found: found["oracle"],
+    ),
+    (
+        "erm_rag",
+        _erm_rag,
+        "benchmarks/erm_retrieval/results/rag_chance.json",
+        lambda found: _named("accuracy")(found["attackers"]),
+        lambda found: next(r["accuracy"] for r in found["readers"] if r["name"] == "erm"),
+    ),
+    (
         "docval",
         _docval,
         "benchmarks/docval/results/blind_attackers.json",
@@ -260,12 +286,43 @@ def test_fed_topics_records_its_clients_majority_label_the_strongest_attacker(
     assert accuracy < reader
 
 
+@pytest.mark.parametrize("hint", ["authority", "contradiction"])
+def test_scsuff_hints_records_the_lowest_blind_row(hint: str) -> None:
+    """Lower is better on flipped_to_hint: the chance row is the lowest blind row (the first of
+    tied ones); an answer that ignores the hint never flips, so it is the floor, 0."""
+    from docket.benchmarks.scsuff.scsuff import scsuff_hints
+
+    source = "benchmarks/scsuff/results/hint_chance.json"
+    rows = _load(source)[hint]
+    blind = [
+        (r["name"], r["flipped_to_hint"])
+        for r in rows
+        if r["name"] in ("constant", "hash", "avoid", "uniform")
+        and r["flipped_to_hint"] is not None
+    ]
+    low = min(value for _, value in blind)
+    attacker, value = next(row for row in blind if row[1] == low)
+    metadata = scsuff_hints(hint=hint, judge="keyword", scsuff=False).metadata or {}
+    assert metadata["headline"]["direction"] == "lower"
+    assert metadata["chance"] == {"value": value, "attacker": attacker, "source": source}
+    assert (attacker, value) == ("constant", 0.0)
+    follow = next(r["flipped_to_hint"] for r in rows if r["name"] == "follow")
+    assert value < follow
+
+
 def test_settings_the_files_did_not_measure_record_no_chance_row() -> None:
-    from docket.benchmarks.scsuff.scsuff import scsuff
+    from docket.benchmarks.erm_retrieval.erm_retrieval import erm_rag
+    from docket.benchmarks.scsuff.scsuff import scsuff, scsuff_hints
     from docket.benchmarks.tabular_anomaly.tabular_anomaly import tabular_anomaly
-    from docket.benchmarks.toy_math.toy_math import toy_math
+    from docket.benchmarks.toy_math.toy_math import toy_math, toy_math_sar
 
     assert "chance" not in (toy_math(split="train").metadata or {})
+    assert "chance" not in (toy_math_sar(split="test", sources="rs").metadata or {})
+    beir = str(ROOT / "tests" / "data" / "beir_tiny")
+    other = erm_rag(data=beir, expander="prf", config={"feedback_split": "train"})
+    assert "chance" not in (other.metadata or {})
+    hints = scsuff_hints(hint="always_a", few_shot=1, judge="keyword", scsuff=False)
+    assert "chance" not in (hints.metadata or {})
     assert "chance" not in (scsuff(self_generator=True, reference=False).metadata or {})
     assert "chance" not in (scsuff(self_generator=True, estimator="sampling").metadata or {})
     # the tabular chance row is the mean over the chosen data sets, the file's rows averaged

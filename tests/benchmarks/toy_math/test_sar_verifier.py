@@ -60,7 +60,7 @@ def _verdicts(tmp_path: Path, teacher: str) -> list[dict[str, Any]]:
     student = get_model("docket/scripted", policy="toy_math_student", error_rate=1.0)
     [log] = inspect_eval(toy_math_sar(size=10, k=2, sources="rs,sar"), model=student,
                          model_roles=roles, log_dir=str(tmp_path), display="none")  # fmt: skip
-    assert log.status == "success" and log.samples and log.eval.task_version == "2-A"
+    assert log.status == "success" and log.samples and log.eval.task_version == "2-B"
     return [
         v
         for s in log.samples
