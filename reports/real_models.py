@@ -49,6 +49,8 @@ def rows_from_leaderboard(
     rows: list[dict[str, Any]] = []
     for benchmark in data.get("benchmarks", []):
         for table in benchmark.get("tables", []):
+            if table.get("kind") == "method":  # model-free: no model's row to give
+                continue
             headline = table.get("headline") or {}
             for entry in table.get("entries", []):
                 value = entry.get("value")
@@ -70,6 +72,24 @@ def rows_from_leaderboard(
                     }
                 )
     return sorted(rows, key=lambda r: (r["benchmark"], r["task"], r["model"]))
+
+
+def model_free_tasks(data: dict[str, Any]) -> list[dict[str, str]]:
+    """The tasks of a leaderboard that score a method, not the model (no model call).
+
+    Args:
+        data: The leaderboard's JSON.
+
+    Returns:
+        `{"benchmark", "task"}` of each model-free table, sorted.
+    """
+    found = {
+        (b["benchmark"], t["task"])
+        for b in data.get("benchmarks", [])
+        for t in b.get("tables", [])
+        if t.get("kind") == "method"
+    }
+    return [{"benchmark": b, "task": t} for b, t in sorted(found)]
 
 
 def _health_summary(entry: dict[str, Any]) -> str:
@@ -101,20 +121,30 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def render(rows: Iterable[dict[str, Any]], benchmark: str) -> str:
+def render(
+    rows: Iterable[dict[str, Any]], benchmark: str, model_free: Iterable[dict[str, str]] = ()
+) -> str:
     """The `real-models` block body of one benchmark's README.
 
     Args:
         rows: The results file's rows (each names the command that produced it, `run`).
         benchmark: The benchmark folder's name.
+        model_free: Tasks that scored a method, not the model (`model_free_tasks`).
 
     Returns:
         A Markdown table (task, model, version, n, headline with its 95% interval, date,
         health), or one line saying that no real model has been run on it.
     """
     mine = [r for r in rows if r["benchmark"] == benchmark]
+    free = sorted(f"`{t['task']}`" for t in model_free if t["benchmark"] == benchmark)
+    note = (
+        f"{', '.join(free)}: the model under test makes no call, so a run scores the method "
+        "and has no real-model row."
+        if free
+        else ""
+    )
     if not mine:
-        return "No real model has been run on it yet (`reports/scripts/real_models.py`)."
+        return note or "No real model has been run on it yet (`reports/scripts/real_models.py`)."
     lines = [
         "| task | model | version | n | headline (95% interval) | date | health |",
         "|---|---|---|---|---|---|---|",
@@ -127,6 +157,8 @@ def render(rows: Iterable[dict[str, Any]], benchmark: str) -> str:
         )
     runs = ", ".join(f"`{run}`" for run in sorted({r["run"] for r in mine}))
     lines += ["", f"Run with {runs} (`reports/scripts/real_models.py` writes `{RESULTS.name}`)."]
+    if note:
+        lines += ["", note]
     return "\n".join(lines)
 
 
@@ -143,6 +175,8 @@ def readmes() -> dict[str, Path]:
     return found
 
 
-def rendered_block(rows: Iterable[dict[str, Any]], benchmark: str) -> str:
+def rendered_block(
+    rows: Iterable[dict[str, Any]], benchmark: str, model_free: Iterable[dict[str, str]] = ()
+) -> str:
     """The whole marked block, as it stands in the README."""
-    return block(BLOCK, render(rows, benchmark))
+    return block(BLOCK, render(rows, benchmark, model_free))

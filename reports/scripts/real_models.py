@@ -5,8 +5,10 @@
 Qwen2.5-Coder-0.5B on CPU, every role bound to it), reads the suite's leaderboard, and merges
 its rows (task, model, version, n, headline with its 95% interval, date, health) into
 `reports/results/real_models.json`: a task re-run replaces its own rows and keeps the others.
-Then every benchmark README's `real-models` block is rendered from that file (`--render`:
-render only, the check CI runs is `tests/reports/test_real_models.py`).
+`--from-logs DIR --run "COMMAND"` takes the rows of logs a run already wrote (`docket report
+DIR`), e.g. of a suite stopped part-way. Then every benchmark README's `real-models` block is
+rendered from that file (`--render`: render only; `tests/reports/test_real_models.py` is the
+check CI runs).
 """
 
 from __future__ import annotations
@@ -21,20 +23,41 @@ from pathlib import Path
 from inspect_ai.log import read_eval_log
 
 from docket.core.results_tables import load_results, replace_table, write_results
-from docket.reports.real_models import BLOCK, RESULTS, merge, readmes, render, rows_from_leaderboard
+from docket.reports.real_models import (
+    BLOCK,
+    RESULTS,
+    merge,
+    model_free_tasks,
+    readmes,
+    render,
+    rows_from_leaderboard,
+)
 
 
-def _run(preset: str, limit: int, tasks: list[str], log_dir: Path) -> list[dict]:
-    command = ["docket", "suite", preset, "--limit", str(limit)]
+def _run(preset: str, limit: int, tasks: list[str], log_dir: Path) -> Path:
+    """`docket suite PRESET --limit N [--task ...]`; its leaderboard's path."""
+    command = ["suite", preset, "--limit", str(limit)]
     for task in tasks:
         command += ["--task", task]
     done = subprocess.run(
-        [sys.executable, "-m", "docket.cli", *command[1:], "--log-dir", str(log_dir)],
-        check=False,
+        [sys.executable, "-m", "docket.cli", *command, "--log-dir", str(log_dir)], check=False
     )
     report = log_dir.with_name(log_dir.name + "-report") / "leaderboard.json"
     if not report.is_file():
         raise SystemExit(f"docket suite exited {done.returncode} and wrote no leaderboard")
+    return report
+
+
+def _report(log_dir: Path, out: Path) -> Path:
+    """`docket report LOGDIR`; its leaderboard's path."""
+    command = [sys.executable, "-m", "docket.cli", "report", str(log_dir), "--out", str(out)]
+    done = subprocess.run(command, check=False)
+    if not (out / "leaderboard.json").is_file():
+        raise SystemExit(f"docket report exited {done.returncode} and wrote no leaderboard")
+    return out / "leaderboard.json"
+
+
+def _measured(report: Path, run: str) -> tuple[list[dict], list[dict[str, str]]]:
     data = json.loads(report.read_text(encoding="utf-8"))
     logs = {
         e["log"]
@@ -43,7 +66,7 @@ def _run(preset: str, limit: int, tasks: list[str], log_dir: Path) -> list[dict]
         for e in t.get("entries", [])
     }
     dates = {log: read_eval_log(log, header_only=True).eval.created[:10] for log in logs}
-    return rows_from_leaderboard(data, dates, " ".join(command[:5]))
+    return rows_from_leaderboard(data, dates, run), model_free_tasks(data)
 
 
 def main() -> None:
@@ -53,16 +76,29 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=10, help="samples per task (default 10)")
     parser.add_argument("--task", action="append", default=[], help="only this task (repeat)")
     parser.add_argument("--log-dir", type=Path, help="keep the logs here (default: a temp dir)")
+    parser.add_argument("--from-logs", type=Path, help="take the rows of these logs instead")
+    parser.add_argument("--run", help="with --from-logs: the command that wrote them")
     parser.add_argument("--render", action="store_true", help="only re-render the READMEs")
     args = parser.parse_args()
-    rows = load_results(RESULTS).get("rows", []) if RESULTS.is_file() else []
+    if args.from_logs and not args.run:
+        parser.error("--from-logs needs --run, the command that wrote the logs")
+    results = load_results(RESULTS) if RESULTS.is_file() else {}
+    rows, free = results.get("rows", []), results.get("model_free", [])
     if not args.render:
+        run = args.run or f"docket suite {args.preset} --limit {args.limit}"
         with tempfile.TemporaryDirectory() as scratch:
-            log_dir = args.log_dir or Path(scratch) / "logs"
-            rows = merge(rows, _run(args.preset, args.limit, args.task, log_dir))
-        write_results(RESULTS, {"rows": rows})
+            if args.from_logs:
+                report = _report(args.from_logs, Path(scratch) / "report")
+            else:
+                log_dir = args.log_dir or Path(scratch) / "logs"
+                report = _run(args.preset, args.limit, args.task, log_dir)
+            new_rows, new_free = _measured(report, run)
+        rows = merge(rows, new_rows)
+        free = sorted({(f["benchmark"], f["task"]) for f in [*free, *new_free]})
+        free = [{"benchmark": b, "task": t} for b, t in free]
+        write_results(RESULTS, {"rows": rows, "model_free": free})
     for benchmark, readme in readmes().items():
-        replace_table(readme, BLOCK, render(rows, benchmark))
+        replace_table(readme, BLOCK, render(rows, benchmark, free))
 
 
 if __name__ == "__main__":

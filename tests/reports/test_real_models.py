@@ -13,6 +13,7 @@ from docket.reports.real_models import (
     BLOCK,
     RESULTS,
     merge,
+    model_free_tasks,
     readmes,
     render,
     rows_from_leaderboard,
@@ -39,7 +40,13 @@ def _leaderboard() -> dict[str, Any]:
         "headline": {"name": "reward/mean", "direction": "higher"},
         "entries": [entry, entry | {"model": "docket/smollm2", "value": None, "log": "/b"}],
     }
-    return {"benchmarks": [{"benchmark": "rl_arith", "tables": [table]}]}
+    method = {"task": "docket/erm_retrieval", "kind": "method", "entries": [entry]}
+    return {
+        "benchmarks": [
+            {"benchmark": "rl_arith", "tables": [table]},
+            {"benchmark": "erm_retrieval", "tables": [method]},
+        ]
+    }
 
 
 def test_rows_carry_the_headline_interval_n_date_and_health() -> None:
@@ -66,6 +73,12 @@ def test_rows_carry_the_headline_interval_n_date_and_health() -> None:
     assert row in text
     assert "| `docket/smollm2` | 2-A | 12 | reward/mean ↑ no score |" in text
     assert render(rows, "toy_math").startswith("No real model has been run")
+    free = model_free_tasks(_leaderboard())  # a method's table gives no model row
+    assert free == [{"benchmark": "erm_retrieval", "task": "docket/erm_retrieval"}]
+    assert render(rows, "erm_retrieval", free) == (
+        "`docket/erm_retrieval`: the model under test makes no call, so a run scores the method "
+        "and has no real-model row."
+    )
 
 
 def test_a_rerun_replaces_its_own_rows_and_keeps_the_others() -> None:
@@ -83,9 +96,9 @@ def test_every_benchmark_readme_holds_the_block() -> None:
 
 @pytest.mark.parametrize("benchmark", sorted(readmes()))
 def test_the_readme_block_is_rendered_from_the_committed_file(benchmark: str) -> None:
-    rows = load_results(RESULTS)["rows"]
+    results = load_results(RESULTS)
     readme: Path = readmes()[benchmark]
     held = table_block(readme.read_text(encoding="utf-8"), BLOCK)
-    assert held == render(rows, benchmark).strip(), (
+    assert held == render(results["rows"], benchmark, results["model_free"]).strip(), (
         f"{readme}: run `python reports/scripts/real_models.py --render`"
     )

@@ -8,6 +8,9 @@ short replies (the server answers one request at a time on a shared CPU):
   `OPENAI_BASE_URL` naming the server (docket's entry point registers the name as a plain chat
   model, `docket/compatible.py`), anchor's judge bound to the same server with `--model-role`;
 - `docket suite local-server --model openai/<name> --base-url URL`: every role on the server.
+  Its tool-call probe decides which tasks can run there: where the server returns the model's
+  tool call as text (this checkpoint does), the preset must refuse the tool tasks up front with
+  the probe's line, and run the others.
 
 Each run must finish with its samples answered (never errored) and the judge's calls on the
 same server; the wall time and the health of each run are printed for the issue's closing note.
@@ -30,6 +33,7 @@ from inspect_ai.event import ModelEvent
 from inspect_ai.log import list_eval_logs, read_eval_log
 
 from docket.cli import main
+from docket.probe import probe_model, tool_call_problem, tool_users
 from docket.reports.health import behaviour_parts, errored_text, read_health, summarise
 from tests.methods.local.openai_server import OpenAIServer, qwen_server  # noqa: F401
 
@@ -115,19 +119,49 @@ def test_the_plain_inspect_eval_line(served: OpenAIServer, tmp_path: Path, task:
     print(f"\nplain inspect eval {task}: {wall:.0f} s; health: {health}")
 
 
-def test_the_local_server_preset(served: OpenAIServer, tmp_path: Path) -> None:
+def _preset_argv(served: OpenAIServer, log_dir: Path, tasks: list[str]) -> list[str]:
     model = _plain(served)
-    log_dir = tmp_path / "logs"
     argv = ["suite", "local-server", "--model", model, "--base-url", served.base_url]
     argv += ["--limit", "1", "--max-tokens", str(MAX_TOKENS), "--log-dir", str(log_dir)]
     argv += ["--display", "none"]
-    for task, args in TASKS.items():
-        argv += ["--task", task, *(f"-T{task.removeprefix('docket/')}:{a}" for a in args)]
-    walls: dict[str, float] = {}
+    for task in tasks:
+        argv += ["--task", task, *(f"-T{task.removeprefix('docket/')}:{a}" for a in TASKS[task])]
+    return argv
+
+
+def test_the_local_server_preset(
+    served: OpenAIServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The preset runs every task whose needs the server meets, and refuses the rest up front.
+
+    `transformers serve` parses a tool call only when the model wraps it in the template's
+    `<tool_call>` tags; Qwen2.5-Coder-0.5B answers the probe with the bare JSON, so the tool
+    tasks (smoke, anchor_direct) cannot run on this server: the preset must stop before running
+    anything, with the probe's one line and its fix, and the tasks without tools must run.
+    """
+    model = _plain(served)
+    problem = tool_call_problem(probe_model(model, served.base_url), model)
+    needs_tools = [t for t in TASKS if tool_users(t)]
+    assert needs_tools == ["docket/smoke", "docket/anchor_direct"]
+    runnable = list(TASKS) if problem is None else [t for t in TASKS if t not in needs_tools]
+    if problem is not None:
+        started = time.monotonic()
+        argv = _preset_argv(served, tmp_path / "refused", list(TASKS))
+        assert copy_context().run(main, argv) == 1
+        lines = capsys.readouterr().out.splitlines()
+        assert any(
+            line.startswith(f"error: {model}: tool calls came back as text") for line in lines
+        )
+        assert not list((tmp_path / "refused").rglob("*.eval"))  # nothing ran
+        print(
+            f"\ndocket suite local-server, tool tasks refused in {time.monotonic() - started:.0f} s"
+        )
+        print(f"  {problem}")
+    log_dir = tmp_path / "logs"
     started = time.monotonic()
-    assert copy_context().run(main, argv) == 0  # eval_set leaves its model active
+    assert copy_context().run(main, _preset_argv(served, log_dir, runnable)) == 0
     total = time.monotonic() - started
-    for task in TASKS:
+    for task in runnable:
         [location] = list((log_dir / task.replace("/", "_") / "models").glob("*.eval"))
         log = read_eval_log(str(location), header_only=True)
         assert log.eval.model_base_url == served.base_url
@@ -138,9 +172,11 @@ def test_the_local_server_preset(served: OpenAIServer, tmp_path: Path) -> None:
             bound = [c for v in roles.values() for c in (v if isinstance(v, list) else [v])]
             assert bound and {c.model for c in bound} == {model}  # every role on the server
         assert log.stats.started_at and log.stats.completed_at
-        walls[task] = _seconds(log.stats.started_at, log.stats.completed_at)
-        print(f"\ndocket suite local-server {task}: {walls[task]:.0f} s; health: {health}")
-    print(f"\ndocket suite local-server, all four with probes and report: {total:.0f} s")
+        wall = _seconds(log.stats.started_at, log.stats.completed_at)
+        print(f"\ndocket suite local-server {task}: {wall:.0f} s; health: {health}")
+    print(
+        f"\ndocket suite local-server, {len(runnable)} tasks with probes and report: {total:.0f} s"
+    )
 
 
 def _seconds(start: str, end: str) -> float:
