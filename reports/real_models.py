@@ -24,6 +24,13 @@ RESULTS = Path(__file__).resolve().parent / "results" / "real_models.json"
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
+def folder_of(task: str, reported: str) -> str:
+    """The benchmark folder of `task` (its listing's), else the name its report gave."""
+    from docket.benchmarks.presets import listed_tasks
+
+    return str(listed_tasks().get(task, {}).get("benchmark", reported))
+
+
 def _interval(entry: dict[str, Any]) -> list[float] | None:
     low, high = entry.get("ci_low"), entry.get("ci_high")
     if isinstance(low, int | float) and isinstance(high, int | float):
@@ -56,7 +63,7 @@ def rows_from_leaderboard(
                 value = entry.get("value")
                 rows.append(
                     {
-                        "benchmark": benchmark["benchmark"],
+                        "benchmark": folder_of(table["task"], benchmark["benchmark"]),
                         "task": table["task"],
                         "version": table.get("version"),
                         "model": entry["model"],
@@ -84,7 +91,7 @@ def model_free_tasks(data: dict[str, Any]) -> list[dict[str, str]]:
         `{"benchmark", "task"}` of each model-free table, sorted.
     """
     found = {
-        (b["benchmark"], t["task"])
+        (folder_of(t["task"], b["benchmark"]), t["task"])
         for b in data.get("benchmarks", [])
         for t in b.get("tables", [])
         if t.get("kind") == "method"
