@@ -9,7 +9,10 @@ stdin/stdout/stderr pipe ends as SCM_RIGHTS. The service answers `ready`, then o
 exec with the status the kernel reported (never parsed from the command's output).
 
 Per exec: the service forks a helper that unshares a new pid namespace and forks that
-namespace's init; the init forks the command. The command drops every capability, gets
+namespace's init; the init forks the command. Where the host built `execinit.c` (the init
+message names it), the service spawns that native helper instead, which takes the same steps
+with the same status lines: no copy of this interpreter per exec (`native_config` and
+`native_request` are what it reads). The command drops every capability, gets
 `no_new_privs`, rlimits and the seccomp programs, then `execve`s. When the command ends, its
 init exits and the kernel kills whatever is left in the namespace before the init is reaped,
 so `exit` is only sent once nothing the command started is alive ("detached" execs, used for
