@@ -167,6 +167,7 @@ def test_wheel_ships_every_package(wheel: Path) -> None:
         if name.endswith("/__init__.py")
     }
     assert source_packages() <= shipped, sorted(source_packages() - shipped)
+    assert "docket/sandboxes/bwrap/execinit.c" in files  # compiled on first use (bwrap)
 
 
 @pytest.mark.slow

@@ -170,15 +170,17 @@ def sandbox_exec_cpu(quick: bool) -> Measurement:
     batch's CPU over its size; the median of alternating batches is kept. Wall time is
     `sandbox_exec`; this case is the work done, which a shared machine's load does not change.
 
-    Where it goes (perf and per-step `process_time`, 2-core VM): the evaluator ~1.0 ms (the
-    exec's anyio task group, pipes, framing); the service ~1.5 ms (its loop and JSON, the
-    clone of each namespace init, ~200 copy-on-write faults in its own heap after each
-    clone); init + command ~4 ms: two forked copies of the 12 MB service interpreter per
-    exec (page tables, ~680 page faults as each writes to shared pages or maps code again,
-    `execve` tearing the copy down), the seccomp load (~0.2 ms as a binary tree, 0.45 ms as
-    libseccomp's list), the mount namespace and /proc; `true` itself ~1 ms (ld.so's start,
-    which the peer pays too). Target 2 is not met: it would leave ~2 ms for service, init
-    and command, which two Python forks alone exceed.
+    Where it goes (`perf record -a` and `/proc` per process, 2-core VM), with the exec service's
+    native helper (`sandboxes/bwrap/execinit.c`): the evaluator ~1.1 ms (the exec's anyio task
+    group, pipes, framing); the service ~0.7 ms (its loop and JSON, `posix_spawn` of the
+    helper); the helper, the namespace init and the command until its `execve` ~2.1 ms, about
+    a third of it glibc's static start-up probing the CPU (`cpuid`, a trap to the hypervisor
+    on a VM), a tenth the seccomp load (the BPF JIT), the rest the mount namespace, /proc,
+    forks and exits; `true` itself ~1 ms (ld.so's start, the same `cpuid` probing, which the
+    peer pays too). The Python path (no C compiler, `DOCKET_BWRAP_NATIVE=0`) forks two copies
+    of the 12 MB service interpreter per exec instead: ~7.5 ms in the sandbox, ratio ~3.5.
+    What is left to take: a long-lived native process that clones each namespace (no `execve`
+    and start-up per exec), ~0.8 ms.
     """
     from docket.core.inspect_private import LocalSandboxEnvironment
     from docket.sandboxes.bwrap.sandbox import BwrapSandboxEnvironment
@@ -192,6 +194,7 @@ def sandbox_exec_cpu(quick: bool) -> Measurement:
         sandbox = ours["default"]
         assert isinstance(sandbox, BwrapSandboxEnvironment)
         bwrap_pid = sandbox.session.process.pid
+        path = "native exec helper" if sandbox.session.native else "the service's Python path"
 
         def per_exec(
             environments: dict[str, Any], sandbox_cpu: Callable[[], float]
@@ -236,7 +239,7 @@ def sandbox_exec_cpu(quick: bool) -> Measurement:
         peer_s,
         target=2.0,
         repeats=repeats,
-        note=f"CPU, not wall: {split}; the peer: evaluator + its reaped child",
+        note=f"CPU, not wall: {split} ({path}); the peer: evaluator + its reaped child",
         docket_cpu_s=docket_s,
         peer_cpu_s=peer_s,
     )

@@ -9,7 +9,10 @@ stdin/stdout/stderr pipe ends as SCM_RIGHTS. The service answers `ready`, then o
 exec with the status the kernel reported (never parsed from the command's output).
 
 Per exec: the service forks a helper that unshares a new pid namespace and forks that
-namespace's init; the init forks the command. The command drops every capability, gets
+namespace's init; the init forks the command. Where the host built `execinit.c` (the init
+message names it), the service spawns that native helper instead, which takes the same steps
+with the same status lines: no copy of this interpreter per exec (`native_config` and
+`native_request` are what it reads). The command drops every capability, gets
 `no_new_privs`, rlimits and the seccomp programs, then `execve`s. When the command ends, its
 init exits and the kernel kills whatever is left in the namespace before the init is reaped,
 so `exit` is only sent once nothing the command started is alive ("detached" execs, used for
@@ -739,6 +742,96 @@ def _prepare(channel: socket.socket, status_fd: int, limits: dict[str, Any]) -> 
         os._exit(0)
 
 
+# -- the native path (execinit.c) -------------------------------------------------------------
+
+
+def native_config(limits: dict[str, Any]) -> bytes:
+    """The limits every native exec namespace applies, as `execinit` reads them.
+
+    Layout (native byte order): b"DKX1"; the bounding set to drop (count, u32 each); the
+    agent's rlimits (count, then resource u32, value i64, name length u32, name); the seccomp
+    programs (count, then length u32 and the BPF code); the sealed launcher (u32 flag, st_dev
+    and st_ino as u64).
+    """
+    privileges: Privileges = limits["privileges"]
+    parts = [b"DKX1", struct.pack("=I", len(privileges.bounding))]
+    parts += [struct.pack("=I", cap) for cap in privileges.bounding]
+    parts.append(struct.pack("=I", len(limits["numbered_rlimits"])))
+    for name, number, value in limits["numbered_rlimits"]:
+        parts += [struct.pack("=IqI", number, value, len(name)), name.encode()]
+    parts.append(struct.pack("=I", len(privileges.buffers)))
+    parts += [struct.pack("=I", len(buffer.raw)) + buffer.raw for buffer in privileges.buffers]
+    tools = limits.get("tools")
+    parts.append(struct.pack("=IQQ", 1, *tools) if tools else struct.pack("=IQQ", 0, 0, 0))
+    return b"".join(parts)
+
+
+#: `valid` of a native request: it runs; execve would refuse its argv or env (Python's
+#: `os.execve` raises ValueError there: the exec reports EIO); its cwd is unusable (exit 127).
+_RUNS, _BAD_EXEC, _BAD_CWD = b"0", b"1", b"2"
+
+
+def native_request(message: dict[str, Any]) -> bytes:
+    """An exec request as `execinit` reads it: a 4-byte length and NUL-terminated fields
+    (id, detached, valid, cwd, builtin, argv, env as KEY=VALUE, the builtin's args; each
+    list led by its length), every string as `os.execve` would encode it."""
+    valid = _RUNS
+    try:
+        argv = [os.fsencode(arg) for arg in message.get("argv") or []]
+        env = [
+            os.fsencode(key) + b"=" + os.fsencode(value)
+            for key, value in (message.get("env") or {}).items()
+        ]
+        if any(b"\0" in item for item in argv + env) or (argv and not argv[0]):
+            raise ValueError("embedded null byte, or an empty argv[0]")
+        if any(not key or "=" in key[1:] for key in message.get("env") or {}):
+            raise ValueError("illegal environment variable name")
+    except (TypeError, ValueError, AttributeError):  # UnicodeEncodeError is a ValueError
+        valid, argv, env = _BAD_EXEC, [], []
+    try:
+        cwd = os.fsencode(message["cwd"])
+        if b"\0" in cwd:
+            raise ValueError("embedded null byte")
+    except (KeyError, TypeError, ValueError):
+        valid, cwd = _BAD_CWD, b"/"
+    builtin = str(message.get("builtin") or "").encode()
+    args: list[bytes] = []
+    try:
+        raw = message.get("args") or []
+        args = [os.fsencode(raw[0])] + [str(int(value)).encode() for value in raw[1:2]]
+        if b"\0" in args[0]:
+            args = []
+    except (IndexError, TypeError, ValueError):
+        args = []
+    fields = [str(int(message["id"])).encode(), b"1" if message.get("detached") else b"0"]
+    fields += [valid, cwd, builtin]
+    for items in (argv, env, args):
+        fields += [str(len(items)).encode(), *items]
+    body = b"\0".join(fields) + b"\0"
+    return struct.pack("=I", len(body)) + body
+
+
+def _spawn_native(
+    path: str, config_fd: int, channel: socket.socket, status_fd: int, cgroup_fd: int
+) -> socket.socket:
+    """`_prepare` through `execinit`: spawned (vfork and exec, no copy of this interpreter),
+    it makes the pid namespace, its init and the prepared command; returns the request
+    socket. The fds it needs are inheritable for the spawn only (`config_fd`, the channel
+    and the agent cgroup's stay so: nothing else is ever executed from the service)."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        theirs.set_inheritable(True)
+        os.set_inheritable(status_fd, True)
+        fds = (config_fd, status_fd, theirs.fileno(), channel.fileno(), cgroup_fd)
+        os.posix_spawn(path, [path, *map(str, fds)], {})
+    except BaseException:
+        ours.close()
+        raise
+    finally:
+        theirs.close()
+    return ours
+
+
 # -- the service loop ------------------------------------------------------------------------
 
 
@@ -757,6 +850,7 @@ class _Exec:
         self.setup: str | None = None
         self.busy = False  # setup failed for want of a kernel resource (the service lives on)
         self.reported = False
+        self.native = False  # prepared by execinit: its request goes as `native_request`
 
 
 class Service:
@@ -772,6 +866,9 @@ class Service:
         self.limits: dict[str, Any] = {}
         self.staging = ""
         self.agent_cgroup_fd = -1
+        #: `execinit`'s path when execs take the native path, and the fd of its limits
+        self.native: str | None = None
+        self.native_config_fd = -1
         #: `end` requests waiting for the namespaces they killed to be reaped: (id, entries)
         self.ending: list[tuple[int, list[_Exec]]] = []
         wake_read, wake_write = os.pipe()
@@ -799,7 +896,39 @@ class Service:
         _setup_mounts(init["mounts"])
         self.staging = init["mounts"]["staging"]
         _check(_libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0), "set non-dumpable")
-        send_message(self.sock, {"op": "ready", "ptys": init["mounts"].get("ptys_problem")})
+        native = self.start_native(init["native"]) if init.get("native") else None
+        ready = {"op": "ready", "ptys": init["mounts"].get("ptys_problem"), "native": native}
+        send_message(self.sock, ready)
+
+    def start_native(self, path: str) -> str | bool:
+        """Take the native path if `path` runs here (True), else say why not (one line)."""
+        try:
+            pid = os.posix_spawn(path, [path, "--check"], {})
+            _pid, status = os.waitpid(pid, 0)
+            if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
+                raise OSError(errno.ENOEXEC, f"its check ended with wait status {status}")
+            self.write_native_config()
+            self.sock.set_inheritable(True)
+            if self.agent_cgroup_fd >= 0:
+                os.set_inheritable(self.agent_cgroup_fd, True)
+        except OSError as ex:
+            return f"{path} cannot run here ({type(ex).__name__}: {ex})"
+        self.native = path
+        return True
+
+    def write_native_config(self) -> None:
+        """(Re)write the limits `execinit` reads, to a fresh memfd (the old one is closed)."""
+        fd = os.memfd_create("docket-execinit", 0)
+        try:
+            data = memoryview(native_config(self.limits))
+            while data:
+                data = data[os.write(fd, data) :]
+        except BaseException:
+            os.close(fd)
+            raise
+        if self.native_config_fd >= 0:
+            os.close(self.native_config_fd)
+        self.native_config_fd = fd
 
     def run(self) -> None:
         gc.freeze()  # forked children then copy fewer pages (no collector writes to them)
@@ -826,13 +955,23 @@ class Service:
         read_end, write_end = os.pipe()
         os.set_blocking(read_end, False)
         try:
-            requests = _prepare(self.sock, write_end, self.limits)
+            if self.native:
+                requests = _spawn_native(
+                    self.native,
+                    self.native_config_fd,
+                    self.sock,
+                    write_end,
+                    self.agent_cgroup_fd,
+                )
+            else:
+                requests = _prepare(self.sock, write_end, self.limits)
         except BaseException:
             os.close(read_end)
             raise
         finally:
             os.close(write_end)
         entry = _Exec(read_end, requests)
+        entry.native = self.native is not None
         self.selector.register(read_end, selectors.EVENT_READ, entry)
         return entry
 
@@ -886,6 +1025,8 @@ class Service:
             if self.limits.get("tools") or len(fds) != 1:
                 raise OSError(errno.EALREADY, "already sealed, or no bundle")
             self.limits["tools"] = list(seal_tools(message, fds.pop(), self.staging))
+            if self.native:
+                self.write_native_config()
             reply["code"] = 0
         except Exception as ex:
             reply["setup"] = f"seal: {type(ex).__name__}: {ex}"
@@ -912,7 +1053,10 @@ class Service:
         self.execs[id] = entry
         assert entry.requests is not None
         try:
-            send_message(entry.requests, message, fds)
+            if entry.native:
+                _send_native(entry.requests, native_request(message), fds)
+            else:
+                send_message(entry.requests, message, fds)
         except OSError as ex:  # ETOOMANYREFS: too many fds in flight; the command ends unrun
             entry.setup, entry.busy = f"cannot pass the command its pipes: {ex}", True
         entry.requests.close()
@@ -1042,6 +1186,14 @@ class Service:
             entry = key.data
             if isinstance(entry, _Exec) and not entry.init_pid and entry.status_fd >= 0:
                 self.read_status(entry)
+
+
+def _send_native(sock: socket.socket, data: bytes, fds: list[int]) -> None:
+    """Send a native request, with `fds` attached to its first byte."""
+    ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack(f"{len(fds)}i", *fds))]
+    sent = sock.sendmsg([data], ancillary if fds else [])
+    if sent < len(data):
+        sock.sendall(data[sent:])
 
 
 def _waiting(requests: socket.socket) -> bool:

@@ -32,6 +32,8 @@ SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #: Where the exec service lives in the sandbox, and where it mounts the sample's tmpfs first.
 SERVICE_DIR = "/.docket"
 SERVICE_PATH = f"{SERVICE_DIR}/execd.py"
+#: The exec service's native per-exec helper (`execinit.c`), where it is built.
+HELPER_PATH = f"{SERVICE_DIR}/execinit"
 STAGING = f"{SERVICE_DIR}/disk"
 PYTHON = "/usr/bin/python3"
 #: ptys one sandbox may hold at once (its own devpts instance's `max`; the host's pool,
@@ -134,14 +136,44 @@ def resolve_path(path: str) -> str:
     return path if posixpath.isabs(path) else posixpath.join(WORKSPACE, path)
 
 
+def private_dir(kind: str = "host folder") -> str:
+    """`$TMPDIR/docket-bin-<uid>`: a host folder of docket's own (checked, never trusted).
+
+    Args:
+        kind: what the folder is for, as the error names it.
+
+    Returns:
+        The folder's path.
+
+    Raises:
+        PrerequisiteError: It is not ours, is a symlink or others can write it (one line).
+    """
+    return str(_checked_dir(Path(tempfile.gettempdir()) / f"docket-bin-{os.getuid()}", kind))
+
+
+def _checked_dir(path: Path, kind: str) -> Path:
+    """Make `path` (mode 755) unless it exists, then check it rather than trust its name: in a
+    shared `/tmp` another user could have made it first."""
+    with contextlib.suppress(FileExistsError):
+        path.mkdir(mode=0o755)
+    info = path.lstat()
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o022:
+        raise PrerequisiteError(
+            f"The bwrap sandbox's {kind} {path} must be a directory of ours (uid "
+            f"{os.getuid()}, not a symlink) that no group or other user can write; remove it."
+        )
+    if stat.S_IMODE(info.st_mode) != 0o755:  # ours (checked): readable by sandbox uids
+        path.chmod(0o755)
+    return path
+
+
 @functools.cache
 def empty_dir() -> str:
     """An empty, world-readable host directory: the upper layer of read-only overlays.
 
     `$TMPDIR/docket-bin-<uid>/empty`. Anything in it would show in every sandbox's `/usr`, so
     both folders are checked before use (never a symlink, owned by the evaluator, closed to
-    group and other writers) rather than trusted because the name exists: in a shared `/tmp`
-    another user could have made them first.
+    group and other writers) rather than trusted because the name exists.
 
     Returns:
         The folder's path.
@@ -150,19 +182,7 @@ def empty_dir() -> str:
         PrerequisiteError: A folder is not ours, is a symlink or others can write it, or the
             upper layer is not empty (one line naming it).
     """
-    parent = Path(tempfile.gettempdir()) / f"docket-bin-{os.getuid()}"
-    folder = parent / "empty"
-    for path in (parent, folder):
-        with contextlib.suppress(FileExistsError):
-            path.mkdir(mode=0o755)
-        info = path.lstat()
-        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o022:
-            raise PrerequisiteError(
-                f"The bwrap sandbox's overlay folder {path} must be a directory of ours (uid "
-                f"{os.getuid()}, not a symlink) that no group or other user can write; remove it."
-            )
-        if stat.S_IMODE(info.st_mode) != 0o755:  # ours (checked): readable by sandbox uids
-            path.chmod(0o755)
+    folder = _checked_dir(Path(private_dir("overlay folder")) / "empty", "overlay folder")
     if any(folder.iterdir()):
         raise PrerequisiteError(f"The bwrap sandbox's overlay folder {folder} must stay empty.")
     return str(folder)
@@ -242,9 +262,14 @@ def _walk(roots: tuple[str, ...]) -> Iterator[tuple[str, os.stat_result]]:
 
 
 def launch_plan(
-    binary: BwrapBinary, config: BwrapConfig, service: bytes, channel_fd: int
+    binary: BwrapBinary,
+    config: BwrapConfig,
+    service: bytes,
+    channel_fd: int,
+    helper: bytes | None = None,
 ) -> tuple[LaunchPlan, list[str]]:
-    """The options of one sample's sandbox and the command that starts its exec service."""
+    """The options of one sample's sandbox and the command that starts its exec service
+    (with its native helper `execinit` at `HELPER_PATH` when `helper` holds one)."""
     plan = LaunchPlan()
     plan.options += [
         "--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
@@ -292,6 +317,8 @@ def launch_plan(
             plan.options += ["--dir", target]
     plan.options += ["--symlink", "/tmp", "/var/tmp", "--dir", STAGING]
     plan.data(service, SERVICE_PATH)
+    if helper is not None:
+        plan.data(helper, HELPER_PATH, "0755")
     plan.options += ["--proc", "/proc", "--dev", "/dev"]
     plan.options += ["--remount-ro", "/", "--remount-ro", "/dev", "--chdir", "/"]
     command = [PYTHON, "-I", "-S", "-B", SERVICE_PATH, str(channel_fd)]

@@ -27,7 +27,7 @@ from typing import Any
 import anyio
 from inspect_ai.util import SandboxUnavailableError
 
-from . import execd
+from . import execd, native
 from .cgroup import CgroupSupport, SampleCgroup
 from .config import BwrapConfig
 from .layout import WORKSPACE, BwrapBinary, launch_plan
@@ -101,6 +101,8 @@ class SandboxSession:
         self.user_ns: int | None = None
         #: Why the sandbox has no devpts of its own with at most PTY_MAX ptys (None: it has).
         self.ptys_problem: str | None = None
+        #: Whether execs take the native path (`execinit`); why not is logged once.
+        self.native = False
         #: Held open from the handshake until teardown's survivor scan: while it is open the
         #: kernel cannot free the namespace, so its inode number cannot pass to a namespace of
         #: another sample (a freed number is reused at once), whose processes that scan would
@@ -132,7 +134,8 @@ class SandboxSession:
         """Start a sandbox and wait until its service is ready (SandboxUnavailableError if not)."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         status_read, status_write = _nonblocking_pipe()
-        plan, command = launch_plan(binary, config, _SERVICE_SOURCE, theirs.fileno())
+        helper = native.helper()
+        plan, command = launch_plan(binary, config, _SERVICE_SOURCE, theirs.fileno(), helper)
         plan.options += ["--json-status-fd", str(status_write)]
         args_fd = plan.args_fd()
         ids: dict[str, Any] = {}
@@ -194,7 +197,11 @@ class SandboxSession:
         try:
             with anyio.fail_after(_START_TIMEOUT):
                 await session._handshake(
-                    config, seccomp, (rlimits or {}, service_rlimits or {}), plan.late_binds
+                    config,
+                    seccomp,
+                    (rlimits or {}, service_rlimits or {}),
+                    plan.late_binds,
+                    helper is not None,
                 )
         except BaseException as ex:
             with anyio.CancelScope(shield=True):
@@ -212,8 +219,9 @@ class SandboxSession:
         seccomp: tuple[bytes, ...],
         rlimits: tuple[dict[str, int], dict[str, int]],
         late_binds: list[tuple[str, str]],
+        helper: bool = False,
     ) -> None:
-        from .layout import PTY_MAX, STAGING, WRITABLE
+        from .layout import HELPER_PATH, PTY_MAX, STAGING, WRITABLE
 
         size = (config.max_disk_mb << 20) if config.max_disk_mb else 0
         mounts = {
@@ -226,6 +234,8 @@ class SandboxSession:
         }
         self.channel.setblocking(False)
         init = {"op": "init", "mounts": mounts, "seccomp": [p.hex() for p in seccomp]}
+        if helper:
+            init["native"] = HELPER_PATH
         agent_fd = self.cgroup.agent_procs_fd() if self.cgroup is not None else None
         try:
             await self._send(
@@ -248,6 +258,9 @@ class SandboxSession:
                 f"bwrap could not start the sandbox: {reply.get('message', reply)}"
             )
         self.ptys_problem = reply.get("ptys")
+        self.native = reply.get("native") is True
+        if isinstance(reply.get("native"), str):
+            native.unusable(reply["native"])
         self._hold_user_ns()
 
     def _hold_user_ns(self) -> None:
