@@ -442,6 +442,10 @@ def _suite(console: Console, args: argparse.Namespace) -> int:
             base_url=args.base_url,
         )
         shard = suite.Shard.parse(args.shard) if args.shard else None
+        if args.executor == "ray" or args.ray_address is not None:
+            from docket.ray_executor import check_flags
+
+            check_flags(args.executor, args.ray_address, args.shard, args.emit_flow)
         preset = suite.load_preset(args.preset)
         location = args.log_dir or preset.log_dir
         logstore.check_scheme(location)
@@ -492,7 +496,22 @@ def _suite(console: Console, args: argparse.Namespace) -> int:
             _error(console, line)
         console.print("nothing ran", soft_wrap=True)
         return 1
-    ok, problems = suite.run_plan(plans, preset.budget_minutes, display=args.display)
+    if args.executor == "ray":
+        from docket.ray_executor import RayExecutorError, run_on_ray
+
+        try:
+            ok, problems = run_on_ray(
+                plans,
+                preset.budget_minutes,
+                log_dir,
+                console,
+                address=args.ray_address,
+                quiet=args.display == "none",
+            )
+        except RayExecutorError as ex:
+            return _error(console, ex)
+    else:
+        ok, problems = suite.run_plan(plans, preset.budget_minutes, display=args.display)
     for line in problems:
         console.print(f"[yellow]{escape(printable(line))}[/yellow]", soft_wrap=True)
     if shard is not None:
@@ -649,6 +668,20 @@ def _parser() -> argparse.ArgumentParser:
         metavar="I/N",
         help="run the I-th of N parts of the plan's units (task x model x stage, balanced by "
         "expected cost); N processes with the same arguments write the log set one would",
+    )
+    suite.add_argument(
+        "--executor",
+        choices=("local", "ray"),
+        default="local",
+        help="local: the eval_sets in this process; ray: each unit (task x model x stage) as "
+        "a Ray task, retried on node loss, calls per endpoint capped at --max-connections "
+        "across the cluster (pip install 'docket[ray]')",
+    )
+    suite.add_argument(
+        "--ray-address",
+        metavar="HOST:PORT",
+        help="the Ray cluster's head (what `ray start --head` prints; default: RAY_ADDRESS, "
+        "else a local Ray); the log folder must be one every node sees, or s3://",
     )
     suite.add_argument(
         "-o",

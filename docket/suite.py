@@ -14,7 +14,8 @@ LOG_DIR may be an S3 store (`s3://bucket/prefix`, `docket.core.logstore`): the s
 same resume, checked once before anything runs. `--shard I/N` runs a deterministic 1/N of the
 plan's units (task x model x stage, balanced by expected cost: `unit_owners`), so N processes
 on one machine or N machines writing to one store produce the log set one process would; a
-killed shard re-run resumes its own units.
+killed shard re-run resumes its own units. `--executor ray` runs the same units as Ray tasks on
+a cluster (`docket.ray_executor`).
 
 Each task gets the roles its `listing.yaml` names (for `roles: scripted`,
 the scripted policies of its listing's `suite: roles:`); a role a task needs that the preset
@@ -721,17 +722,28 @@ def _model(spec: ModelSpec, stage: GenerateConfig | None = None) -> Model:
     return get_model(spec.model, config=config, base_url=spec.base_url, **spec.args)
 
 
-def role_models(item: TaskPlan) -> dict[str, Model]:
+#: Called with each model `run_plan` builds and its spec (the Ray executor's endpoint cap).
+ModelHook = Callable[[ModelSpec, Model], None]
+
+
+def _hooked(spec: ModelSpec, model: Model, hook: ModelHook | None) -> Model:
+    if hook is not None:
+        hook(spec, model)
+    return model
+
+
+def role_models(item: TaskPlan, hook: ModelHook | None = None) -> dict[str, Model]:
     """The role models of `item`, each with the stage's GenerateConfig (its own `config` wins).
 
     Args:
         item: One planned eval_set.
+        hook: Called with each model and its spec.
 
     Returns:
         Models by role name.
     """
     stage = generate_config(item.eval_args)
-    return {role: _model(spec, stage) for role, spec in item.roles.items()}
+    return {role: _hooked(spec, _model(spec, stage), hook) for role, spec in item.roles.items()}
 
 
 @dataclass
@@ -872,13 +884,25 @@ def _settle(item: TaskPlan, logs: list[EvalLog]) -> list[Errored]:
 
 
 def run_plan(
-    plans: list[TaskPlan], budget_minutes: float | None, display: str = "plain"
+    plans: list[TaskPlan],
+    budget_minutes: float | None,
+    display: str = "plain",
+    hook: ModelHook | None = None,
 ) -> tuple[bool, list[str]]:
     """Run every eval_set in order; (all succeeded with no errored sample, problem lines).
 
     Samples run to the end (`continue_on_fail`) and a task with errored samples ends as an
     `error` log (`fail_on_error`, unless the preset sets it), which Inspect retries
     (`retry_attempts`) and the next run resumes; each log's errored samples are named.
+
+    Args:
+        plans: The eval_sets, in order.
+        budget_minutes: After this many minutes, the plans of later stages are skipped.
+        display: Inspect's display.
+        hook: Called with each model built (under test and roles) and its spec.
+
+    Returns:
+        Whether every eval_set succeeded with no errored sample, and the problem lines.
     """
     console = Console()
     started = time.monotonic()
@@ -896,8 +920,8 @@ def run_plan(
             success, logs = eval_set(
                 tasks=item.task,
                 task_args=item.task_args,
-                model=[_model(m) for m in item.models],
-                model_roles=role_models(item) or None,
+                model=[_hooked(m, _model(m), hook) for m in item.models],
+                model_roles=role_models(item, hook) or None,
                 log_dir=str(item.log_dir),
                 display=display,  # type: ignore[arg-type]
                 **args,

@@ -205,13 +205,17 @@ def _frames(
     headers: list[EvalLog],
 ) -> tuple[pd.DataFrame, pd.DataFrame, list[tuple[EvalLog, Exception]]]:
     """The eval rows and sample rows of `headers` (samples from the summaries on disk), and
-    the logs whose rows could not be read. Logs that share an eval id are read one by one
-    (a batch would give every one of them the samples of one: `docket.reports.trust` must
-    compare them)."""
+    the logs whose rows could not be read. Logs that share an eval id, or a task id (the
+    attempts of one eval-set task: a retry reuses the finished samples of the attempt before,
+    uuids and all), are read one by one: a batch keeps one row per sample uuid, so it would
+    give every one of them the samples of one (`docket.reports.trust` must compare them), or
+    take the reused samples from the retry that counts."""
     columns = [*EvalColumns, *EXTRA_EVAL_COLUMNS]
-    counts = Counter(h.eval.eval_id for h in headers)
-    batch = [h for h in headers if counts[h.eval.eval_id] == 1]
-    alone = [h for h in headers if counts[h.eval.eval_id] > 1]
+    evals = Counter(h.eval.eval_id for h in headers)
+    tasks = Counter(h.eval.task_id for h in headers)
+    shared = {h.location for h in headers if evals[h.eval.eval_id] > 1 or tasks[h.eval.task_id] > 1}
+    batch = [h for h in headers if h.location not in shared]
+    alone = [h for h in headers if h.location in shared]
     eval_frames: list[pd.DataFrame] = []
     sample_frames: list[pd.DataFrame] = []
     failed: list[tuple[EvalLog, Exception]] = []
