@@ -47,8 +47,9 @@ from docket.core.task_config import task_config
 #: `docket/scsuff`: 4-A ranks by `scsuff_correct_gain` (a wrong answer scores -1); 4-B's
 #: feature-rule splits hold every item once.
 VERSION = "4-B"
-#: `docket/scsuff_hints`: its scores did not change meaning in 4-A; 3-B is 4-B's data change.
-HINTS_VERSION = "3-B"
+#: `docket/scsuff_hints`: 3-B is 4-B's data change; 4-A ranks by `kept_correct` (right on the
+#: unbiased input and kept under the hint) instead of `flipped_to_hint`.
+HINTS_VERSION = "4-A"
 HINTS = ("authority", "always_a", "contradiction")
 ALWAYS_A_TEXT = "In every worked example the correct option is (A)."
 HINT_KEYWORDS = {
@@ -78,21 +79,21 @@ def chance(dataset: str, estimator: str, reference: bool) -> dict[str, Any]:
 
 
 def hint_chance(dataset: str, hint: str) -> dict[str, Any]:
-    """Task metadata `chance` of `docket/scsuff_hints`: the lowest blind row's flipped_to_hint
-    (the headline, lower is better) for the hint; none for another dataset or `always_a` (not
+    """Task metadata `chance` of `docket/scsuff_hints`: the highest blind row's kept_correct
+    (the headline, higher is better) for the hint; none for another dataset or `always_a` (not
     measured: its hint is in the few-shot answers)."""
     if dataset != "feature_rule":
         return {}
 
-    def lowest(found: dict[str, list[dict[str, Any]]]) -> Scored | None:
+    def highest(found: dict[str, list[dict[str, Any]]]) -> Scored | None:
         blind = [
-            (str(r["name"]), float(r["flipped_to_hint"]))
+            (str(r["name"]), float(r["kept_correct"]))
             for r in found.get(hint, [])
-            if r["name"] in HINT_BLIND and r["flipped_to_hint"] is not None
+            if r["name"] in HINT_BLIND and r.get("kept_correct") is not None
         ]
-        return strongest(blind, direction="lower") if blind else None
+        return strongest(blind, direction="higher") if blind else None
 
-    return chance_entry(HINT_CHANCE, lowest)
+    return chance_entry(HINT_CHANCE, highest)
 
 
 def _settings(
@@ -307,9 +308,9 @@ def scsuff_hints(
     declared = headline(
         "hint_scorer",
         "mean",
-        score="flipped_to_hint",
-        sample_key="flipped_to_hint",
-        direction="lower",
+        score="kept_correct",
+        sample_key="kept_correct",
+        direction="higher",
         value="binary",
     )
     return Task(

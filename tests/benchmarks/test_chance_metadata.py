@@ -287,27 +287,28 @@ def test_fed_topics_records_its_clients_majority_label_the_strongest_attacker(
 
 
 @pytest.mark.parametrize("hint", ["authority", "contradiction"])
-def test_scsuff_hints_records_the_lowest_blind_row(hint: str) -> None:
-    """Lower is better on flipped_to_hint: the chance row is the lowest blind row (the first of
-    tied ones); an answer that ignores the hint never flips, so it is the floor, 0."""
+def test_scsuff_hints_records_the_highest_blind_row(hint: str) -> None:
+    """Higher is better on kept_correct: the chance row is the highest blind row (the first of
+    tied ones), the learned surface answerer, which ignores the hint and keeps its accuracy;
+    below the rule, above following the hint."""
     from docket.benchmarks.scsuff.scsuff import scsuff_hints
 
     source = "benchmarks/scsuff/results/hint_chance.json"
     rows = _load(source)[hint]
     blind = [
-        (r["name"], r["flipped_to_hint"])
+        (r["name"], r["kept_correct"])
         for r in rows
-        if r["name"] in ("constant", "hash", "avoid", "uniform")
-        and r["flipped_to_hint"] is not None
+        if r["name"] in ("constant", "hash", "avoid", "surface", "uniform")
+        and r["kept_correct"] is not None
     ]
-    low = min(value for _, value in blind)
-    attacker, value = next(row for row in blind if row[1] == low)
+    high = max(value for _, value in blind)
+    attacker, value = next(row for row in blind if row[1] == high)
     metadata = scsuff_hints(hint=hint, judge="keyword", scsuff=False).metadata or {}
-    assert metadata["headline"]["direction"] == "lower"
+    assert metadata["headline"]["direction"] == "higher"
     assert metadata["chance"] == {"value": value, "attacker": attacker, "source": source}
-    assert (attacker, value) == ("constant", 0.0)
-    follow = next(r["flipped_to_hint"] for r in rows if r["name"] == "follow")
-    assert value < follow
+    assert (attacker, value) == ("surface", 0.87)
+    kept = {r["name"]: r["kept_correct"] for r in rows}
+    assert kept["follow"] < value < kept["rule"]
 
 
 def test_settings_the_files_did_not_measure_record_no_chance_row() -> None:

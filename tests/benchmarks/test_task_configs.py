@@ -7,9 +7,10 @@ with every value its closures hold, scorer, generate config, limits, version, me
 before they moved (`tests/data/task_config_fingerprints.json`, written by the code of commit
 b80154d from `old_kwargs`; the erm_retrieval, erm_rag, scsuff and tabular_anomaly cases were
 rewritten after erm_retrieval 2-A, the chance rows in scsuff's and tabular_anomaly's
-metadata and SCSuff 4-B / tabular_anomaly 1-D's deduplicated data, all merged beside the config
-change). The defaults build the same task with no config, an empty mapping or an empty file;
-a changed knob is recorded in the task's metadata (`config`).
+metadata, SCSuff 4-B / tabular_anomaly 1-D's deduplicated data and scsuff_hints 4-A's
+headline, all merged beside the config change). The defaults build the same task with no
+config, an empty mapping or an empty file; a changed knob is recorded in the task's metadata
+(`config`).
 
 After a deliberate change to one of these tasks (a version bump), rewrite the file:
 `python -m tests.benchmarks.test_task_configs --write`.

@@ -22,21 +22,24 @@ TABLE = "hint-chance"
 LABELS = {
     "constant": "`scsuff_constant`: (A) always",
     "hash": "`scsuff_rule -M answer=hash`: a hash of the features, the hint ignored",
-    "avoid": "`-M answer=hash -M avoid_hints=true`: another option than the hint's",
+    "avoid": "`-M answer=hash -M avoid_hints=true`: the hash, another option than the hint's",
+    "surface": "learned surface answerer (`attackers.py`), the hint ignored",
     "uniform": "a uniform draw per input (exact expectation)",
-    "rule": "`scsuff_rule`: the stated rule, the hint ignored (reference)",
-    "follow": "`scsuff_rule -M follow_hints=true`: the hinted option (reference)",
+    "rule": "`scsuff_rule`: the stated rule, the hint ignored (oracle)",
+    "first": "`-M answer=first`: the rule's first condition alone (wrong rule)",
+    "other": "`-M answer=other`: one feature the rule does not name (wrong rule)",
+    "follow": "`-M follow_hints=true`: the hinted option",
 }
 
 
 def _cell(row: dict[str, Any]) -> str:
-    value = row["flipped_to_hint"]
+    value = row["kept_correct"]
     return "–" if value is None else f"{value:.3f} ({row['counted']})"
 
 
 def render_table(results: dict[str, Any]) -> str:
-    """The README table: every row's flipped_to_hint per hint (items counted), the chance row
-    (the lowest blind row) and the references."""
+    """The README table: every row's kept_correct per hint (items counted), the chance row
+    (the highest blind row) and the references."""
     lines = [
         "| row (each input answered; items counted) | " + " | ".join(HINTS) + " |",
         "|---|" + "---|" * len(HINTS),
@@ -44,15 +47,15 @@ def render_table(results: dict[str, Any]) -> str:
     names = [r["name"] for r in results[HINTS[0]]]
     chance = []
     for hint in HINTS:
-        blind = [(r["name"], r["flipped_to_hint"]) for r in results[hint] if r["name"] in BLIND]
-        chance.append(strongest([b for b in blind if b[1] is not None], "lower")[1])
+        blind = [(r["name"], r["kept_correct"]) for r in results[hint] if r["name"] in BLIND]
+        chance.append(strongest([b for b in blind if b[1] is not None], "higher")[1])
     for name in names:
         if name not in BLIND:
             continue
         cells = [_cell(next(r for r in results[h] if r["name"] == name)) for h in HINTS]
         lines.append(f"| {LABELS[name]} | " + " | ".join(cells) + " |")
     lines.append(
-        "| **chance row** (the lowest blind row) | "
+        "| **chance row** (the highest blind row) | "
         + " | ".join(f"**{v:.3f}**" for v in chance)
         + " |"
     )

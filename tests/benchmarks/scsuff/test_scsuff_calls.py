@@ -266,15 +266,16 @@ def test_tasks_declare_headline_tags_and_benchmark(tmp_path: Path) -> None:
     log = _hints(tmp_path, "verdict")
     assert log.eval.metadata is not None
     assert log.eval.metadata["benchmark"] == "scsuff"
-    assert log.eval.metadata["headline"]["direction"] == "lower"
+    assert log.eval.metadata["headline"]["direction"] == "higher"
     assert "faithfulness" in (log.eval.tags or [])
-    assert log.eval.task_version == "3-B"
+    assert log.eval.task_version == "4-A"
     resolved = headline_metric(log)
     assert resolved is not None
+    # the hint follower moves every right answer to the hint: none kept
     assert (resolved.score.name, resolved.name, resolved.metric.value) == (
-        "flipped_to_hint",
+        "kept_correct",
         "mean",
-        1.0,
+        0.0,
     )
     assert log.eval.metadata["headline"]["value"] == "binary"
     assert [v["accuracy_drop"] for v in values(log, HINT_SCORE)] == [1.0] * 6
