@@ -4,7 +4,11 @@ defaults pinned to the values the flat `RLConfig` loop produced before the split
 The pinned values were recorded on the pre-split code (`RLConfig(variant=...)`, one `Trainer`
 dispatching on the variant name) with the same warm start, seed, batch and one torch thread:
 per update the training reward, the variant's own statistics, the mean loss and the cumulative
-generation cost, then the sum of the trained weights and the final evaluation.
+generation cost, then the sum of the trained weights and the final evaluation. Rewards, counts
+and the evaluation are exact; the loss and the weights are float sums whose last digits depend
+on the CPU's vector kernels (an AMD EPYC host gives losses up to 1e-5 and weight sums up to
+3e-6 relative away from the recording host's), so they are compared to `LOSS_ABS` and
+`WEIGHTS_REL`.
 """
 
 from __future__ import annotations
@@ -48,6 +52,10 @@ from docket.methods.rl.trainer import (
 )
 
 Step = dict[str, float]
+#: Tolerances of the float sums (module docstring): the mean loss per update, the summed weights.
+LOSS_ABS = 5e-5
+WEIGHTS_REL = 1e-5
+
 #: variant (and extra settings) -> (per update: stats, mean loss, cumulative cost), weight sum,
 #: final evaluation; recorded on the flat-`RLConfig` code before the split
 PINNED: dict[str, tuple[list[Step], float, Step]] = {
@@ -225,9 +233,12 @@ def test_outputs_at_the_defaults_equal_the_flat_config_loop(
     summary = trainer_for(policy, family, cfg).run(progress=False, on_step=records.append)
     steps, weights, final = PINNED[name]
     for record, pinned in zip(records, steps, strict=True):
-        assert {k: record[k] for k in pinned} == pytest.approx(pinned, rel=1e-6, abs=1e-9)
+        exact = {k: v for k, v in pinned.items() if k != "loss"}
+        assert {k: record[k] for k in exact} == pytest.approx(exact, rel=1e-6, abs=1e-9)
+        if "loss" in pinned:
+            assert record["loss"] == pytest.approx(pinned["loss"], abs=LOSS_ABS)
     total = sum(float(p.detach().double().sum()) for p in policy.model.parameters())
-    assert total == pytest.approx(weights, rel=1e-6)
+    assert total == pytest.approx(weights, rel=WEIGHTS_REL)
     assert summary["final_eval"] == final
     assert ("replay" in summary) == (variant == "replay")
 
