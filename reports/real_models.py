@@ -10,7 +10,7 @@ and the file cannot drift apart (`tests/reports/test_real_models.py`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,13 +24,6 @@ RESULTS = Path(__file__).resolve().parent / "results" / "real_models.json"
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
-def folder_of(task: str, reported: str) -> str:
-    """The benchmark folder of `task` (its listing's), else the name its report gave."""
-    from docket.benchmarks.presets import listed_tasks
-
-    return str(listed_tasks().get(task, {}).get("benchmark", reported))
-
-
 def _interval(entry: dict[str, Any]) -> list[float] | None:
     low, high = entry.get("ci_low"), entry.get("ci_high")
     if isinstance(low, int | float) and isinstance(high, int | float):
@@ -39,7 +32,7 @@ def _interval(entry: dict[str, Any]) -> list[float] | None:
 
 
 def rows_from_leaderboard(
-    data: dict[str, Any], dates: dict[str, str], run: str
+    data: dict[str, Any], dates: dict[str, str], run: str, folders: Mapping[str, str]
 ) -> list[dict[str, Any]]:
     """One row per task and model of a `docket report` leaderboard (`leaderboard.json`).
 
@@ -47,6 +40,8 @@ def rows_from_leaderboard(
         data: The leaderboard's JSON.
         dates: The creation date (`YYYY-MM-DD`) of each entry's log, by log path.
         run: The command that produced the logs (kept in each row).
+        folders: Each task's benchmark folder (its listing's; a task not in it keeps the
+            benchmark name its report gave).
 
     Returns:
         Rows with `benchmark`, `task`, `version`, `model`, `headline`, `direction`, `value`,
@@ -63,7 +58,7 @@ def rows_from_leaderboard(
                 value = entry.get("value")
                 rows.append(
                     {
-                        "benchmark": folder_of(table["task"], benchmark["benchmark"]),
+                        "benchmark": folders.get(table["task"], benchmark["benchmark"]),
                         "task": table["task"],
                         "version": table.get("version"),
                         "model": entry["model"],
@@ -81,17 +76,18 @@ def rows_from_leaderboard(
     return sorted(rows, key=lambda r: (r["benchmark"], r["task"], r["model"]))
 
 
-def model_free_tasks(data: dict[str, Any]) -> list[dict[str, str]]:
+def model_free_tasks(data: dict[str, Any], folders: Mapping[str, str]) -> list[dict[str, str]]:
     """The tasks of a leaderboard that score a method, not the model (no model call).
 
     Args:
         data: The leaderboard's JSON.
+        folders: Each task's benchmark folder, as for `rows_from_leaderboard`.
 
     Returns:
         `{"benchmark", "task"}` of each model-free table, sorted.
     """
     found = {
-        (folder_of(t["task"], b["benchmark"]), t["task"])
+        (folders.get(t["task"], b["benchmark"]), t["task"])
         for b in data.get("benchmarks", [])
         for t in b.get("tables", [])
         if t.get("kind") == "method"

@@ -20,10 +20,12 @@ import sys
 import tempfile
 from pathlib import Path
 
+import yaml
 from inspect_ai.log import read_eval_log
 
 from docket.core.results_tables import load_results, replace_table, write_results
 from docket.reports.real_models import (
+    BENCHMARKS,
     BLOCK,
     RESULTS,
     merge,
@@ -66,7 +68,17 @@ def _measured(report: Path, run: str) -> tuple[list[dict], list[dict[str, str]]]
         for e in t.get("entries", [])
     }
     dates = {log: read_eval_log(log, header_only=True).eval.created[:10] for log in logs}
-    return rows_from_leaderboard(data, dates, run), model_free_tasks(data)
+    folders = _folders()
+    return rows_from_leaderboard(data, dates, run, folders), model_free_tasks(data, folders)
+
+
+def _folders() -> dict[str, str]:
+    """Each listed task's benchmark folder (where its README is), from the listings' files."""
+    found: dict[str, str] = {}
+    for listing in sorted(BENCHMARKS.glob("*/listing.yaml")):
+        for entry in yaml.safe_load(listing.read_text(encoding="utf-8")).get("tasks") or []:
+            found[str(entry["name"])] = listing.parent.name
+    return found
 
 
 def main() -> None:
@@ -82,8 +94,10 @@ def main() -> None:
     args = parser.parse_args()
     if args.from_logs and not args.run:
         parser.error("--from-logs needs --run, the command that wrote the logs")
-    results = load_results(RESULTS) if RESULTS.is_file() else {}
-    rows, free = results.get("rows", []), results.get("model_free", [])
+    results = load_results(RESULTS) if RESULTS.is_file() else {"rows": []}
+    folders = _folders()
+    rows = [r | {"benchmark": folders.get(r["task"], r["benchmark"])} for r in results["rows"]]
+    free = results.get("model_free", [])
     if not args.render:
         run = args.run or f"docket suite {args.preset} --limit {args.limit}"
         with tempfile.TemporaryDirectory() as scratch:

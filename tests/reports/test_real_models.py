@@ -20,6 +20,8 @@ from docket.reports.real_models import (
 )
 
 RUN = "docket suite local --limit 10"
+#: Task -> benchmark folder (the script takes it from the listings).
+FOLDERS = {"docket/rl_arith": "rl_arith", "docket/erm_retrieval": "erm_retrieval"}
 
 
 def _leaderboard() -> dict[str, Any]:
@@ -50,7 +52,7 @@ def _leaderboard() -> dict[str, Any]:
 
 
 def test_rows_carry_the_headline_interval_n_date_and_health() -> None:
-    rows = rows_from_leaderboard(_leaderboard(), {"/logs/a.eval": "2026-12-07"}, RUN)
+    rows = rows_from_leaderboard(_leaderboard(), {"/logs/a.eval": "2026-12-07"}, RUN, FOLDERS)
     assert [r["model"] for r in rows] == ["docket/qwen", "docket/smollm2"]
     assert rows[0] == {
         "benchmark": "rl_arith",
@@ -73,7 +75,7 @@ def test_rows_carry_the_headline_interval_n_date_and_health() -> None:
     assert row in text
     assert "| `docket/smollm2` | 2-A | 12 | reward/mean ↑ no score |" in text
     assert render(rows, "toy_math").startswith("No real model has been run")
-    free = model_free_tasks(_leaderboard())  # a method's table gives no model row
+    free = model_free_tasks(_leaderboard(), FOLDERS)  # a method's table gives no model row
     assert free == [{"benchmark": "erm_retrieval", "task": "docket/erm_retrieval"}]
     assert render(rows, "erm_retrieval", free) == (
         "`docket/erm_retrieval`: the model under test makes no call, so a run scores the method "
@@ -82,7 +84,7 @@ def test_rows_carry_the_headline_interval_n_date_and_health() -> None:
 
 
 def test_a_rerun_replaces_its_own_rows_and_keeps_the_others() -> None:
-    old = rows_from_leaderboard(_leaderboard(), {}, RUN)
+    old = rows_from_leaderboard(_leaderboard(), {}, RUN, FOLDERS)
     new = [old[0] | {"value": 0.5, "run": "docket suite local --limit 20"}]
     merged = merge(old, new)
     values = [(r["model"], r["value"]) for r in merged]
