@@ -877,10 +877,23 @@ def error_reason(sample: EvalSample) -> str:
 
 def _settle(item: TaskPlan, logs: list[EvalLog]) -> list[Errored]:
     budget = item.eval_args.get("max_tokens")
-    found = [
-        settle_errors(log.location, item.task, item.stage, budget) for log in logs if log.location
-    ]
-    return [e for e in found if e is not None]
+    found: list[Errored] = []
+    for log in logs:
+        if not log.location:
+            continue
+        try:
+            settled = settle_errors(log.location, item.task, item.stage, budget)
+        except FileNotFoundError:  # a store listed it, then a later attempt's log replaced it
+            Console(stderr=True).print(
+                f"warning: {printable(log.location)}: gone before its errored samples were "
+                "settled (replaced by a later attempt); the report reads the store as it is",
+                markup=False,
+                soft_wrap=True,
+            )
+            continue
+        if settled is not None:
+            found.append(settled)
+    return found
 
 
 def run_plan(

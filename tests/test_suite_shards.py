@@ -216,3 +216,19 @@ def test_concurrent_shards_on_s3_match_one_process_even_when_one_is_killed(
     assert _scores(tmp_path / "sharded-report") == expected
     finished = [h for h in _headers(sharded) if h.status == "success"]
     assert sorted(_label(h) for h in finished) == sorted(expected)  # one log per unit
+
+
+def test_a_log_gone_before_it_is_settled_is_one_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from types import SimpleNamespace
+
+    from inspect_ai.log import EvalLog
+
+    from docket.suite import _settle
+
+    item = SimpleNamespace(eval_args={}, task="docket/toy_math", stage="scripted")
+    gone = EvalLog.model_construct(location=str(tmp_path / "replaced.eval"))
+    assert _settle(item, [gone]) == []  # type: ignore[arg-type]
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("warning: ") and "gone before its errored samples were settled" in line
