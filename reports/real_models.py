@@ -32,7 +32,11 @@ def _interval(entry: dict[str, Any]) -> list[float] | None:
 
 
 def rows_from_leaderboard(
-    data: dict[str, Any], dates: dict[str, str], run: str, folders: Mapping[str, str]
+    data: dict[str, Any],
+    dates: dict[str, str],
+    run: str,
+    folders: Mapping[str, str],
+    versions: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """One row per task and model of a `docket report` leaderboard (`leaderboard.json`).
 
@@ -42,6 +46,8 @@ def rows_from_leaderboard(
         run: The command that produced the logs (kept in each row).
         folders: Each task's benchmark folder (its listing's; a task not in it keeps the
             benchmark name its report gave).
+        versions: The task version of each log, by log path, for the runs the report could
+            not score (their rows carry the reason instead of a value).
 
     Returns:
         Rows with `benchmark`, `task`, `version`, `model`, `headline`, `direction`, `value`,
@@ -73,7 +79,33 @@ def rows_from_leaderboard(
                         "run": run,
                     }
                 )
+    for entry in data.get("unscored", []):
+        row = _unscored_row(entry, dates, run, folders)
+        row["version"] = (versions or {}).get(entry.get("log", ""), row["version"])
+        rows.append(row)
     return sorted(rows, key=lambda r: (r["benchmark"], r["task"], r["model"]))
+
+
+def _unscored_row(
+    entry: dict[str, Any], dates: dict[str, str], run: str, folders: Mapping[str, str]
+) -> dict[str, Any]:
+    """A run the report could not score (its headline has no value): the row says why."""
+    samples = (entry.get("health") or {}).get("samples")
+    return {
+        "benchmark": folders.get(entry["task"], entry["task"]),
+        "task": entry["task"],
+        "version": entry.get("version"),
+        "model": entry["model"],
+        "headline": None,
+        "direction": None,
+        "value": None,
+        "interval": None,
+        "n": samples,
+        "errored": entry.get("errored", 0),
+        "health": str(entry.get("reason") or "no score"),
+        "date": dates.get(entry.get("log", ""), ""),
+        "run": run,
+    }
 
 
 def model_free_tasks(data: dict[str, Any], folders: Mapping[str, str]) -> list[dict[str, str]]:
@@ -120,6 +152,12 @@ def _value_text(row: dict[str, Any]) -> str:
     return text
 
 
+def _headline_text(row: dict[str, Any], arrow: str) -> str:
+    if row["headline"] is None:  # the report could not score the run: the health says why
+        return "no score"
+    return f"{row['headline']} {arrow} {_value_text(row)}"
+
+
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
@@ -156,7 +194,8 @@ def render(
         arrow = {"higher": "↑", "lower": "↓"}.get(r["direction"] or "", "")
         lines.append(
             f"| `{r['task']}` | `{r['model']}` | {r['version']} | {r['n']} | "
-            f"{r['headline']} {arrow} {_value_text(r)} | {r['date']} | {_cell(r['health'])} |"
+            f"{_headline_text(r, arrow)} | {r['date']} | "
+            f"{_cell(r['health'])} |"
         )
     runs = ", ".join(f"`{run}`" for run in sorted({r["run"] for r in mine}))
     lines += ["", f"Run with {runs} (`reports/scripts/real_models.py` writes `{RESULTS.name}`)."]

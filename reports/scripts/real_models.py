@@ -66,10 +66,13 @@ def _measured(report: Path, run: str) -> tuple[list[dict], list[dict[str, str]]]
         for b in data.get("benchmarks", [])
         for t in b.get("tables", [])
         for e in t.get("entries", [])
-    }
-    dates = {log: read_eval_log(log, header_only=True).eval.created[:10] for log in logs}
+    } | {u["log"] for u in data.get("unscored", []) if u.get("log")}
+    headers = {log: read_eval_log(log, header_only=True).eval for log in logs}
+    dates = {log: spec.created[:10] for log, spec in headers.items()}
+    versions = {log: str(spec.task_version) for log, spec in headers.items()}
     folders = _folders()
-    return rows_from_leaderboard(data, dates, run, folders), model_free_tasks(data, folders)
+    rows = rows_from_leaderboard(data, dates, run, folders, versions)
+    return rows, model_free_tasks(data, folders)
 
 
 def _folders() -> dict[str, str]:

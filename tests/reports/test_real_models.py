@@ -43,17 +43,34 @@ def _leaderboard() -> dict[str, Any]:
         "entries": [entry, entry | {"model": "docket/smollm2", "value": None, "log": "/b"}],
     }
     method = {"task": "docket/erm_retrieval", "kind": "method", "entries": [entry]}
+    unscored = {
+        "task": "docket/rl_arith",
+        "model": "docket/judged",
+        "reason": "headline reward/mean is NaN: no sample has a value for it (judge_failure 2/2)",
+        "health": {"samples": 2},
+        "log": "/logs/c.eval",
+    }
     return {
         "benchmarks": [
             {"benchmark": "rl_arith", "tables": [table]},
             {"benchmark": "erm_retrieval", "tables": [method]},
-        ]
+        ],
+        "unscored": [unscored],
     }
 
 
 def test_rows_carry_the_headline_interval_n_date_and_health() -> None:
-    rows = rows_from_leaderboard(_leaderboard(), {"/logs/a.eval": "2026-12-07"}, RUN, FOLDERS)
-    assert [r["model"] for r in rows] == ["docket/qwen", "docket/smollm2"]
+    dates = {"/logs/a.eval": "2026-12-07", "/logs/c.eval": "2026-12-06"}
+    rows = rows_from_leaderboard(_leaderboard(), dates, RUN, FOLDERS, {"/logs/c.eval": "2-A"})
+    assert [r["model"] for r in rows] == ["docket/judged", "docket/qwen", "docket/smollm2"]
+    judged = rows.pop(0)  # a run the report could not score: its row says why
+    assert (judged["value"], judged["n"], judged["version"], judged["date"]) == (
+        None,
+        2,
+        "2-A",
+        "2026-12-06",
+    )
+    assert judged["health"].startswith("headline reward/mean is NaN")
     assert rows[0] == {
         "benchmark": "rl_arith",
         "task": "docket/rl_arith",
@@ -74,6 +91,11 @@ def test_rows_carry_the_headline_interval_n_date_and_health() -> None:
     row = "| `docket/rl_arith` | `docket/qwen` | 2-A | 12 | reward/mean ↑ 0.250 [0.089, 0.533] |"
     assert row in text
     assert "| `docket/smollm2` | 2-A | 12 | reward/mean ↑ no score |" in text
+    unscored = render([judged], "rl_arith")
+    assert (
+        "| `docket/judged` | 2-A | 2 | no score | 2026-12-06 | headline reward/mean is NaN"
+        in unscored
+    )
     assert render(rows, "toy_math").startswith("No real model has been run")
     free = model_free_tasks(_leaderboard(), FOLDERS)  # a method's table gives no model row
     assert free == [{"benchmark": "erm_retrieval", "task": "docket/erm_retrieval"}]
@@ -84,7 +106,7 @@ def test_rows_carry_the_headline_interval_n_date_and_health() -> None:
 
 
 def test_a_rerun_replaces_its_own_rows_and_keeps_the_others() -> None:
-    old = rows_from_leaderboard(_leaderboard(), {}, RUN, FOLDERS)
+    old = rows_from_leaderboard(_leaderboard(), {}, RUN, FOLDERS)[1:]
     new = [old[0] | {"value": 0.5, "run": "docket suite local --limit 20"}]
     merged = merge(old, new)
     values = [(r["model"], r["value"]) for r in merged]
