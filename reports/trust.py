@@ -64,6 +64,30 @@ def _digest(evals: pd.DataFrame, samples: pd.DataFrame, path: str) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
 
+#: The suffix Inspect gives the log it recovers from a killed run's sample buffer.
+RECOVERED_SUFFIX = "-recovered"
+
+
+def _recovered_original(group: pd.DataFrame) -> tuple[str, str] | None:
+    """(original, recovery) when two logs of one eval id are a killed run and its recovery.
+
+    Inspect resumes a run killed mid-way by writing `NAME-recovered.eval` from the dead
+    process's sample buffer next to `NAME.eval`, which stays `started` with the same eval id.
+    Only that exact pair is read as one run; any other pair stays disputed.
+    """
+    if len(group) != 2 or "status" not in group:
+        return None
+    rows = {
+        str(path): str(status) for path, status in zip(group["log"], group["status"], strict=True)
+    }
+    for path, status in rows.items():
+        stem, dot, extension = path.rpartition(".")
+        recovery = f"{stem}{RECOVERED_SUFFIX}{dot}{extension}"
+        if status == "started" and recovery in rows:
+            return path, recovery
+    return None
+
+
 def screen(
     evals: pd.DataFrame, samples: pd.DataFrame, now: datetime | None = None
 ) -> tuple[pd.DataFrame, pd.DataFrame, list[LogWarning]]:
@@ -97,6 +121,13 @@ def screen(
     for eval_id, group in current.groupby("eval_id", sort=True):
         paths = sorted(str(p) for p in group["log"])
         if len(paths) < 2:
+            continue
+        recovered = _recovered_original(group)
+        if recovered is not None:
+            dropped.add(recovered[0])
+            warnings.append(
+                LogWarning(recovered[0], f"superseded by Inspect's recovery {recovered[1]}", False)
+            )
             continue
         digests = {_digest(current, samples, p) for p in paths}
         if len(digests) == 1:

@@ -115,6 +115,39 @@ def test_a_disputed_eval_id_is_named_and_neither_log_wins(
     assert capsys.readouterr().err.count("neither is taken as genuine") == 2
 
 
+def _killed(log: Path, out: Path, keep: int) -> Path:
+    """`log` as a killed run left it: status started, its first `keep` samples, no results."""
+    dead = read_eval_log(str(log))
+    dead.status = "started"
+    dead.samples = (dead.samples or [])[:keep]
+    dead.results = None
+    write_eval_log(dead, str(out))
+    return out
+
+
+def test_a_killed_run_and_its_recovery_count_once_as_the_recovery(
+    genuine: tuple[Path, Path],
+) -> None:
+    log, _ = genuine
+    recovery = log.with_name(log.stem + "-recovered.eval")
+    log.rename(recovery)  # Inspect's resume writes NAME-recovered.eval beside the dead NAME.eval
+    _killed(recovery, log, keep=1)
+    loaded = load_logs(log.parent)
+    [run] = build_runs(loaded)
+    assert (run.headline_value, run.n) == (1.0, 3)
+    [warning] = loaded.warnings
+    assert (warning.path, warning.blocking) == (str(log), False)
+    assert warning.message == f"superseded by Inspect's recovery {recovery}"
+
+
+def test_a_recovery_of_a_finished_run_is_still_a_dispute(genuine: tuple[Path, Path]) -> None:
+    log, _ = genuine  # finished (success): a "-recovered" twin with other scores is a forgery
+    forge(log, log.with_name(log.stem + "-recovered.eval"))
+    loaded = load_logs(log.parent)
+    assert build_runs(loaded) == []
+    assert all("neither is taken as genuine" in w.message for w in loaded.warnings)
+
+
 def test_an_exact_copy_counts_once_and_does_not_block(
     genuine: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
