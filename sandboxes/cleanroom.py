@@ -18,7 +18,11 @@ from typing import Literal, TypeVar, overload
 
 from inspect_ai.util import ExecResult, SandboxEnvironment, sandbox
 
-from docket.core.inspect_private import DockerSandboxEnvironment, compose_command
+from docket.core.inspect_private import (
+    DockerSandboxEnvironment,
+    LocalSandboxEnvironment,
+    compose_command,
+)
 
 from .bwrap.sandbox import BwrapSandboxEnvironment
 
@@ -200,6 +204,20 @@ class CleanRoomError(RuntimeError):
     """The clean room could not be made (one line: what failed and why)."""
 
 
+#: Why Inspect's `local` sandbox gets no clean room (`CleanRoomError`).
+NO_LOCAL_ROOM = (
+    "Inspect's local sandbox runs on the evaluator's own host: it has no clean room (ending "
+    "every process there would end the evaluator's, and the room's sweep would touch the host's "
+    "/tmp); score in bwrap, docker or k8s"
+)
+
+
+def _refuse_local(sb: SandboxEnvironment) -> None:
+    """Raise `CleanRoomError` for Inspect's `local` sandbox, before any command runs in it."""
+    if _as(sb, LocalSandboxEnvironment) is not None:
+        raise CleanRoomError(NO_LOCAL_ROOM)
+
+
 class RoomUnavailable(CleanRoomError):
     """The agent's processes ended, but the sandbox left no room to score in (its disk or inodes
     full, its writable folders taken): the agent's doing, which a scorer scores as a failure
@@ -215,14 +233,17 @@ async def end_agent_processes(sb: SandboxEnvironment | None = None) -> None:
     - `docker`: the container restarts (`docker compose restart -t 0`): every process ends,
       the container's files stay, and its pid 1 starts afresh.
     - others (`k8s`, ...): `kill -9 -1` as the sandbox's user until only pid 1 is left.
+    - Inspect's `local`: refused (`CleanRoomError`); its processes are the evaluator's host's.
 
     Args:
         sb: The sandbox (default: the sample's default sandbox).
 
     Raises:
-        CleanRoomError: The processes could not be ended (one line).
+        CleanRoomError: The processes could not be ended, or `sb` is Inspect's `local`
+            sandbox (one line).
     """
     sb = sb if sb is not None else sandbox()
+    _refuse_local(sb)
     if (bwrap := _as(sb, BwrapSandboxEnvironment)) is not None:
         try:
             await bwrap.session.end_processes()
@@ -438,10 +459,12 @@ async def clean_room(sb: SandboxEnvironment, *, live: bool = False) -> ScoringSa
         The clean room.
 
     Raises:
-        CleanRoomError: The processes could not be ended (one line).
+        CleanRoomError: The processes could not be ended, or `sb` is Inspect's `local`
+            sandbox, live or not (one line).
         RoomUnavailable: The room could not be made (one line): a scorer's failure to score,
             with this reason, not an error.
     """
+    _refuse_local(sb)
     if not live:
         await end_agent_processes(sb)
     root = f"{ROOM_PARENT}/docket-score-{secrets.token_hex(16)}"
@@ -461,6 +484,7 @@ async def _prepare(sb: SandboxEnvironment, root: str) -> None:
 __all__ = [
     "AGENT_WRITABLE",
     "CLEAN_PATH",
+    "NO_LOCAL_ROOM",
     "NO_PYCACHE",
     "CleanRoomError",
     "RoomUnavailable",

@@ -3,8 +3,11 @@
 Each side runs in its own process (one process holds the model at a time, and its peak
 resident memory is its own): `python -m docket.benchmarks.perf.local_agent --side docket|hf
 --checkpoint DIR --out FILE` loads the model, then times one `inspect eval` of five
-`docket/smoke` samples (its react agent, bash tool and scorer; Inspect's `local` sandbox) and
-writes the seconds, the peak memory and each sample's transcript to FILE.
+`docket/smoke` samples (its react agent and bash tool; Inspect's `local` sandbox) and writes the
+seconds, the peak memory and each sample's transcript to FILE. The `local` sandbox is the
+evaluator's own host, where no clean room can be made (`docket.sandboxes.NO_LOCAL_ROOM`), so
+the samples are scored by `host_files`, which only reads the files: its accuracy describes the
+run, it is no benchmark result.
 
 Both sides read the same float32 weights (docket's dequantised copy of the GGUF file, a plain
 transformers folder) and see the same prompts: the docket side is `LocalHFModelAPI`'s decoding
@@ -44,7 +47,10 @@ from inspect_ai.model import (
 from inspect_ai.model._model_output import ChatCompletionChoice
 from inspect_ai.model._providers.hf import HuggingFaceAPI
 from inspect_ai.model._providers.util import HFHandler
+from inspect_ai.scorer import CORRECT, INCORRECT, Score, Scorer, Target, accuracy, scorer
+from inspect_ai.solver import TaskState
 from inspect_ai.tool import ToolChoice, ToolInfo
+from inspect_ai.util import OutputLimitExceededError, sandbox
 
 from docket.benchmarks.smoke.smoke import FILES, PROMPT, smoke
 from docket.methods.local.batching import engine_for, engine_request
@@ -59,6 +65,39 @@ MESSAGE_LIMIT = 12
 EXTRA_FILES = [("todo.txt", "buy milk"), ("notes/done.md", "all tests pass")]
 
 
+@scorer(metrics=[accuracy()])
+def host_files() -> Scorer:
+    """CORRECT when every file the sample expects is in Inspect's `local` sandbox as expected.
+
+    For this case only: it reads the files (no command runs) while whatever the agent left
+    running on the host still runs, which is why no benchmark scores this way
+    (`docket.sandboxes.scoring_sandbox` refuses the `local` sandbox).
+
+    Returns:
+        A scorer with CORRECT or INCORRECT and the problems found as the explanation.
+    """
+
+    async def score(state: TaskState, target: Target) -> Score:
+        problems = []
+        for path, expected in dict(state.metadata["expect"]).items():
+            try:
+                content = (await sandbox().read_file(str(path))).strip()
+            except (FileNotFoundError, UnicodeDecodeError, IsADirectoryError, PermissionError):
+                problems.append(f"{path} missing or unreadable")
+                continue
+            except OutputLimitExceededError:
+                problems.append(f"{path} is larger than the sandbox's read limit")
+                continue
+            if content != str(expected):
+                problems.append(f"{path} contains {content!r}; expected {str(expected)!r}")
+        return Score(
+            value=INCORRECT if problems else CORRECT,
+            explanation="; ".join(problems) or "as expected",
+        )
+
+    return score
+
+
 def agent_task(samples: int = SAMPLES, message_limit: int = MESSAGE_LIMIT) -> Task:
     """`docket/smoke` with `samples` file requests (its three, then more of the same form).
 
@@ -67,7 +106,8 @@ def agent_task(samples: int = SAMPLES, message_limit: int = MESSAGE_LIMIT) -> Ta
         message_limit: Messages per sample.
 
     Returns:
-        The task, on Inspect's `local` sandbox.
+        The task, on Inspect's `local` sandbox, scored by `host_files` (smoke's scorer needs a
+        clean room, which the `local` sandbox cannot give).
     """
     base = smoke(message_limit=message_limit)
     pairs = [*FILES, *EXTRA_FILES][:samples]
@@ -84,7 +124,7 @@ def agent_task(samples: int = SAMPLES, message_limit: int = MESSAGE_LIMIT) -> Ta
     return Task(
         dataset=dataset,
         solver=base.solver,
-        scorer=base.scorer,
+        scorer=host_files(),
         sandbox="local",
         message_limit=message_limit,
     )

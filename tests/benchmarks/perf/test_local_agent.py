@@ -7,7 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from inspect_ai import Task, eval
+from inspect_ai.dataset import Sample
 from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageUser, GenerateConfig
+from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.tool import ToolInfo, ToolParam, ToolParams
 
 from docket.benchmarks.perf import cases
@@ -17,6 +20,7 @@ from docket.benchmarks.perf.local_agent import (
     agent_task,
     first_difference,
     hf_prompt,
+    host_files,
 )
 from tests.methods.local.test_kv_reuse import tiny
 
@@ -34,6 +38,39 @@ def test_agent_task_has_five_file_requests() -> None:
     ids = [sample.id for sample in task.dataset]
     assert ids == ["hello.txt", "notes/plan.md", "answer.txt", "todo.txt", "notes/done.md"]
     assert task.message_limit == 12
+
+
+@solver
+def _as_left() -> Solver:
+    """An agent whose work is the sample's files."""
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        return state
+
+    return solve
+
+
+def test_agent_task_is_scored_without_a_clean_room(tmp_path: Path) -> None:
+    """Inspect's `local` sandbox has no clean room (smoke's scorer errors there): the case's
+    own scorer reads the files the agent left on the host."""
+    expect = {"hello.txt": "hi", "notes/plan.md": "ship it"}
+    samples = [
+        Sample(id="right", input="x", metadata={"expect": expect}, files=expect),
+        Sample(id="wrong", input="x", metadata={"expect": expect}, files={"hello.txt": "no"}),
+    ]
+    task = Task(dataset=samples, solver=_as_left(), scorer=host_files(), sandbox="local")
+    [log] = eval(task, model="mockllm/model", log_dir=str(tmp_path), display="none")
+    assert log.status == "success"
+    scores = {s.id: (s.scores or {})["host_files"] for s in log.samples or []}
+    assert scores["right"].value == "C"
+    assert scores["wrong"].value == "I"
+    assert scores["wrong"].explanation == (
+        "hello.txt contains 'no'; expected 'hi'; notes/plan.md missing or unreadable"
+    )
+    spec = agent_task().sandbox
+    assert spec is not None and spec.type == "local"
+    scorers = [getattr(s, "__qualname__", "") for s in agent_task().scorer or []]
+    assert scorers == ["host_files.<locals>.score"]
 
 
 def test_first_difference_names_sample_and_turn() -> None:
