@@ -39,3 +39,16 @@ def test_check_reports_a_drifted_block(
     assert table_block(readme.read_text(encoding="utf-8"), options_doc.BLOCK).startswith(
         "| option | default | meaning |"
     )
+
+
+def test_the_readme_holds_the_pools_table_with_a_bound_per_pool() -> None:
+    """#52 item 3: each host-wide pool with what bounds a sample's share (or says it is not)."""
+    text = options_doc.README.read_text(encoding="utf-8")
+    rows = text.split("### Host-wide pools", 1)[1].split("\n\n")[2].splitlines()[2:]
+    cells = {row.split(" | ")[0].strip("| "): row.split(" | ")[1] for row in rows}
+    for pool in ("File handles", "Tasks", "inotify", "Keys", "message queues", "Ptys", "AIO"):
+        assert any(pool in name for name in cells), pool
+    for pool in ("Locked memory", "Page cache of host files", "CPU", "Disk"):
+        assert cells[pool]
+    assert "`max_open_files`" in cells["File handles (`fs.file-max`)"]
+    assert "**not bounded**" in cells["Page cache of host files"]
