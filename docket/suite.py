@@ -45,6 +45,7 @@ from docket.agents.scripted.policy import load_policies
 from docket.benchmarks.presets import listed_tasks, preset_path
 from docket.core import logstore
 from docket.core.errored import UNANSWERED_PREFIX, last_model_error, unanswered_reason
+from docket.core.superseded import remove_superseded
 from docket.core.text import printable
 from docket.reports.files import load_document
 from docket.reports.health import HEALTH_KEY, health_record
@@ -926,7 +927,10 @@ def run_plan(
         if budget_minutes is not None and item.stage != first_stage and elapsed > budget_minutes:
             problems.append(f"{item.task} / {item.stage}: skipped, time budget spent")
             continue
+        # docket sweeps the older logs itself, keeping the ones eval_set returns (superseded.py)
         args = {"fail_on_error": True, "continue_on_fail": True, **item.eval_args}
+        sweep = args.pop("retry_cleanup", True) is not False
+        args["retry_cleanup"] = False
         if item.shared_dir:  # the other shards' logs of this task and stage are not ours
             args["log_dir_allow_dirty"] = True
         try:
@@ -945,6 +949,8 @@ def run_plan(
             console.print(f"[red]{problems[-1]}[/red]", soft_wrap=True, markup=False)
             ok = False
             continue
+        if sweep:
+            remove_superseded(str(item.log_dir), logs)
         errored = _settle(item, logs)
         problems.extend(e.line for e in errored)
         ok &= bool(success) and not errored

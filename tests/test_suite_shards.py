@@ -163,12 +163,6 @@ def _label(header: Any) -> str:
     return " ".join([header.eval.model, *(f"{k}={v}" for k, v in sorted(args.items()))])
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="open (#56 item 2): when the killed shard had buffered samples, the re-run's "
-    "eval_set recovers its log into NAME-recovered.eval (Inspect's crash recovery) and the "
-    "units it retries do not reach the store as finished logs; passes when no recovery happens",
-)
 def test_concurrent_shards_on_s3_match_one_process_even_when_one_is_killed(
     s3_env: S3Store, tmp_path: Path
 ) -> None:

@@ -182,6 +182,21 @@ def find_logs(location: str | Path) -> list[str]:
     return sorted(_url(text, k) for k in keys if is_log_name(PurePosixPath(k).name))
 
 
+def remove(location: str | Path) -> None:
+    """Remove one file, local or remote; one already gone is not an error.
+
+    Args:
+        location: A local path or URL.
+    """
+    if not is_remote(location):
+        Path(location).unlink(missing_ok=True)
+        return
+    fs = _filesystem(str(location))
+    if fs.exists(str(location)):
+        fs.rm(str(location))
+    fs.invalidate_cache()
+
+
 def has_files(location: str | Path) -> bool:
     """Whether a directory (local) or prefix (remote) holds any file.
 
