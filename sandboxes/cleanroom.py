@@ -149,11 +149,22 @@ if kept:
 """
 #: Make the room ($1; empty: only sweep): sweep links through /proc (python's $3, else $2),
 #: give /tmp back its owner's write and search bits (the agent owns it on bwrap and could
-#: have taken them), then mkdir.
+#: have taken them), then mkdir. One `find` first: where it lists every folder without an
+#: error and finds no symlink, there is nothing to sweep and no python starts (a folder it
+#: cannot list, or any symlink, takes the full sweep).
 _MAKE_ROOM = r"""
 room=$1 sweep=$2 sweep_py=$3
 shift 3
-if [ -x /usr/bin/python3 ]; then
+n=$#
+for root; do
+  if [ -d "$root" ] && [ ! -L "$root" ]; then set -- "$@" "$root"; fi
+done
+shift "$n"
+if [ $# -eq 0 ]; then
+  :
+elif found=$(/usr/bin/find "$@" -type l -print -quit 2>/dev/null) && [ -z "$found" ]; then
+  :
+elif [ -x /usr/bin/python3 ]; then
   /usr/bin/python3 -I -S -c "$sweep_py" "$@" || exit 1
 else
   kept=$(

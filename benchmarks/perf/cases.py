@@ -283,8 +283,9 @@ def sandbox_score(quick: bool) -> Measurement:
     plain `exec(['true'])`, in the same bwrap sandbox.
 
     Paid once per sample before its scorer's first command; the ratio says how many plain execs
-    it costs. Target 5: the end request, then one exec that starts a Python interpreter for the
-    sweep and runs mkdir (a Python start is about three plain execs)."""
+    it costs. Target 5: the end request, then one exec that lists the agent's folders for
+    symlinks (`find`) and runs mkdir; the sample's folders hold no symlink here, so the sweep's
+    Python interpreter (about three plain execs more) does not start."""
     from docket.sandboxes.bwrap.sandbox import BwrapSandboxEnvironment
     from docket.sandboxes.cleanroom import clean_room
 
@@ -317,7 +318,7 @@ def sandbox_score(quick: bool) -> Measurement:
         target=5.0,
         repeats=repeats,
         note="the exec service's end request (reaps every live exec namespace), then one exec: "
-        "the /proc-link sweep (python3 -I -S) and mkdir",
+        "find lists the agent's folders (no symlink, so no python3 sweep) and mkdir",
     )
 
 
