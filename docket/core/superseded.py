@@ -30,7 +30,8 @@ def superseded_logs(log_dir: str, finished: Iterable[EvalLog]) -> list[str]:
 
     A log is superseded when it has the task id of a returned log, is not that log, and is not a
     `started` log: a started log may still be written by another process (a concurrent shard),
-    and a killed one is left for the report, which reads it beside the finished log.
+    and a killed one is left for the report, which reads it beside the finished log. A file
+    whose header cannot be read is left for the report to name.
 
     Args:
         log_dir: The eval_set's log directory, local or remote.
@@ -47,7 +48,7 @@ def superseded_logs(log_dir: str, finished: Iterable[EvalLog]) -> list[str]:
             continue
         try:
             header = read_eval_log(info.name, header_only=True)
-        except FileNotFoundError:
+        except Exception:  # noqa: BLE001 - gone, or not a log Inspect can read: left as it is
             continue
         if header.eval.task_id in task_ids and header.status != "started":
             found.append(_canonical(info.name))

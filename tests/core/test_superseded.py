@@ -76,3 +76,12 @@ def test_nothing_goes_without_a_returned_log_of_the_task(genuine: EvalLog, tmp_p
     assert superseded_logs(str(tmp_path), []) == []
     assert remove_superseded(str(tmp_path), [lone]) == []
     assert lone.location and Path(lone.location).exists()
+
+
+def test_a_file_that_is_no_log_is_left_for_the_report(genuine: EvalLog, tmp_path: Path) -> None:
+    unit = "u" * 22
+    finished = _write(genuine, tmp_path, "2026-01-01T00-00-09-00-00", unit, "success")
+    broken = tmp_path / f"2026-01-01T00-00-00-00-00_task_{unit}.eval"
+    broken.write_bytes(b"PK\x03\x04 not a zip")
+    assert remove_superseded(str(tmp_path), [finished]) == []
+    assert broken.exists()
