@@ -10,19 +10,11 @@ ones kept, whatever the clock says.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 
 from inspect_ai.log import EvalLog, list_eval_logs, read_eval_log
 
 from docket.core import logstore
-
-
-def _canonical(location: str) -> str:
-    """One spelling per file: a local path absolute and without `file://`, a URL as it is."""
-    if location.startswith("file://"):
-        location = location.removeprefix("file://")
-    return location if logstore.is_remote(location) else os.path.abspath(location)
 
 
 def superseded_logs(log_dir: str, finished: Iterable[EvalLog]) -> list[str]:
@@ -40,18 +32,18 @@ def superseded_logs(log_dir: str, finished: Iterable[EvalLog]) -> list[str]:
     Returns:
         The superseded logs' locations, sorted.
     """
-    kept = {_canonical(log.location): log.eval.task_id for log in finished if log.location}
+    kept = {logstore.resolve(log.location): log.eval.task_id for log in finished if log.location}
     task_ids = set(kept.values())
     found = []
     for info in list_eval_logs(log_dir, recursive=True):
-        if _canonical(info.name) in kept or info.task_id not in task_ids:
+        if logstore.resolve(info.name) in kept or info.task_id not in task_ids:
             continue
         try:
             header = read_eval_log(info.name, header_only=True)
         except Exception:  # noqa: BLE001 - gone, or not a log Inspect can read: left as it is
             continue
         if header.eval.task_id in task_ids and header.status != "started":
-            found.append(_canonical(info.name))
+            found.append(logstore.resolve(info.name))
     return sorted(found)
 
 
