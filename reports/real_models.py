@@ -173,8 +173,9 @@ def render(
         model_free: Tasks that scored a method, not the model (`model_free_tasks`).
 
     Returns:
-        A Markdown table (task, model, version, n, headline with its 95% interval, date,
-        health), or one line saying that no real model has been run on it.
+        A Markdown table (task, model, version, n, headline with its 95% interval, health; the
+        run's date stays in the results file), or one line saying that no real model has been
+        run on it.
     """
     mine = [r for r in rows if r["benchmark"] == benchmark]
     free = sorted(f"`{t['task']}`" for t in model_free if t["benchmark"] == benchmark)
@@ -187,15 +188,14 @@ def render(
     if not mine:
         return note or "No real model has been run on it yet (`reports/scripts/real_models.py`)."
     lines = [
-        "| task | model | version | n | headline (95% interval) | date | health |",
-        "|---|---|---|---|---|---|---|",
+        "| task | model | version | n | headline (95% interval) | health |",
+        "|---|---|---|---|---|---|",
     ]
     for r in mine:
         arrow = {"higher": "↑", "lower": "↓"}.get(r["direction"] or "", "")
         lines.append(
             f"| `{r['task']}` | `{r['model']}` | {r['version']} | {r['n']} | "
-            f"{_headline_text(r, arrow)} | {r['date']} | "
-            f"{_cell(r['health'])} |"
+            f"{_headline_text(r, arrow)} | {_cell(r['health'])} |"
         )
     runs = ", ".join(f"`{run}`" for run in sorted({r["run"] for r in mine}))
     lines += ["", f"Run with {runs} (`reports/scripts/real_models.py` writes `{RESULTS.name}`)."]
